@@ -1,0 +1,41 @@
+//! Host build: every operation is forwarded to the `convgrad-emu` simulated GPU,
+//! which runs each lane as a fiber and checks every access.
+
+use convgrad_emu::lane;
+
+#[inline(always)]
+pub fn thread_id() -> u32 {
+    lane::thread_id()
+}
+#[inline(always)]
+pub fn block_id() -> [u32; 3] {
+    lane::block_id()
+}
+#[inline(always)]
+pub fn barrier() {
+    lane::barrier()
+}
+#[inline(always)]
+pub unsafe fn ld<T: Copy>(p: *const T, i: usize) -> T {
+    lane::global_load(p.wrapping_add(i))
+}
+#[inline(always)]
+pub unsafe fn st<T: Copy>(p: *mut T, i: usize, v: T) {
+    lane::global_store(p.wrapping_add(i), v)
+}
+#[inline(always)]
+pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
+    lane::atomic_add_f32(p.wrapping_add(i), v)
+}
+#[inline(always)]
+pub unsafe fn lds_ld<T: Copy>(off: usize) -> T {
+    lane::lds_load(off)
+}
+#[inline(always)]
+pub unsafe fn lds_st<T: Copy>(off: usize, v: T) {
+    lane::lds_store(off, v)
+}
+#[inline(always)]
+pub fn trap() -> ! {
+    lane::trap()
+}

@@ -1,0 +1,73 @@
+//! Element types in device memory. Arithmetic is f32; these convert.
+
+/// bfloat16 stored as its bits (no `core` type exists).
+#[repr(transparent)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct Bf16(pub u16);
+
+/// A storage element: f32, f16 or bf16.
+pub trait Elem: Copy + Default + 'static {
+    /// Bytes in memory.
+    const BYTES: usize;
+    /// Widens to f32.
+    fn to_f32(self) -> f32;
+    /// Rounds f32 to nearest-even.
+    fn from_f32(v: f32) -> Self;
+    /// Raw bits of 16-bit types (matrix operands); f32 gives its low half (unused).
+    fn bits16(self) -> u16;
+}
+
+impl Elem for f32 {
+    const BYTES: usize = 4;
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn bits16(self) -> u16 {
+        self.to_bits() as u16
+    }
+}
+
+impl Elem for f16 {
+    const BYTES: usize = 2;
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self as f32
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v as f16
+    }
+    #[inline(always)]
+    fn bits16(self) -> u16 {
+        self.to_bits()
+    }
+}
+
+impl Elem for Bf16 {
+    const BYTES: usize = 2;
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f32::from_bits((self.0 as u32) << 16)
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        let b = v.to_bits();
+        if v.is_nan() {
+            return Bf16(((b >> 16) as u16) | 0x40);
+        }
+        // Round to nearest, ties to even.
+        let r = b.wrapping_add(0x7fff + ((b >> 16) & 1));
+        Bf16((r >> 16) as u16)
+    }
+    #[inline(always)]
+    fn bits16(self) -> u16 {
+        self.0
+    }
+}
+

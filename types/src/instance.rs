@@ -1,0 +1,249 @@
+//! Kernel instances: every (operation, types, tile, matrix atom) the device
+//! crate is built with, for which GPU families.
+//!
+//! [`for_each_instance!`] is the single list. The device crate expands it into
+//! kernels, this crate into [`INSTANCES`] (read by the host's heuristic and by
+//! the build pipeline for workgroup sizes and LDS bytes).
+
+use crate::dtype::TypeConfig;
+
+/// GPU families, each with its own matrix instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// AMD CDNA2/CDNA3 (gfx90a, gfx942): wave64, MFMA.
+    Cdna,
+    /// AMD RDNA3 (gfx1100): wave32, WMMA.
+    Rdna3,
+    /// NVIDIA sm_80 / sm_90: warp32, mma.sync.
+    Nvidia,
+}
+
+impl Family {
+    /// All families.
+    pub const ALL: [Family; 3] = [Family::Cdna, Family::Rdna3, Family::Nvidia];
+    /// Threads per wave (warp).
+    pub const fn wave(self) -> u32 {
+        match self {
+            Family::Cdna => 64,
+            Family::Rdna3 | Family::Nvidia => 32,
+        }
+    }
+    /// The `convgrad_family` cfg value the device crate is built with.
+    pub const fn cfg(self) -> &'static str {
+        match self {
+            Family::Cdna => "cdna",
+            Family::Rdna3 => "rdna3",
+            Family::Nvidia => "nvidia",
+        }
+    }
+    /// Family of a build architecture (`gfx90a`, `gfx942`, `gfx1100`, `sm_80`, `sm_90`).
+    pub fn of_arch(arch: &str) -> Option<Family> {
+        match arch {
+            "gfx90a" | "gfx942" => Some(Family::Cdna),
+            "gfx1100" => Some(Family::Rdna3),
+            "sm_80" | "sm_90" => Some(Family::Nvidia),
+            _ => None,
+        }
+    }
+}
+
+/// Operations with kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Implicit-GEMM backward-weight main kernel.
+    BwdWeight,
+    /// Split-K finishing kernel: reduce f32 partials, apply the epilogue, cast.
+    SplitKFinish,
+}
+
+/// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomKind {
+    /// `v_mfma_f32_32x32x8{f16,bf16_1k}`, wave64.
+    Mfma32x32x8,
+    /// `v_mfma_f32_16x16x16{f16,bf16_1k}`, wave64.
+    Mfma16x16x16,
+    /// `v_wmma_f32_16x16x16_{f16,bf16}`, wave32.
+    Wmma16x16x16,
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`, warp32.
+    Mma16x8x16,
+    /// Scalar f32 FMA per thread (f32 data, and the finishing kernels).
+    Fma,
+}
+
+impl AtomKind {
+    /// `(M, N, K)` of one instruction.
+    pub const fn shape(self) -> (u32, u32, u32) {
+        match self {
+            AtomKind::Mfma32x32x8 => (32, 32, 8),
+            AtomKind::Mfma16x16x16 | AtomKind::Wmma16x16x16 => (16, 16, 16),
+            AtomKind::Mma16x8x16 => (16, 8, 16),
+            AtomKind::Fma => (1, 1, 1),
+        }
+    }
+    /// Instruction mnemonic prefix that must appear in the disassembly.
+    pub const fn mnemonic(self) -> Option<&'static str> {
+        match self {
+            AtomKind::Mfma32x32x8 => Some("v_mfma_f32_32x32x8"),
+            AtomKind::Mfma16x16x16 => Some("v_mfma_f32_16x16x16"),
+            AtomKind::Wmma16x16x16 => Some("v_wmma_f32_16x16x16"),
+            AtomKind::Mma16x8x16 => Some("mma.sync.aligned.m16n8k16"),
+            AtomKind::Fma => None,
+        }
+    }
+}
+
+/// A block tile: `bm x bn` of the result per workgroup, `bk` of the
+/// reduction per main-loop step, `waves_m x waves_n` waves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TileConfig {
+    /// Rows of the block tile (GEMM M).
+    pub bm: u32,
+    /// Columns of the block tile (GEMM N).
+    pub bn: u32,
+    /// Reduction step.
+    pub bk: u32,
+    /// Waves along M.
+    pub waves_m: u32,
+    /// Waves along N.
+    pub waves_n: u32,
+}
+
+impl TileConfig {
+    /// Threads per workgroup for a family's wave size.
+    pub const fn threads(&self, wave: u32) -> u32 {
+        self.waves_m * self.waves_n * wave
+    }
+    /// LDS bytes: A (`bk x bm`) and B (`bk x bn`) tiles of `elem_bytes`, each
+    /// row padded by [`TileConfig::LDS_PAD`] elements, double-buffered.
+    pub const fn lds_bytes(&self, elem_bytes: u32) -> u32 {
+        2 * self.bk * (self.bm + self.bn + 2 * Self::LDS_PAD) * elem_bytes
+    }
+    /// Padding elements per LDS row (spreads rows over banks).
+    pub const LDS_PAD: u32 = 4;
+}
+
+/// One kernel instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instance {
+    /// Kernel symbol name (the same on every family that builds it).
+    pub name: &'static str,
+    /// Families it is built for.
+    pub families: &'static [Family],
+    /// Operation.
+    pub op: Op,
+    /// Type combination.
+    pub types: TypeConfig,
+    /// Tile.
+    pub tile: TileConfig,
+    /// Matrix atom.
+    pub atom: AtomKind,
+}
+
+impl Instance {
+    /// Workgroup size on `family`.
+    pub const fn threads(&self, family: Family) -> u32 {
+        match self.atom {
+            // The FMA path is wave-size agnostic: a fixed 256 threads.
+            AtomKind::Fma => 256,
+            _ => self.tile.threads(family.wave()),
+        }
+    }
+    /// LDS bytes it is launched with.
+    pub const fn lds_bytes(&self) -> u32 {
+        match self.op {
+            Op::SplitKFinish => 0,
+            _ => {
+                // f32 data is staged as f32; f16/bf16 as 2 bytes.
+                self.tile.lds_bytes(self.types.act().bytes() as u32)
+            }
+        }
+    }
+    /// Whether the instance is built for `family`.
+    pub fn on(&self, family: Family) -> bool {
+        self.families.contains(&family)
+    }
+}
+
+/// The list of instances. `$m!(name, [families], op, types, bm, bn, bk, waves_m, waves_n, atom)`
+/// is invoked once per instance; extra leading tokens are passed through.
+#[macro_export]
+macro_rules! for_each_instance {
+    ($m:ident $(, $extra:tt)*) => {
+        // Backward-weight, f16 and bf16 on the matrix units.
+        $m!($($extra,)* bwdw_f16_128x128x32_mfma32, [Cdna], BwdWeight, F16, 128, 128, 32, 2, 2, Mfma32x32x8);
+        $m!($($extra,)* bwdw_f16_64x64x32_mfma16, [Cdna], BwdWeight, F16, 64, 64, 32, 2, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdw_bf16_128x128x32_mfma32, [Cdna], BwdWeight, Bf16, 128, 128, 32, 2, 2, Mfma32x32x8);
+        $m!($($extra,)* bwdw_bf16f32_128x128x32_mfma32, [Cdna], BwdWeight, Bf16F32, 128, 128, 32, 2, 2, Mfma32x32x8);
+        $m!($($extra,)* bwdw_f16_64x64x32_wmma16, [Rdna3], BwdWeight, F16, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_bf16_64x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_bf16f32_64x64x32_wmma16, [Rdna3], BwdWeight, Bf16F32, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_f16_128x128x32_mma16x8, [Nvidia], BwdWeight, F16, 128, 128, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdw_f16_64x64x32_mma16x8, [Nvidia], BwdWeight, F16, 64, 64, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 2, Mma16x8x16);
+        // Backward-weight, f32: scalar FMA tiles on every family.
+        $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 1, 1, Fma);
+        // Split-K finishing (reduce partials in fixed order, epilogue, cast).
+        $m!($($extra,)* splitk_finish_f32, [Cdna, Rdna3, Nvidia], SplitKFinish, F32, 256, 1, 1, 1, 1, Fma);
+        $m!($($extra,)* splitk_finish_f16, [Cdna, Rdna3, Nvidia], SplitKFinish, F16, 256, 1, 1, 1, 1, Fma);
+        $m!($($extra,)* splitk_finish_bf16, [Cdna, Rdna3, Nvidia], SplitKFinish, Bf16, 256, 1, 1, 1, 1, Fma);
+    };
+}
+
+macro_rules! table_entry {
+    ($v:ident, $name:ident, [$($fam:ident),*], $op:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+        $v[{
+            let mut i = 0;
+            while $v[i].is_some() {
+                i += 1;
+            }
+            i
+        }] = Some(Instance {
+            name: stringify!($name),
+            families: &[$(Family::$fam),*],
+            op: Op::$op,
+            types: TypeConfig::$ty,
+            tile: TileConfig { bm: $bm, bn: $bn, bk: $bk, waves_m: $wm, waves_n: $wn },
+            atom: AtomKind::$atom,
+        });
+    };
+}
+
+const MAX_INSTANCES: usize = 64;
+
+const TABLE: [Option<Instance>; MAX_INSTANCES] = {
+    let mut v: [Option<Instance>; MAX_INSTANCES] = [None; MAX_INSTANCES];
+    for_each_instance!(table_entry, v);
+    v
+};
+
+const COUNT: usize = {
+    let mut i = 0;
+    while i < MAX_INSTANCES && TABLE[i].is_some() {
+        i += 1;
+    }
+    i
+};
+
+/// Every instance, in declaration order.
+pub static INSTANCES: [Instance; COUNT] = {
+    let mut out = [match TABLE[0] {
+        Some(i) => i,
+        None => panic!("no instances"),
+    }; COUNT];
+    let mut i = 0;
+    while i < COUNT {
+        out[i] = match TABLE[i] {
+            Some(x) => x,
+            None => panic!("hole in instance table"),
+        };
+        i += 1;
+    }
+    out
+};
+
+/// Looks an instance up by name.
+pub fn find(name: &str) -> Option<&'static Instance> {
+    INSTANCES.iter().find(|i| i.name == name)
+}

@@ -1,0 +1,232 @@
+//! Tensor layouts: the four layout families and (possibly strided) tensor descriptors.
+//!
+//! Every tensor is indexed in one canonical logical order of six axes:
+//! activations `(G, N, C, D, H, W)` (C is K for the output tensor) and weights
+//! `(G, K, C, Z, Y, X)`. A [`TensorDesc`] maps that index to an element offset
+//! through per-axis strides, so packed layouts and strided views look the same
+//! to a kernel.
+
+use crate::error::DescError;
+use crate::problem::{ConvProblem, MAX_SPAN};
+
+/// Which tensor of the convolution a descriptor is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorRole {
+    /// Input activations `x` (and their gradient `dx`): channels C.
+    Input,
+    /// Weights `w` (and their gradient `dw`).
+    Weight,
+    /// Output activations `y` (and their gradient `dy`): channels K.
+    Output,
+}
+
+/// The layout families CK supports for grouped convolutions (input/weight/output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConvLayout {
+    /// `NHWGC / GKYXC / NHWGK`: channels-last, groups next to channels.
+    NhwgcGkyxcNhwgk,
+    /// `GNHWC / GKYXC / GNHWK`: group-major, channels-last.
+    GnhwcGkyxcGnhwk,
+    /// `NGCHW / GKYXC / NGKHW`: channels-first activations, channels-last weights.
+    NgchwGkyxcNgkhw,
+    /// `NGCHW / GKCYX / NGKHW`: channels-first everywhere (PyTorch's default).
+    NgchwGkcyxNgkhw,
+}
+
+/// Canonical axis slots: 0 = G, 1 = N (weights: K), 2 = C (output: K), 3..6 = spatial.
+pub const AXES: usize = 6;
+
+impl ConvLayout {
+    /// All families, in a fixed order.
+    pub const ALL: [ConvLayout; 4] = [
+        ConvLayout::NhwgcGkyxcNhwgk,
+        ConvLayout::GnhwcGkyxcGnhwk,
+        ConvLayout::NgchwGkyxcNgkhw,
+        ConvLayout::NgchwGkcyxNgkhw,
+    ];
+
+    /// The family's 2-D name, e.g. `"NHWGC/GKYXC/NHWGK"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConvLayout::NhwgcGkyxcNhwgk => "NHWGC/GKYXC/NHWGK",
+            ConvLayout::GnhwcGkyxcGnhwk => "GNHWC/GKYXC/GNHWK",
+            ConvLayout::NgchwGkyxcNgkhw => "NGCHW/GKYXC/NGKHW",
+            ConvLayout::NgchwGkcyxNgkhw => "NGCHW/GKCYX/NGKHW",
+        }
+    }
+
+    /// Parses a family from its activation-layout or full name, any case
+    /// (`nhwgc`, `gnhwc`, `ngchw-gkyxc`, `ngchw-gkcyx`, or [`ConvLayout::name`]).
+    pub fn parse(s: &str) -> Option<ConvLayout> {
+        let mut buf = [0u8; 32];
+        let b = s.as_bytes();
+        if b.len() > buf.len() {
+            return None;
+        }
+        for (d, c) in buf.iter_mut().zip(b) {
+            *d = c.to_ascii_lowercase();
+        }
+        let s = &buf[..b.len()];
+        Some(match s {
+            b"nhwgc" | b"nhwgc/gkyxc/nhwgk" => ConvLayout::NhwgcGkyxcNhwgk,
+            b"gnhwc" | b"gnhwc/gkyxc/gnhwk" => ConvLayout::GnhwcGkyxcGnhwk,
+            b"ngchw-gkyxc" | b"ngchw/gkyxc/ngkhw" => ConvLayout::NgchwGkyxcNgkhw,
+            b"ngchw" | b"ngchw-gkcyx" | b"ngchw/gkcyx/ngkhw" => ConvLayout::NgchwGkcyxNgkhw,
+            _ => return None,
+        })
+    }
+
+    /// Axes of `role`'s tensor from outermost to innermost (canonical slot numbers),
+    /// for a problem with `ndim` spatial dimensions.
+    pub fn memory_order(self, role: TensorRole, ndim: usize) -> ([usize; AXES], usize) {
+        // Spatial slots used by an ndim problem: the last ndim of 3..6.
+        let sp = 6 - ndim;
+        let mut out = [0usize; AXES];
+        let mut len = 0;
+        let mut push = |a: usize| {
+            out[len] = a;
+            len += 1;
+        };
+        let spatial = |push: &mut dyn FnMut(usize)| (sp..6).for_each(push);
+        match (self, role) {
+            (ConvLayout::NhwgcGkyxcNhwgk, TensorRole::Input | TensorRole::Output) => {
+                push(1);
+                spatial(&mut push);
+                push(0);
+                push(2);
+            }
+            (ConvLayout::GnhwcGkyxcGnhwk, TensorRole::Input | TensorRole::Output) => {
+                push(0);
+                push(1);
+                spatial(&mut push);
+                push(2);
+            }
+            (ConvLayout::NgchwGkyxcNgkhw | ConvLayout::NgchwGkcyxNgkhw, TensorRole::Input | TensorRole::Output) => {
+                push(1);
+                push(0);
+                push(2);
+                spatial(&mut push);
+            }
+            (ConvLayout::NgchwGkcyxNgkhw, TensorRole::Weight) => {
+                push(0);
+                push(1);
+                push(2);
+                spatial(&mut push);
+            }
+            (_, TensorRole::Weight) => {
+                push(0);
+                push(1);
+                spatial(&mut push);
+                push(2);
+            }
+        }
+        (out, len)
+    }
+
+    /// Letters of `role`'s layout for `ndim`, e.g. `"NHWGC"`, `"GKZYXC"`, `"NGKW"`.
+    /// Writes into `buf` and returns the used part.
+    pub fn letters(self, role: TensorRole, ndim: usize, buf: &mut [u8; AXES]) -> &str {
+        let (order, len) = self.memory_order(role, ndim);
+        let sp_act = [b'D', b'H', b'W'];
+        let sp_wei = [b'Z', b'Y', b'X'];
+        for (i, &a) in order[..len].iter().enumerate() {
+            buf[i] = match (role, a) {
+                (_, 0) => b'G',
+                (TensorRole::Weight, 1) => b'K',
+                (_, 1) => b'N',
+                (TensorRole::Output, 2) => b'K',
+                (_, 2) => b'C',
+                (TensorRole::Weight, s) => sp_wei[s - 3],
+                (_, s) => sp_act[s - 3],
+            };
+        }
+        core::str::from_utf8(&buf[..len]).unwrap_or("?")
+    }
+}
+
+/// A tensor in canonical axis order: lengths and element strides per slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TensorDesc {
+    /// Lengths per canonical slot (unused spatial slots have length 1).
+    pub lengths: [usize; AXES],
+    /// Element strides per canonical slot.
+    pub strides: [usize; AXES],
+}
+
+impl TensorDesc {
+    /// Canonical lengths of `role`'s tensor for `p`.
+    pub fn lengths_of(p: &ConvProblem, role: TensorRole) -> [usize; AXES] {
+        let o = p.output();
+        match role {
+            TensorRole::Input => [p.g, p.n, p.c, p.input[0], p.input[1], p.input[2]],
+            TensorRole::Output => [p.g, p.n, p.k, o[0], o[1], o[2]],
+            TensorRole::Weight => [p.g, p.k, p.c, p.filter[0], p.filter[1], p.filter[2]],
+        }
+    }
+
+    /// The packed tensor of `role` in layout family `layout`.
+    pub fn packed(p: &ConvProblem, layout: ConvLayout, role: TensorRole) -> TensorDesc {
+        let lengths = Self::lengths_of(p, role);
+        let (order, len) = layout.memory_order(role, p.ndim);
+        let mut strides = [0usize; AXES];
+        let mut s = 1;
+        for &a in order[..len].iter().rev() {
+            strides[a] = s;
+            s *= lengths[a];
+        }
+        // Unused spatial slots have length 1; give them a harmless stride.
+        for a in 0..AXES {
+            if !order[..len].contains(&a) {
+                strides[a] = s;
+            }
+        }
+        TensorDesc { lengths, strides }
+    }
+
+    /// A tensor with explicit strides (a strided view of a bigger buffer).
+    pub fn strided(p: &ConvProblem, role: TensorRole, strides: [usize; AXES]) -> TensorDesc {
+        TensorDesc { lengths: Self::lengths_of(p, role), strides }
+    }
+
+    /// Number of logical elements.
+    pub fn elems(&self) -> u64 {
+        self.lengths.iter().map(|&l| l as u64).product()
+    }
+
+    /// Elements a buffer must hold: the largest offset plus one.
+    pub fn span(&self) -> u64 {
+        if self.lengths.contains(&0) {
+            return 0;
+        }
+        1 + self
+            .lengths
+            .iter()
+            .zip(&self.strides)
+            .map(|(&l, &s)| (l as u64 - 1) * s as u64)
+            .sum::<u64>()
+    }
+
+    /// Element offset of a canonical index.
+    #[inline]
+    pub fn offset(&self, idx: [usize; AXES]) -> usize {
+        idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum()
+    }
+
+    /// Checks that the tensor is addressable with 32-bit offsets and that a
+    /// buffer of `buffer_len` elements covers it.
+    pub fn check(&self, tensor: &'static str, buffer_len: usize) -> Result<(), DescError> {
+        let span = self.span();
+        if span > MAX_SPAN {
+            return Err(DescError::IndexRange { tensor, span });
+        }
+        if (buffer_len as u64) < span {
+            return Err(DescError::BufferLength { tensor, expected: span, actual: buffer_len as u64 });
+        }
+        Ok(())
+    }
+
+    /// Strides as `u32`, for kernel parameters (valid after [`TensorDesc::check`]).
+    pub fn strides_u32(&self) -> [u32; AXES] {
+        self.strides.map(|s| s.min(u32::MAX as usize) as u32)
+    }
+}

@@ -1,0 +1,144 @@
+//! Kernel argument blocks. Every kernel takes exactly one argument: a pointer to
+//! one of these `#[repr(C)]` structs in device memory (the gpu-kernel ABI passes
+//! aggregates over 8 bytes by pointer anyway; one pointer keeps the ABI fixed).
+//!
+//! Each block starts with an `abi` word the host sets to the block's
+//! [`ConvArgs::ABI`] layout signature; a kernel built from a different
+//! version of this file sees another signature and refuses to run.
+
+use crate::epilogue::{EpiChain, MAX_D};
+use bytemuck::{Pod, Zeroable};
+
+/// Split-K mode bits of [`ConvArgs::flags`].
+pub mod flags {
+    /// Partials are added atomically into the f32 workspace.
+    pub const SPLITK_ATOMIC: u32 = 1;
+    /// Partials are stored per k-batch into the f32 workspace (fixed-order reduction later).
+    pub const SPLITK_STORE: u32 = 2;
+}
+
+/// Arguments of the implicit-GEMM convolution kernels (backward-weight and
+/// backward-data) and of their split-K finishing kernels.
+///
+/// Tensor strides are per canonical axis (see [`crate::layout`]); device
+/// addresses are `u64`. A `D` tensor has the shape of the op's result and
+/// may broadcast (stride 0 on an axis).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct ConvArgs {
+    /// Input activations `x` (bwd-weight) or input gradient `dx` (bwd-data).
+    pub x: u64,
+    /// Weights `w` (bwd-data) or weight gradient `dw` (bwd-weight).
+    pub w: u64,
+    /// Output gradient `dy`.
+    pub dy: u64,
+    /// f32 split-K workspace (0 when unused).
+    pub ws: u64,
+    /// Epilogue `D` tensors.
+    pub d: [u64; MAX_D],
+    /// Layout signature, [`ConvArgs::ABI`].
+    pub abi: u32,
+    /// Split-K mode, see [`flags`].
+    pub flags: u32,
+    /// Groups, batch, input channels, output channels (per group).
+    pub g: u32,
+    /// Batch.
+    pub n: u32,
+    /// Input channels per group.
+    pub c: u32,
+    /// Output channels per group.
+    pub k: u32,
+    /// Input spatial sizes `[D, H, W]` (right-aligned, unused = 1).
+    pub input: [u32; 3],
+    /// Output spatial sizes.
+    pub output: [u32; 3],
+    /// Filter sizes `[Z, Y, X]`.
+    pub filter: [u32; 3],
+    /// Strides.
+    pub stride: [u32; 3],
+    /// Dilations.
+    pub dilation: [u32; 3],
+    /// Left pads.
+    pub lpad: [u32; 3],
+    /// Strides of `x`/`dx` per canonical axis.
+    pub x_strides: [u32; 6],
+    /// Strides of `w`/`dw`.
+    pub w_strides: [u32; 6],
+    /// Strides of `dy`.
+    pub dy_strides: [u32; 6],
+    /// Strides of each `D` tensor (in the result tensor's canonical axes).
+    pub d_strides: [[u32; 6]; MAX_D],
+    /// GEMM sizes per group.
+    pub gemm_m: u32,
+    /// GEMM N.
+    pub gemm_n: u32,
+    /// GEMM K (reduction length).
+    pub gemm_k: u32,
+    /// Number of split-K batches (grid z = G * k_batch).
+    pub k_batch: u32,
+    /// Reduction length handled by one k-batch (a multiple of the tile's K).
+    pub k_per_batch: u32,
+    /// Tiles along M.
+    pub tiles_m: u32,
+    /// Tiles along N.
+    pub tiles_n: u32,
+    /// Elements of one split-K partial (G * M * N), for the finishing kernels.
+    pub partial_elems: u32,
+    /// Fused epilogue.
+    pub epi: EpiChain,
+}
+
+/// FNV-1a over a list of words, usable in constants.
+pub const fn fnv1a(words: &[u32]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    let mut i = 0;
+    while i < words.len() {
+        let mut w = words[i];
+        let mut b = 0;
+        while b < 4 {
+            h ^= w & 0xff;
+            h = h.wrapping_mul(0x0100_0193);
+            w >>= 8;
+            b += 1;
+        }
+        i += 1;
+    }
+    h
+}
+
+impl ConvArgs {
+    /// Layout signature: size plus the offset of every field.
+    pub const ABI: u32 = {
+        use core::mem::{offset_of, size_of};
+        fnv1a(&[
+            size_of::<ConvArgs>() as u32,
+            offset_of!(ConvArgs, x) as u32,
+            offset_of!(ConvArgs, w) as u32,
+            offset_of!(ConvArgs, dy) as u32,
+            offset_of!(ConvArgs, ws) as u32,
+            offset_of!(ConvArgs, d) as u32,
+            offset_of!(ConvArgs, abi) as u32,
+            offset_of!(ConvArgs, flags) as u32,
+            offset_of!(ConvArgs, g) as u32,
+            offset_of!(ConvArgs, input) as u32,
+            offset_of!(ConvArgs, lpad) as u32,
+            offset_of!(ConvArgs, x_strides) as u32,
+            offset_of!(ConvArgs, d_strides) as u32,
+            offset_of!(ConvArgs, gemm_m) as u32,
+            offset_of!(ConvArgs, partial_elems) as u32,
+            offset_of!(ConvArgs, epi) as u32,
+            size_of::<EpiChain>() as u32,
+            2, // bump when a field's meaning changes
+        ])
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn args_are_8_byte_multiple_and_signed() {
+        assert_eq!(core::mem::size_of::<ConvArgs>() % 8, 0);
+        assert_ne!(ConvArgs::ABI, 0);
+    }
+}

@@ -1,0 +1,308 @@
+//! [`ConvProblem`]: a grouped N-d convolution's shape, in CK's `ConvParam` terms.
+
+use crate::error::DescError;
+
+/// Largest number of spatial dimensions.
+pub const MAX_SPATIAL: usize = 3;
+
+/// Largest element span of one tensor that kernels address (32-bit offsets).
+pub const MAX_SPAN: u64 = i32::MAX as u64;
+
+/// A grouped convolution `y = conv(x, w)` with `G` groups, `C` input and `K`
+/// output channels per group.
+///
+/// Spatial sizes are stored right-aligned in 3-element arrays `[D, H, W]`
+/// (filters `[Z, Y, X]`): a 2-D problem has `D = Z = 1`, stride 1, dilation 1
+/// and zero pads in the leading slot. That lets every kernel treat all
+/// problems as 3-D, while [`ConvProblem::spatial`] gives back the `ndim` view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConvProblem {
+    /// Number of spatial dimensions, 1 to 3.
+    pub ndim: usize,
+    /// Groups.
+    pub g: usize,
+    /// Batch.
+    pub n: usize,
+    /// Output channels per group.
+    pub k: usize,
+    /// Input channels per group.
+    pub c: usize,
+    /// Filter sizes `[Z, Y, X]`, right-aligned.
+    pub filter: [usize; MAX_SPATIAL],
+    /// Input sizes `[D, H, W]`, right-aligned.
+    pub input: [usize; MAX_SPATIAL],
+    /// Strides, right-aligned.
+    pub strides: [usize; MAX_SPATIAL],
+    /// Dilations, right-aligned.
+    pub dilations: [usize; MAX_SPATIAL],
+    /// Left (leading) pads, right-aligned.
+    pub lpads: [usize; MAX_SPATIAL],
+    /// Right (trailing) pads, right-aligned.
+    pub rpads: [usize; MAX_SPATIAL],
+}
+
+/// Lists of per-dimension values in the problem's own `ndim` order
+/// (e.g. `[Y, X]` for 2-D), as CK's command line gives them.
+#[derive(Clone, Copy, Debug)]
+pub struct Spatial<'a> {
+    /// Filter sizes.
+    pub filter: &'a [usize],
+    /// Input sizes.
+    pub input: &'a [usize],
+    /// Strides.
+    pub strides: &'a [usize],
+    /// Dilations.
+    pub dilations: &'a [usize],
+    /// Left pads.
+    pub lpads: &'a [usize],
+    /// Right pads.
+    pub rpads: &'a [usize],
+}
+
+fn right_align(
+    field: &'static str,
+    v: &[usize],
+    ndim: usize,
+    fill: usize,
+) -> Result<[usize; MAX_SPATIAL], DescError> {
+    if v.len() != ndim {
+        return Err(DescError::WrongRank { field, len: v.len(), ndim });
+    }
+    let mut out = [fill; MAX_SPATIAL];
+    out[MAX_SPATIAL - ndim..].copy_from_slice(v);
+    Ok(out)
+}
+
+impl ConvProblem {
+    /// Builds and validates a problem from per-dimension lists in `ndim` order.
+    ///
+    /// ```
+    /// use convgrad_types::{ConvProblem, problem::Spatial};
+    /// // CK example 20: 3-D, G=4, N=1, K=128, C=256, 3x3x3 filter, 14^3 input, pad 1.
+    /// let p = ConvProblem::new(3, 4, 1, 128, 256, Spatial {
+    ///     filter: &[3, 3, 3], input: &[14, 14, 14], strides: &[1, 1, 1],
+    ///     dilations: &[1, 1, 1], lpads: &[1, 1, 1], rpads: &[1, 1, 1],
+    /// }).unwrap();
+    /// assert_eq!(p.output(), [14, 14, 14]);
+    /// ```
+    pub fn new(
+        ndim: usize,
+        g: usize,
+        n: usize,
+        k: usize,
+        c: usize,
+        s: Spatial<'_>,
+    ) -> Result<Self, DescError> {
+        if !(1..=MAX_SPATIAL).contains(&ndim) {
+            return Err(if ndim == 0 {
+                DescError::TooSmall { field: "ndim", value: 0, min: 1 }
+            } else {
+                DescError::TooLarge { field: "ndim", value: ndim as u64, max: MAX_SPATIAL as u64 }
+            });
+        }
+        let p = ConvProblem {
+            ndim,
+            g,
+            n,
+            k,
+            c,
+            filter: right_align("filter", s.filter, ndim, 1)?,
+            input: right_align("input", s.input, ndim, 1)?,
+            strides: right_align("strides", s.strides, ndim, 1)?,
+            dilations: right_align("dilations", s.dilations, ndim, 1)?,
+            lpads: right_align("lpads", s.lpads, ndim, 0)?,
+            rpads: right_align("rpads", s.rpads, ndim, 0)?,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// Index of the first used slot in the right-aligned arrays.
+    pub fn first_axis(&self) -> usize {
+        MAX_SPATIAL - self.ndim
+    }
+
+    /// Checks every field; the error names the field and what is allowed.
+    pub fn validate(&self) -> Result<(), DescError> {
+        const AXIS: [[&str; 6]; 3] = [
+            ["filter[0]", "input[0]", "strides[0]", "dilations[0]", "lpads[0]", "rpads[0]"],
+            ["filter[1]", "input[1]", "strides[1]", "dilations[1]", "lpads[1]", "rpads[1]"],
+            ["filter[2]", "input[2]", "strides[2]", "dilations[2]", "lpads[2]", "rpads[2]"],
+        ];
+        if !(1..=MAX_SPATIAL).contains(&self.ndim) {
+            return Err(DescError::TooLarge { field: "ndim", value: self.ndim as u64, max: 3 });
+        }
+        for (field, v) in [("G", self.g), ("N", self.n), ("K", self.k), ("C", self.c)] {
+            if v == 0 {
+                return Err(DescError::TooSmall { field, value: 0, min: 1 });
+            }
+            if v as u64 > MAX_SPAN {
+                return Err(DescError::TooLarge { field, value: v as u64, max: MAX_SPAN });
+            }
+        }
+        for a in 0..MAX_SPATIAL {
+            // Names are in the problem's own order (axis 0 = first given dimension).
+            let names = AXIS[a.saturating_sub(self.first_axis()).min(2)];
+            for (i, v) in [self.filter[a], self.input[a], self.strides[a], self.dilations[a]]
+                .into_iter()
+                .enumerate()
+            {
+                if v == 0 {
+                    return Err(DescError::TooSmall { field: names[i], value: 0, min: 1 });
+                }
+                if v as u64 > MAX_SPAN {
+                    return Err(DescError::TooLarge { field: names[i], value: v as u64, max: MAX_SPAN });
+                }
+            }
+            for (i, v) in [(4, self.lpads[a]), (5, self.rpads[a])] {
+                if v as u64 > MAX_SPAN {
+                    return Err(DescError::TooLarge { field: names[i], value: v as u64, max: MAX_SPAN });
+                }
+            }
+            let padded = (self.input[a] + self.lpads[a] + self.rpads[a]) as u64;
+            let dilated = ((self.filter[a] - 1) * self.dilations[a] + 1) as u64;
+            if padded < dilated {
+                return Err(DescError::EmptyOutput {
+                    axis: a - self.first_axis().min(a),
+                    padded_input: padded,
+                    dilated_filter: dilated,
+                });
+            }
+        }
+        for (tensor, span) in [
+            ("x", self.input_elems()),
+            ("w", self.weight_elems()),
+            ("dy", self.output_elems()),
+        ] {
+            if span > MAX_SPAN {
+                return Err(DescError::IndexRange { tensor, span });
+            }
+        }
+        Ok(())
+    }
+
+    /// Output sizes `[Do, Ho, Wo]`, right-aligned:
+    /// `(in + lp + rp - (f - 1) * d - 1) / s + 1`.
+    pub fn output(&self) -> [usize; MAX_SPATIAL] {
+        core::array::from_fn(|a| {
+            (self.input[a] + self.lpads[a] + self.rpads[a] - (self.filter[a] - 1) * self.dilations[a] - 1)
+                / self.strides[a]
+                + 1
+        })
+    }
+
+    /// The problem's per-dimension lists, in `ndim` order.
+    pub fn spatial(&self) -> Spatial<'_> {
+        let f = self.first_axis();
+        Spatial {
+            filter: &self.filter[f..],
+            input: &self.input[f..],
+            strides: &self.strides[f..],
+            dilations: &self.dilations[f..],
+            lpads: &self.lpads[f..],
+            rpads: &self.rpads[f..],
+        }
+    }
+
+    /// Filter taps, `Z * Y * X`.
+    pub fn filter_taps(&self) -> u64 {
+        self.filter.iter().map(|&v| v as u64).product()
+    }
+    /// Input pixels per image, `D * H * W`.
+    pub fn input_pixels(&self) -> u64 {
+        self.input.iter().map(|&v| v as u64).product()
+    }
+    /// Output pixels per image, `Do * Ho * Wo`.
+    pub fn output_pixels(&self) -> u64 {
+        self.output().iter().map(|&v| v as u64).product()
+    }
+    /// Elements of the input (and input-gradient) tensor: `G*N*C*D*H*W`.
+    pub fn input_elems(&self) -> u64 {
+        (self.g * self.n * self.c) as u64 * self.input_pixels()
+    }
+    /// Elements of the weight (and weight-gradient) tensor: `G*K*C*Z*Y*X`.
+    pub fn weight_elems(&self) -> u64 {
+        (self.g * self.k * self.c) as u64 * self.filter_taps()
+    }
+    /// Elements of the output (and output-gradient) tensor: `G*N*K*Do*Ho*Wo`.
+    pub fn output_elems(&self) -> u64 {
+        (self.g * self.n * self.k) as u64 * self.output_pixels()
+    }
+    /// Multiply-add FLOPs of one pass (each of fwd, bwd-data, bwd-weight):
+    /// `2 * G * N * K * C * prod(out) * prod(filter)`.
+    pub fn flops(&self) -> u64 {
+        2 * (self.g * self.n * self.k * self.c) as u64 * self.output_pixels() * self.filter_taps()
+    }
+    /// Minimum bytes a backward-weight pass moves: read x and dy, write dw.
+    pub fn bwd_weight_bytes(&self, act_bytes: usize, wei_bytes: usize) -> u64 {
+        (self.input_elems() + self.output_elems()) * act_bytes as u64 + self.weight_elems() * wei_bytes as u64
+    }
+    /// Minimum bytes a backward-data pass moves: read dy and w, write dx.
+    pub fn bwd_data_bytes(&self, act_bytes: usize, wei_bytes: usize) -> u64 {
+        (self.input_elems() + self.output_elems()) * act_bytes as u64 + self.weight_elems() * wei_bytes as u64
+    }
+
+    /// CK's order: `ndim G N K C <filter> <input> <strides> <dilations> <lpads> <rpads>`.
+    pub fn ck_args(&self) -> impl Iterator<Item = usize> + '_ {
+        let s = self.spatial();
+        [self.ndim, self.g, self.n, self.k, self.c]
+            .into_iter()
+            .chain(s.filter.iter().copied())
+            .chain(s.input.iter().copied())
+            .chain(s.strides.iter().copied())
+            .chain(s.dilations.iter().copied())
+            .chain(s.lpads.iter().copied())
+            .chain(s.rpads.iter().copied())
+    }
+
+    /// Parses CK's order (see [`ConvProblem::ck_args`]) from a list of numbers.
+    pub fn from_ck_args(v: &[usize]) -> Result<Self, DescError> {
+        let ndim = *v.first().ok_or(DescError::WrongRank { field: "problem", len: 0, ndim: 5 })?;
+        if !(1..=MAX_SPATIAL).contains(&ndim) {
+            return Err(DescError::Unsupported { field: "ndim", allowed: "1, 2 or 3" });
+        }
+        let want = 5 + 6 * ndim;
+        if v.len() != want {
+            return Err(DescError::WrongRank { field: "problem (ndim G N K C + 6 lists of ndim)", len: v.len(), ndim: want });
+        }
+        let l = |i: usize| &v[5 + i * ndim..5 + (i + 1) * ndim];
+        ConvProblem::new(ndim, v[1], v[2], v[3], v[4], Spatial {
+            filter: l(0),
+            input: l(1),
+            strides: l(2),
+            dilations: l(3),
+            lpads: l(4),
+            rpads: l(5),
+        })
+    }
+}
+
+impl core::fmt::Display for ConvProblem {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let s = self.spatial();
+        let o = self.output();
+        let list = |f: &mut core::fmt::Formatter<'_>, v: &[usize], sep: &str| -> core::fmt::Result {
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(sep)?;
+                }
+                write!(f, "{x}")?;
+            }
+            Ok(())
+        };
+        write!(f, "{}D G={} N={} K={} C={} filter=", self.ndim, self.g, self.n, self.k, self.c)?;
+        list(f, s.filter, "x")?;
+        f.write_str(" in=")?;
+        list(f, s.input, "x")?;
+        f.write_str(" out=")?;
+        list(f, &o[self.first_axis()..], "x")?;
+        f.write_str(" stride=")?;
+        list(f, s.strides, ",")?;
+        f.write_str(" dil=")?;
+        list(f, s.dilations, ",")?;
+        f.write_str(" lpad=")?;
+        list(f, s.lpads, ",")?;
+        f.write_str(" rpad=")?;
+        list(f, s.rpads, ",")
+    }
+}
