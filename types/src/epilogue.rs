@@ -106,7 +106,7 @@ impl EpiChain {
     /// Builds a chain from a list of ops; each op that reads a `D` tensor takes the next one.
     pub fn from_ops(ops: &[EpilogueOp]) -> Option<EpiChain> {
         let mut c = EpiChain::default();
-        let mut push = |c: &mut EpiChain, op: u32, reads: bool, a: f32, b: f32| -> Option<()> {
+        let push = |c: &mut EpiChain, op: u32, reads: bool, a: f32, b: f32| -> Option<()> {
             let i = c.len as usize;
             if i >= MAX_STEPS || (reads && c.num_d as usize >= MAX_D) {
                 return None;

@@ -1,0 +1,1 @@
+//! Matrix atoms (stub).

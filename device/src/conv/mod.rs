@@ -1,0 +1,1 @@
+//! Convolution ops as GEMM mappings (stub).
