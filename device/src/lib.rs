@@ -15,10 +15,17 @@
 //!   `convgrad_types::for_each_instance!`.
 #![no_std]
 #![allow(internal_features)]
-#![feature(f16, core_intrinsics, link_llvm_intrinsics, repr_simd, simd_ffi)]
+#![feature(f16, core_intrinsics)]
 #![cfg_attr(
     any(target_arch = "amdgpu", target_arch = "nvptx64"),
-    feature(abi_gpu_kernel, gpu_intrinsics, gpu_launch_sized_workgroup_mem)
+    feature(
+        abi_gpu_kernel,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem,
+        link_llvm_intrinsics,
+        repr_simd,
+        simd_ffi
+    )
 )]
 #![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu))]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, abi_unadjusted))]

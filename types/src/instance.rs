@@ -54,6 +54,8 @@ pub enum Op {
     BwdWeight,
     /// Split-K finishing kernel: reduce f32 partials, apply the epilogue, cast.
     SplitKFinish,
+    /// Runtime smoke test: one matrix atom through LDS and a barrier.
+    Smoke,
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -114,13 +116,14 @@ impl TileConfig {
     pub const fn threads(&self, wave: u32) -> u32 {
         self.waves_m * self.waves_n * wave
     }
-    /// LDS bytes: A (`bk x bm`) and B (`bk x bn`) tiles of `elem_bytes`, each
-    /// row padded by [`TileConfig::LDS_PAD`] elements, double-buffered.
+    /// LDS bytes: A (`bm` rows) and B (`bn` rows) of `bk + LDS_PAD` elements
+    /// of `elem_bytes` each (K-contiguous), double-buffered.
     pub const fn lds_bytes(&self, elem_bytes: u32) -> u32 {
-        2 * self.bk * (self.bm + self.bn + 2 * Self::LDS_PAD) * elem_bytes
+        2 * (self.bm + self.bn) * (self.bk + Self::LDS_PAD) * elem_bytes
     }
-    /// Padding elements per LDS row (spreads rows over banks).
-    pub const LDS_PAD: u32 = 4;
+    /// Padding elements per K-contiguous LDS row (spreads rows over banks,
+    /// keeps 16-byte alignment for 2-byte types).
+    pub const LDS_PAD: u32 = 8;
 }
 
 /// One kernel instance.
@@ -144,8 +147,8 @@ impl Instance {
     /// Workgroup size on `family`.
     pub const fn threads(&self, family: Family) -> u32 {
         match self.atom {
-            // The FMA path is wave-size agnostic: a fixed 256 threads.
-            AtomKind::Fma => 256,
+            // The FMA atom is one thread: its "waves" are single threads.
+            AtomKind::Fma => self.tile.waves_m * self.tile.waves_n,
             _ => self.tile.threads(family.wave()),
         }
     }
@@ -153,6 +156,8 @@ impl Instance {
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
             Op::SplitKFinish => 0,
+            // A (m x k) and B (n x k) f16 tiles, unpadded.
+            Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             _ => {
                 // f32 data is staged as f32; f16/bf16 as 2 bytes.
                 self.tile.lds_bytes(self.types.act().bytes() as u32)
@@ -183,11 +188,15 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 2, Mma16x8x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
-        $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 1, 1, Fma);
+        $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
+        // Smoke kernels: one atom through LDS and a barrier (runtime checks).
+        $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
+        $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);
+        $m!($($extra,)* smoke_mma, [Nvidia], Smoke, F16, 16, 8, 16, 1, 1, Mma16x8x16);
         // Split-K finishing (reduce partials in fixed order, epilogue, cast).
-        $m!($($extra,)* splitk_finish_f32, [Cdna, Rdna3, Nvidia], SplitKFinish, F32, 256, 1, 1, 1, 1, Fma);
-        $m!($($extra,)* splitk_finish_f16, [Cdna, Rdna3, Nvidia], SplitKFinish, F16, 256, 1, 1, 1, 1, Fma);
-        $m!($($extra,)* splitk_finish_bf16, [Cdna, Rdna3, Nvidia], SplitKFinish, Bf16, 256, 1, 1, 1, 1, Fma);
+        $m!($($extra,)* splitk_finish_f32, [Cdna, Rdna3, Nvidia], SplitKFinish, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* splitk_finish_f16, [Cdna, Rdna3, Nvidia], SplitKFinish, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* splitk_finish_bf16, [Cdna, Rdna3, Nvidia], SplitKFinish, Bf16, 256, 1, 1, 256, 1, Fma);
     };
 }
 

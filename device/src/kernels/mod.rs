@@ -1,1 +1,111 @@
-//! Kernel entry points (stub).
+//! Kernel entry points: one per instance of `convgrad_types::for_each_instance!`.
+//!
+//! On a GPU target each becomes `#[no_mangle] extern "gpu-kernel" fn <name>(args)`
+//! for the families the build's `convgrad_family` cfg selects. On the host,
+//! [`host::find`] hands the emulator the same code, per family.
+
+pub mod smoke;
+
+/// Element type in memory for a `TypeConfig` token: (activations, weight gradient).
+macro_rules! in_ty {
+    (F32) => { f32 };
+    (F16) => { f16 };
+    (Bf16) => { $crate::elem::Bf16 };
+    (Bf16F32) => { $crate::elem::Bf16 };
+}
+macro_rules! out_ty {
+    (F32) => { f32 };
+    (F16) => { f16 };
+    (Bf16) => { $crate::elem::Bf16 };
+    (Bf16F32) => { f32 };
+}
+macro_rules! atom_ty {
+    (Mfma32x32x8, $t:ident) => { $crate::atom::mfma::Mfma32x32x8<in_ty!($t)> };
+    (Mfma16x16x16, $t:ident) => { $crate::atom::mfma::Mfma16x16x16<in_ty!($t)> };
+    (Wmma16x16x16, $t:ident) => { $crate::atom::wmma::Wmma16x16x16<in_ty!($t)> };
+    (Mma16x8x16, $t:ident) => { $crate::atom::mma_sync::Mma16x8x16<in_ty!($t)> };
+    (Fma, $t:ident) => { $crate::atom::fma::Fma };
+}
+
+/// The body of instance `name`: a call of the op's generic kernel function.
+macro_rules! body {
+    ($args:ident, BwdWeight, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
+        type At = atom_ty!($atom, $ty);
+        const T: usize = $wm * $wn * <At as $crate::atom::MmaAtom>::WAVE;
+        $crate::conv::bwd_weight::kernel::<
+            At,
+            out_ty!($ty),
+            $bm, $bn, $bk, $wm, $wn,
+            { $bm / $wm / <At as $crate::atom::MmaAtom>::M },
+            { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
+            { ($bm * $bk + T - 1) / T },
+            { ($bn * $bk + T - 1) / T },
+        >($args)
+    }};
+    ($args:ident, SplitKFinish, $ty:ident, $($rest:tt)*) => {
+        $crate::conv::bwd_weight::finish::<out_ty!($ty)>($args)
+    };
+    ($args:ident, Smoke, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+        $crate::kernels::smoke::run::<atom_ty!($atom, F16)>($args)
+    };
+}
+
+#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+mod gpu {
+    use convgrad_types::params::ConvArgs;
+
+    macro_rules! on_family {
+        (Cdna, $i:item) => { #[cfg(convgrad_family = "cdna")] $i };
+        (Rdna3, $i:item) => { #[cfg(convgrad_family = "rdna3")] $i };
+        (Nvidia, $i:item) => { #[cfg(convgrad_family = "nvidia")] $i };
+    }
+
+    macro_rules! gpu_kernel {
+        ($name:ident, [$($fam:ident),*], $op:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal,
+         $wm:literal, $wn:literal, $atom:ident) => {
+            $(
+                on_family!($fam,
+                    /// Kernel entry point (see `convgrad_types::instance::INSTANCES`).
+                    #[unsafe(no_mangle)]
+                    pub unsafe extern "gpu-kernel" fn $name(args: *const ConvArgs) {
+                        unsafe { body!(args, $op, $ty, $bm, $bn, $bk, $wm, $wn, $atom) }
+                    }
+                );
+            )*
+        };
+    }
+
+    convgrad_types::for_each_instance!(gpu_kernel);
+}
+
+/// Host (emulator) registry of the same kernels.
+#[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+pub mod host {
+    use convgrad_emu::KernelEntry;
+    use convgrad_types::instance::{Family, INSTANCES};
+    use convgrad_types::params::ConvArgs;
+
+    macro_rules! host_match {
+        ($family:ident, $want:ident, $found:ident, $name:ident, [$($fam:ident),*], $op:ident, $($rest:tt)*) => {
+            if $found.is_none() && stringify!($name) == $want && [$(Family::$fam),*].contains(&$family) {
+                fn entry(p: *const u8) {
+                    let args = p as *const ConvArgs;
+                    unsafe { body!(args, $op, $($rest)*) }
+                }
+                $found = Some(entry as KernelEntry);
+            }
+        };
+    }
+
+    /// The host build of kernel `name` for `family`, if that family has it.
+    pub fn find(family: Family, name: &str) -> Option<KernelEntry> {
+        let mut found: Option<KernelEntry> = None;
+        convgrad_types::for_each_instance!(host_match, family, name, found);
+        found
+    }
+
+    /// Names of the kernels `family` has.
+    pub fn names(family: Family) -> impl Iterator<Item = &'static str> {
+        INSTANCES.iter().filter(move |i| i.on(family)).map(|i| i.name)
+    }
+}

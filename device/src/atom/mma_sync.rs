@@ -1,0 +1,114 @@
+//! NVIDIA sm_80+ `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}` atom, warp32.
+//!
+//! Layout (PTX ISA, "Matrix fragments for mma.m16n8k16"): with `gid = lane/4`,
+//! `t = lane%4`: A slot `e` holds row `gid + 8*((e/2)%2)`, column
+//! `2t + e%2 + 8*(e/4)`; B slot `e` holds k `2t + e%2 + 8*(e/2)`, column `gid`;
+//! C slot `e` holds row `gid + 8*(e/2)`, column `2t + e%2`.
+
+use super::MmaAtom;
+use crate::elem::Elem;
+use convgrad_types::instance::AtomKind;
+use core::marker::PhantomData;
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`.
+pub struct Mma16x8x16<T>(PhantomData<T>);
+
+/// f16 or bf16 mma.sync.
+pub trait MmaSyncInput: Elem {
+    /// `c += a*b`.
+    unsafe fn mma_sync(a: &[Self; 8], b: &[Self; 4], c: &mut [f32; 4]);
+}
+
+impl<T: MmaSyncInput> MmaAtom for Mma16x8x16<T> {
+    const KIND: AtomKind = AtomKind::Mma16x8x16;
+    const M: usize = 16;
+    const N: usize = 8;
+    const K: usize = 16;
+    const WAVE: usize = 32;
+    type In = T;
+    type A = [T; 8];
+    type B = [T; 4];
+    type C = [f32; 4];
+    #[inline(always)]
+    fn a_elem(lane: usize, e: usize) -> (usize, usize) {
+        (lane / 4 + 8 * ((e / 2) % 2), 2 * (lane % 4) + e % 2 + 8 * (e / 4))
+    }
+    #[inline(always)]
+    fn b_elem(lane: usize, e: usize) -> (usize, usize) {
+        (2 * (lane % 4) + e % 2 + 8 * (e / 2), lane / 4)
+    }
+    #[inline(always)]
+    fn c_elem(lane: usize, e: usize) -> (usize, usize) {
+        (lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2)
+    }
+    #[inline(always)]
+    unsafe fn mma(a: &[T; 8], b: &[T; 4], c: &mut [f32; 4]) {
+        unsafe { T::mma_sync(a, b, c) }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod hw {
+    use super::*;
+    use crate::elem::Bf16;
+    #[repr(simd)]
+    #[derive(Clone, Copy)]
+    pub struct F16x2(pub [f16; 2]);
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub struct F32x4Ret(pub f32, pub f32, pub f32, pub f32);
+    #[allow(improper_ctypes)]
+    unsafe extern "unadjusted" {
+        #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"]
+        fn mma_f16(
+            a0: F16x2, a1: F16x2, a2: F16x2, a3: F16x2, b0: F16x2, b1: F16x2,
+            c0: f32, c1: f32, c2: f32, c3: f32,
+        ) -> F32x4Ret;
+        #[link_name = "llvm.nvvm.mma.m16n8k16.row.col.bf16"]
+        fn mma_bf16(
+            a0: i32, a1: i32, a2: i32, a3: i32, b0: i32, b1: i32,
+            c0: f32, c1: f32, c2: f32, c3: f32,
+        ) -> F32x4Ret;
+    }
+    impl MmaSyncInput for f16 {
+        #[inline(always)]
+        unsafe fn mma_sync(a: &[f16; 8], b: &[f16; 4], c: &mut [f32; 4]) {
+            let p = |x: &[f16], i: usize| F16x2([x[2 * i], x[2 * i + 1]]);
+            let r = unsafe {
+                mma_f16(p(a, 0), p(a, 1), p(a, 2), p(a, 3), p(b, 0), p(b, 1), c[0], c[1], c[2], c[3])
+            };
+            *c = [r.0, r.1, r.2, r.3];
+        }
+    }
+    impl MmaSyncInput for Bf16 {
+        #[inline(always)]
+        unsafe fn mma_sync(a: &[Bf16; 8], b: &[Bf16; 4], c: &mut [f32; 4]) {
+            // Element 2i in the low half of 32-bit register i.
+            let p = |x: &[Bf16], i: usize| (x[2 * i].0 as u32 | ((x[2 * i + 1].0 as u32) << 16)) as i32;
+            let r = unsafe {
+                mma_bf16(p(a, 0), p(a, 1), p(a, 2), p(a, 3), p(b, 0), p(b, 1), c[0], c[1], c[2], c[3])
+            };
+            *c = [r.0, r.1, r.2, r.3];
+        }
+    }
+}
+
+#[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+mod emu {
+    use super::*;
+    use crate::elem::Bf16;
+    use convgrad_emu::{lane, matrix::MatrixOp};
+    macro_rules! emu_mma {
+        ($t:ty, $op:ident) => {
+            impl MmaSyncInput for $t {
+                #[inline(always)]
+                unsafe fn mma_sync(a: &[$t; 8], b: &[$t; 4], c: &mut [f32; 4]) {
+                    let cin = *c;
+                    lane::mma(MatrixOp::$op, &crate::atom::bits(a), &crate::atom::bits(b), &cin, c);
+                }
+            }
+        };
+    }
+    emu_mma!(f16, Mma16x8x16F16);
+    emu_mma!(Bf16, Mma16x8x16Bf16);
+}
