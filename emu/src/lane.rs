@@ -1,53 +1,198 @@
 //! Operations of the running lane (fiber). Called from `device/src/arch/emu.rs`.
 //! Outside a launch they panic with a clear message.
+//!
+//! Every check failure ends the launch with an [`crate::EmuError::Violation`]
+//! naming kernel, workgroup, lane, buffer and index. The fast paths take no lock
+//! and allocate nothing; only barriers and matrix instructions switch fibers.
 
+use crate::exec::{MmaCall, current};
+use crate::fiber::{Resume, Suspend, abort_lane, raise};
 use crate::matrix::MatrixOp;
+use crate::memory::MemView;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Thread index in the workgroup.
+#[inline]
 pub fn thread_id() -> u32 {
-    todo!()
+    current().cur.get()
 }
+
 /// Workgroup index.
+#[inline]
 pub fn block_id() -> [u32; 3] {
-    todo!()
+    current().block_id.get()
 }
+
 /// Workgroup barrier: suspends until every live lane of the workgroup arrives.
+/// Lanes that returned while others wait here are a barrier-divergence violation.
 pub fn barrier() {
-    todo!()
+    wait(Suspend::Barrier)
 }
-/// Checked global load of one `T` at `p`.
+
+/// Hands control to the scheduler until it resumes this lane.
+fn wait(s: Suspend) {
+    let w = current();
+    let y = w.slots[w.cur.get() as usize].yielder.get();
+    // SAFETY: set by the fiber running this lane; lives on its stack.
+    match unsafe { &*y }.suspend(s) {
+        Resume::Continue => {}
+        _ => abort_lane(),
+    }
+}
+
+/// Checked global load of one `T` at `p`: `p` must lie inside a live
+/// allocation, be aligned for `T`, and every byte must have been written.
+#[inline]
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // safe: `p` is checked against the live allocations first
 pub fn global_load<T: Copy>(p: *const T) -> T {
-    let _ = p;
-    todo!()
+    let (addr, n, al) = (p as u64, size_of::<T>(), align_of::<T>());
+    match current().mem.lookup(addr, n) {
+        // SAFETY: inside a live allocation, aligned.
+        Some((a, off)) if a.is_written(off, n) && addr.is_multiple_of(al as u64) => unsafe { p.read() },
+        _ => global_fault("read", addr, n, al),
+    }
 }
-/// Checked global store.
+
+/// Checked global store (marks the bytes written).
+#[inline]
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // safe: as `global_load`
 pub fn global_store<T: Copy>(p: *mut T, v: T) {
-    let _ = (p, v);
-    todo!()
+    let (addr, n, al) = (p as u64, size_of::<T>(), align_of::<T>());
+    match current().mem.lookup(addr, n) {
+        Some((a, off)) if addr.is_multiple_of(al as u64) => {
+            a.mark_written(off, n);
+            // SAFETY: inside a live allocation, aligned.
+            unsafe { p.write(v) }
+        }
+        _ => global_fault("write", addr, n, al),
+    }
 }
+
 /// Atomic f32 add (atomic with respect to other workgroups running in parallel).
+/// The target must have been written before (kernels zero their accumulators).
 pub fn atomic_add_f32(p: *mut f32, v: f32) {
-    let _ = (p, v);
-    todo!()
+    atomic_rmw(p as u64, |x| (f32::from_bits(x) + v).to_bits());
 }
-/// Checked LDS load at byte offset `off`.
+
+/// Packed f16 atomic add (`global_atomic_pk_add_f16`, `red.global.add.noftz.f16x2`):
+/// adds `v[0]`, `v[1]` (f16 bits) to the two halves at `p`, each rounded to f16.
+pub fn atomic_add_f16x2(p: *mut [u16; 2], v: [u16; 2]) {
+    use half::f16;
+    let add = |x: u16, y: u16| f16::from_f32(f16::from_bits(x).to_f32() + f16::from_bits(y).to_f32()).to_bits();
+    atomic_rmw(p as u64, |x| pack(add(x as u16, v[0]), add((x >> 16) as u16, v[1])));
+}
+
+/// Packed bf16 atomic add (`global_atomic_pk_add_bf16`, `red.global.add.noftz.bf16x2`).
+pub fn atomic_add_bf16x2(p: *mut [u16; 2], v: [u16; 2]) {
+    use half::bf16;
+    let add = |x: u16, y: u16| bf16::from_f32(bf16::from_bits(x).to_f32() + bf16::from_bits(y).to_f32()).to_bits();
+    atomic_rmw(p as u64, |x| pack(add(x as u16, v[0]), add((x >> 16) as u16, v[1])));
+}
+
+fn pack(lo: u16, hi: u16) -> u32 {
+    lo as u32 | (hi as u32) << 16
+}
+
+/// Checked 32-bit compare-and-swap loop on host memory.
+#[inline]
+fn atomic_rmw(addr: u64, f: impl Fn(u32) -> u32) {
+    match current().mem.lookup(addr, 4) {
+        Some((a, off)) if a.is_written(off, 4) && addr.is_multiple_of(4) => {
+            // SAFETY: inside a live allocation, 4-aligned; every access to it
+            // during the launch that may race is atomic or a kernel bug.
+            let cell = unsafe { AtomicU32::from_ptr(addr as *mut u32) };
+            let mut old = cell.load(Ordering::Relaxed);
+            while let Err(now) = cell.compare_exchange_weak(old, f(old), Ordering::Relaxed, Ordering::Relaxed) {
+                old = now;
+            }
+        }
+        _ => global_fault("atomic add", addr, 4, 4),
+    }
+}
+
+/// Says what is wrong with a global access that failed the fast checks.
+#[cold]
+#[inline(never)]
+fn global_fault(kind: &str, addr: u64, n: usize, align: usize) -> ! {
+    let mem = &current().mem;
+    let Some((a, off)) = mem.lookup(addr, n) else {
+        raise(format!("out-of-bounds global {kind} of {n} bytes at {}", mem.locate(addr, n)))
+    };
+    let at = MemView::place(a, off, n);
+    if !addr.is_multiple_of(align as u64) {
+        raise(format!("misaligned global {kind} of {n} bytes at {at} (needs {align}-byte alignment)"))
+    }
+    let b = a.first_unwritten(off, n).unwrap_or(off);
+    let hint = if kind == "atomic add" { " (zero accumulators before adding to them)" } else { " (buffers start poisoned)" };
+    raise(format!(
+        "{kind} of unwritten global memory: {n} bytes at {at}; byte offset {b} was never written by the host or a kernel{hint}"
+    ))
+}
+
+/// Checked LDS load at byte offset `off`: inside the launch-sized LDS, aligned
+/// for `T`, written before by this workgroup, no race with another lane's write
+/// since the last barrier.
+#[inline]
 pub fn lds_load<T: Copy>(off: usize) -> T {
-    let _ = off;
-    todo!()
+    let w = current();
+    let mut v = std::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: no other reference to the LDS exists while this lane runs.
+    let lds = unsafe { &mut *w.lds.get() };
+    match lds.load(w.cur.get(), off, v.as_mut_ptr().cast(), size_of::<T>(), align_of::<T>()) {
+        // SAFETY: all bytes of `v` were copied from written LDS.
+        Ok(()) => unsafe { v.assume_init() },
+        Err(what) => raise(what),
+    }
 }
-/// Checked LDS store.
+
+/// Checked LDS store (see [`lds_load`] for the rules).
+#[inline]
 pub fn lds_store<T: Copy>(off: usize, v: T) {
-    let _ = (off, v);
-    todo!()
+    let w = current();
+    // SAFETY: as in `lds_load`.
+    let lds = unsafe { &mut *w.lds.get() };
+    if let Err(what) = lds.store(w.cur.get(), off, (&raw const v).cast(), size_of::<T>(), align_of::<T>()) {
+        raise(what)
+    }
 }
+
 /// Wave-collective matrix instruction: every lane of the wave calls it with its
 /// operand registers; `a`, `b` hold 16-bit elements in the LLVM vector element
 /// order, `c` and `d` f32 accumulators. Returns when the whole wave has issued it.
+/// The instruction must belong to the emulated architecture and the slices must
+/// have the lengths of [`MatrixOp::regs`].
 pub fn mma(op: MatrixOp, a: &[u16], b: &[u16], c: &[f32], d: &mut [f32]) {
-    let _ = (op, a, b, c, d);
-    todo!()
+    let w = current();
+    if op.family() != w.arch.family() {
+        raise(format!(
+            "{} is not an instruction of {} (it runs on {:?} GPUs)",
+            op.mnemonic(),
+            w.arch.name(),
+            op.family()
+        ))
+    }
+    let r = op.regs();
+    if (a.len(), b.len(), c.len(), d.len()) != (r.a, r.b, r.c, r.c) {
+        raise(format!(
+            "{} takes per lane a: {}, b: {}, c: {}, d: {} elements; got {}, {}, {}, {}",
+            op.mnemonic(),
+            r.a,
+            r.b,
+            r.c,
+            r.c,
+            a.len(),
+            b.len(),
+            c.len(),
+            d.len()
+        ))
+    }
+    let call = MmaCall { op, a: a.as_ptr(), b: b.as_ptr(), c: c.as_ptr(), d: d.as_mut_ptr() };
+    w.slots[w.cur.get() as usize].mma.set(Some(call));
+    wait(Suspend::Mma)
 }
+
 /// Aborts the kernel with a violation naming this lane.
 pub fn trap() -> ! {
-    todo!()
+    let _ = current();
+    raise("trap: the kernel called arch::trap()".into())
 }

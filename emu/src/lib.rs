@@ -4,7 +4,6 @@
 //! fiber with its own instruction stream that meets the others at barriers and
 //! at wave-collective matrix instructions.
 //!
-//! CONTRACT (stub; the bodies are filled in by the emulator work):
 //! - [`Emulator`]: allocate, write, read, launch. Memory starts poisoned: every
 //!   byte is "unwritten" until the host writes it or a kernel stores to it.
 //! - [`lane`]: what a running lane calls (see `device/src/arch/emu.rs`).
@@ -13,11 +12,21 @@
 //! - Every check failure is an [`EmuError::Violation`] naming kernel, workgroup,
 //!   lane, buffer and index.
 
+//!
+//! Environment: `CONVGRAD_EMU_THREADS` (worker threads, default: all cores),
+//! `CONVGRAD_EMU_STACK_KIB` (stack per lane fiber, default 256).
+
+#![warn(missing_docs)]
+
+mod exec;
+mod fiber;
 pub mod lane;
+mod lds;
 pub mod matrix;
+mod memory;
 
 use convgrad_types::instance::Family;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The GPU model an emulator instance imitates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -129,43 +138,152 @@ pub enum EmuError {
     Usage(String),
 }
 
-/// A simulated GPU: memory plus an executor. `Send + Sync`.
+/// A simulated GPU: memory plus an executor. `Send + Sync`: launches may run
+/// from several host threads at once (each uses its own worker threads).
 pub struct Emulator {
     arch: EmuArch,
+    threads: usize,
+    mem: memory::Memory,
 }
 
+/// Most threads a workgroup may have.
+pub const MAX_BLOCK: u32 = 1024;
+
 impl Emulator {
-    /// A new emulator of `arch` with empty memory.
+    /// A new emulator of `arch` with empty memory, using all cores
+    /// (or `CONVGRAD_EMU_THREADS`).
     pub fn new(arch: EmuArch) -> Self {
-        Emulator { arch }
+        let threads = std::env::var("CONVGRAD_EMU_THREADS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|&n: &usize| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        Emulator { arch, threads, mem: memory::Memory::default() }
+    }
+    /// The same emulator running launches on `n` worker threads (at least 1).
+    pub fn with_threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+    /// Worker threads a launch uses (at most one per workgroup).
+    pub fn threads(&self) -> usize {
+        self.threads
     }
     /// Its model.
     pub fn arch(&self) -> EmuArch {
         self.arch
     }
-    /// Allocates `bytes` (256-byte aligned address); every byte starts unwritten.
+    /// Allocates `bytes` (256-byte aligned address); every byte starts unwritten
+    /// and holds 0xFF (NaN as f32, f16 and bf16).
     pub fn alloc(&self, bytes: usize) -> Result<u64, EmuError> {
-        let _ = bytes;
-        todo!()
+        self.mem.alloc(bytes)
     }
     /// Frees an allocation by its base address.
     pub fn free(&self, addr: u64) -> Result<(), EmuError> {
-        let _ = addr;
-        todo!()
+        self.mem.free(addr)
+    }
+    /// Names the allocation holding `addr` in violation messages (`buffer #3 'dy' (1024 bytes)`).
+    pub fn label(&self, addr: u64, name: &str) -> Result<(), EmuError> {
+        self.mem.label(addr, name)
     }
     /// Host write (marks the bytes written). `addr` may point inside an allocation.
     pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), EmuError> {
-        let _ = (addr, data);
-        todo!()
+        let (a, off) = self.mem.find(addr, data.len())?;
+        // SAFETY: `find` checked `addr..addr+len` lies in the live allocation `a`.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+        a.mark_written(off, data.len());
+        Ok(())
     }
     /// Host read (unwritten bytes read as whatever they hold; no error).
     pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), EmuError> {
-        let _ = (addr, out);
-        todo!()
+        let _keep = self.mem.find(addr, out.len())?;
+        // SAFETY: as in `write`.
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, out.as_mut_ptr(), out.len()) };
+        Ok(())
     }
     /// Runs a kernel to completion, all workgroups in parallel on the host's cores.
+    /// The first violation any lane commits stops the launch and is returned.
     pub fn launch(&self, launch: &Launch<'_>) -> Result<LaunchReport, EmuError> {
-        let _ = launch;
-        todo!()
+        self.check_launch(launch)?;
+        let start = Instant::now();
+        let shared = exec::Shared::new(launch, self.arch, self.mem.snapshot());
+        let threads = (self.threads as u64).min(shared.total()) as usize;
+        std::thread::scope(|s| {
+            for i in 0..threads {
+                std::thread::Builder::new()
+                    .name(format!("convgrad-emu-{i}"))
+                    .spawn_scoped(s, || exec::worker_main(&shared))
+                    .expect("emulator: cannot spawn a worker thread");
+            }
+        });
+        let report = LaunchReport {
+            elapsed: start.elapsed(),
+            matrix_flops: shared.flops.load(std::sync::atomic::Ordering::Relaxed),
+            workgroups: shared.workgroups.load(std::sync::atomic::Ordering::Relaxed),
+        };
+        match shared.into_violation() {
+            Some(v) => Err(EmuError::Violation(Box::new(v))),
+            None => Ok(report),
+        }
+    }
+
+    fn check_launch(&self, l: &Launch<'_>) -> Result<(), EmuError> {
+        let (wave, max_lds) = (self.arch.wave(), self.arch.max_lds_bytes());
+        let bad = |m: String| Err(EmuError::Usage(format!("launch of {}: {m}", l.name)));
+        if l.grid.contains(&0) {
+            return bad(format!("empty grid {:?}", l.grid));
+        }
+        if l.block == 0 || !l.block.is_multiple_of(wave) || l.block > MAX_BLOCK {
+            return bad(format!(
+                "block of {} threads; {} needs a multiple of its wave size {wave}, at most {MAX_BLOCK}",
+                l.block,
+                self.arch.name()
+            ));
+        }
+        if l.lds_bytes > max_lds {
+            return bad(format!("{} bytes of LDS; {} has at most {max_lds}", l.lds_bytes, self.arch.name()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn emulator_is_send_sync() {
+        assert_send_sync::<Emulator>();
+    }
+
+    #[test]
+    fn memory_round_trip_and_poison() {
+        let emu = Emulator::new(EmuArch::Gfx942);
+        let a = emu.alloc(100).unwrap();
+        assert_eq!(a % 256, 0);
+        let mut out = [0u8; 4];
+        emu.read(a + 8, &mut out).unwrap();
+        assert_eq!(out, [0xFF; 4]);
+        emu.write(a + 8, &[1, 2, 3, 4]).unwrap();
+        emu.read(a + 8, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3, 4]);
+        assert!(emu.write(a + 98, &[0; 4]).is_err());
+        assert!(emu.free(a + 1).is_err());
+        emu.free(a).unwrap();
+        assert!(emu.read(a, &mut out).is_err());
+    }
+
+    #[test]
+    fn launch_shape_errors() {
+        let emu = Emulator::new(EmuArch::Gfx1100);
+        unsafe fn k(_: *const u8) {}
+        let l = Launch { name: "k", entry: k, grid: [1, 1, 1], block: 48, lds_bytes: 0, args: 0 };
+        assert!(matches!(emu.launch(&l), Err(EmuError::Usage(m)) if m.contains("multiple of its wave size 32")));
+        let l = Launch { block: 32, lds_bytes: 65 * 1024, ..l };
+        assert!(matches!(emu.launch(&l), Err(EmuError::Usage(m)) if m.contains("LDS")));
+        let l = Launch { lds_bytes: 0, grid: [0, 1, 1], ..l };
+        assert!(emu.launch(&l).is_err());
     }
 }

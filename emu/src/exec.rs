@@ -1,0 +1,380 @@
+//! Launch execution: worker threads pull workgroups from a shared counter; each
+//! worker runs a workgroup's lanes as fibers and schedules them: a lane runs
+//! until it waits at a barrier or a matrix instruction, or returns. A wave whose
+//! lanes all wait at the same matrix instruction executes it; a workgroup whose
+//! live lanes all wait at a barrier passes it. Anything else that blocks progress
+//! is a violation.
+
+use crate::fiber::{Fiber, LaneYielder, Outcome, Resume, Suspend};
+use crate::lds::Lds;
+use crate::matrix::{self, MatrixOp};
+use crate::memory::{Alloc, MemView};
+use crate::{EmuArch, Launch, Violation};
+use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+/// A matrix instruction a lane issued: its operand registers (on the lane's stack,
+/// valid while it is suspended).
+#[derive(Clone, Copy)]
+pub(crate) struct MmaCall {
+    pub op: MatrixOp,
+    pub a: *const u16,
+    pub b: *const u16,
+    pub c: *const f32,
+    pub d: *mut f32,
+}
+
+/// Per lane slot: what the lane's fiber and the scheduler exchange.
+pub(crate) struct Slot {
+    pub yielder: Cell<*const LaneYielder>,
+    pub mma: Cell<Option<MmaCall>>,
+}
+
+/// One worker thread's state, reached by the running lane through [`current`].
+/// Shared by the scheduler and the lanes (never at the same time): all mutation
+/// goes through cells.
+pub(crate) struct Worker {
+    pub arch: EmuArch,
+    pub block_id: Cell<[u32; 3]>,
+    /// Lane running now.
+    pub cur: Cell<u32>,
+    pub slots: Box<[Slot]>,
+    pub lds: UnsafeCell<Lds>,
+    pub mem: MemView,
+}
+
+thread_local! {
+    static CURRENT: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The worker of the running lane.
+#[inline]
+pub(crate) fn current() -> &'static Worker {
+    let p = CURRENT.get();
+    if p.is_null() {
+        outside_launch()
+    }
+    // SAFETY: set only while the worker lives (see `CurrentGuard`), on this thread.
+    unsafe { &*p }
+}
+
+#[cold]
+fn outside_launch() -> ! {
+    panic!("convgrad_emu::lane: called outside an emulator launch (kernels run only through Emulator::launch)")
+}
+
+/// Called by a fiber when it starts running a lane.
+pub(crate) fn set_yielder(y: &LaneYielder) {
+    let w = current();
+    w.slots[w.cur.get() as usize].yielder.set(y);
+}
+
+struct CurrentGuard;
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        CURRENT.set(std::ptr::null());
+    }
+}
+
+/// What all workers of one launch share.
+pub(crate) struct Shared<'a> {
+    pub launch: &'a Launch<'a>,
+    pub arch: EmuArch,
+    pub allocs: Vec<Arc<Alloc>>,
+    next: AtomicU64,
+    abort: AtomicBool,
+    first: Mutex<Option<Violation>>,
+    pub flops: AtomicU64,
+    pub workgroups: AtomicU64,
+}
+
+impl<'a> Shared<'a> {
+    pub fn new(launch: &'a Launch<'a>, arch: EmuArch, allocs: Vec<Arc<Alloc>>) -> Self {
+        Shared {
+            launch,
+            arch,
+            allocs,
+            next: AtomicU64::new(0),
+            abort: AtomicBool::new(false),
+            first: Mutex::new(None),
+            flops: AtomicU64::new(0),
+            workgroups: AtomicU64::new(0),
+        }
+    }
+    pub fn total(&self) -> u64 {
+        self.launch.grid.iter().map(|&g| g as u64).product()
+    }
+    /// The first violation any worker found.
+    pub fn into_violation(self) -> Option<Violation> {
+        self.first.into_inner().unwrap()
+    }
+}
+
+enum Stop {
+    Violation(Violation),
+    /// Another worker found a violation.
+    Aborted,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Fresh,
+    Ready,
+    Barrier,
+    Mma,
+    Done,
+}
+
+/// Body of one worker thread.
+pub(crate) fn worker_main(shared: &Shared<'_>) {
+    let l = shared.launch;
+    let block = l.block as usize;
+    let worker = Worker {
+        arch: shared.arch,
+        block_id: Cell::new([0; 3]),
+        cur: Cell::new(0),
+        slots: (0..block).map(|_| Slot { yielder: Cell::new(std::ptr::null()), mma: Cell::new(None) }).collect(),
+        lds: UnsafeCell::new(Lds::new(l.lds_bytes)),
+        mem: MemView::new(shared.allocs.clone()),
+    };
+    CURRENT.set(&worker);
+    let _guard = CurrentGuard;
+    let wave = shared.arch.wave() as usize;
+    let mut s = Sched {
+        w: &worker,
+        shared,
+        fibers: (0..block).map(|_| Fiber::new()).collect(),
+        state: vec![State::Fresh; block],
+        wave,
+        a: vec![0; wave * 16],
+        b: vec![0; wave * 16],
+        c: vec![0.0; wave * 16],
+        d: vec![0.0; wave * 16],
+        flops: 0,
+    };
+    let [gx, gy, _] = l.grid.map(|g| g as u64);
+    let total = shared.total();
+    let mut done = 0;
+    while !shared.abort.load(Relaxed) {
+        let i = shared.next.fetch_add(1, Relaxed);
+        if i >= total {
+            break;
+        }
+        let wg = [(i % gx) as u32, ((i / gx) % gy) as u32, (i / (gx * gy)) as u32];
+        match s.run_workgroup(wg) {
+            Ok(()) => done += 1,
+            Err(Stop::Aborted) => break,
+            Err(Stop::Violation(v)) => {
+                shared.first.lock().unwrap().get_or_insert(v);
+                shared.abort.store(true, Relaxed);
+                break;
+            }
+        }
+    }
+    shared.flops.fetch_add(s.flops, Relaxed);
+    shared.workgroups.fetch_add(done, Relaxed);
+    // Fibers go back to the pool while the worker (their `current`) still lives.
+    drop(s);
+}
+
+struct Sched<'a> {
+    w: &'a Worker,
+    shared: &'a Shared<'a>,
+    fibers: Vec<Fiber>,
+    state: Vec<State>,
+    wave: usize,
+    // One wave's operand registers, lane-major.
+    a: Vec<u16>,
+    b: Vec<u16>,
+    c: Vec<f32>,
+    d: Vec<f32>,
+    flops: u64,
+}
+
+impl Sched<'_> {
+    fn run_workgroup(&mut self, wg: [u32; 3]) -> Result<(), Stop> {
+        self.w.block_id.set(wg);
+        // SAFETY: no lane is running.
+        unsafe { (*self.w.lds.get()).begin_workgroup() };
+        self.state.fill(State::Fresh);
+        let r = self.schedule();
+        if r.is_err() {
+            self.abandon();
+        }
+        r
+    }
+
+    fn schedule(&mut self) -> Result<(), Stop> {
+        let l = self.shared.launch;
+        let waves = self.state.len() / self.wave;
+        loop {
+            // Each wave runs until it waits at a barrier or returns, executing
+            // its matrix instructions as they complete.
+            for wv in 0..waves {
+                let lanes = wv * self.wave..(wv + 1) * self.wave;
+                loop {
+                    for lane in lanes.clone() {
+                        let input = match self.state[lane] {
+                            State::Fresh => Resume::Run { entry: l.entry, args: l.args },
+                            State::Ready => Resume::Continue,
+                            _ => continue,
+                        };
+                        self.step(lane, input)?;
+                    }
+                    if !self.try_mma(lanes.clone())? {
+                        break;
+                    }
+                }
+            }
+            if self.shared.abort.load(Relaxed) {
+                return Err(Stop::Aborted);
+            }
+            let (mut at_barrier, mut done) = (Vec::new(), Vec::new());
+            for (lane, st) in self.state.iter().enumerate() {
+                match st {
+                    State::Barrier => at_barrier.push(lane),
+                    State::Done => done.push(lane),
+                    State::Mma => return Err(self.stuck_mma(lane)),
+                    State::Fresh | State::Ready => unreachable!(),
+                }
+            }
+            if at_barrier.is_empty() {
+                return Ok(());
+            }
+            if !done.is_empty() {
+                return Err(self.divergence(&at_barrier, &done));
+            }
+            // SAFETY: no lane is running.
+            unsafe { (*self.w.lds.get()).barrier() };
+            self.state.fill(State::Ready);
+        }
+    }
+
+    /// Runs `lane` until it suspends.
+    fn step(&mut self, lane: usize, input: Resume) -> Result<(), Stop> {
+        self.w.cur.set(lane as u32);
+        self.state[lane] = match self.fibers[lane].resume(input) {
+            Suspend::Barrier => State::Barrier,
+            Suspend::Mma => State::Mma,
+            Suspend::Done(Outcome::Finished | Outcome::Aborted) => State::Done,
+            Suspend::Done(Outcome::Fault(what)) => {
+                self.state[lane] = State::Done;
+                return Err(self.violation(lane, what));
+            }
+        };
+        Ok(())
+    }
+
+    /// Executes the wave's matrix instruction if all its lanes issued it.
+    fn try_mma(&mut self, lanes: std::ops::Range<usize>) -> Result<bool, Stop> {
+        if !self.state[lanes.clone()].iter().all(|&s| s == State::Mma) {
+            return Ok(false);
+        }
+        let first = self.w.slots[lanes.start].mma.get().unwrap();
+        let op = first.op;
+        let r = op.regs();
+        for (i, lane) in lanes.clone().enumerate() {
+            let call = self.w.slots[lane].mma.get().unwrap();
+            if call.op != op {
+                let what = format!(
+                    "wave {} mixes matrix instructions: lane {lane} issued {} while lane {} issued {}",
+                    lane / self.wave,
+                    call.op.mnemonic(),
+                    lanes.start,
+                    op.mnemonic()
+                );
+                return Err(self.violation(lane, what));
+            }
+            // SAFETY: lengths were checked by `lane::mma`; the lane is suspended
+            // inside it, so its operand registers are alive.
+            unsafe {
+                let a = std::slice::from_raw_parts(call.a, r.a);
+                let b = std::slice::from_raw_parts(call.b, r.b);
+                let c = std::slice::from_raw_parts(call.c, r.c);
+                self.a[i * r.a..(i + 1) * r.a].copy_from_slice(a);
+                self.b[i * r.b..(i + 1) * r.b].copy_from_slice(b);
+                self.c[i * r.c..(i + 1) * r.c].copy_from_slice(c);
+            }
+        }
+        let w = self.wave;
+        let (a, b, c) = (&self.a[..w * r.a], &self.b[..w * r.b], &self.c[..w * r.c]);
+        if let Err(e) = matrix::execute(op, a, b, c, &mut self.d[..w * r.c]) {
+            return Err(self.violation(lanes.start + e.lane as usize, e.what));
+        }
+        for (i, lane) in lanes.clone().enumerate() {
+            let call = self.w.slots[lane].mma.take().unwrap();
+            // SAFETY: as above; `d` is the lane's own output registers.
+            unsafe { std::slice::from_raw_parts_mut(call.d, r.c) }.copy_from_slice(&self.d[i * r.c..(i + 1) * r.c]);
+            self.state[lane] = State::Ready;
+        }
+        self.flops += op.flops();
+        Ok(true)
+    }
+
+    /// A lane waits at a matrix instruction its whole wave never reaches.
+    fn stuck_mma(&self, lane: usize) -> Stop {
+        let wave = lane / self.wave;
+        let lanes = wave * self.wave..(wave + 1) * self.wave;
+        let op = self.w.slots[lane].mma.get().unwrap().op;
+        let other = lanes.clone().find(|&l| self.state[l] != State::Mma).unwrap();
+        let where_ = if self.state[other] == State::Done { "has returned from the kernel" } else { "waits at a barrier" };
+        self.violation(
+            lane,
+            format!(
+                "lane {lane} issued {} but lane {other} of the same wave {where_}: a wave-collective matrix instruction needs all {} lanes of wave {wave}",
+                op.mnemonic(),
+                self.wave
+            ),
+        )
+    }
+
+    fn divergence(&self, at_barrier: &[usize], done: &[usize]) -> Stop {
+        // SAFETY: no lane is running.
+        let n = unsafe { (*self.w.lds.get()).barriers() } + 1;
+        let lane = at_barrier[0];
+        let what = format!(
+            "barrier divergence: {} wait at the workgroup's barrier #{n} while {} returned from the kernel without reaching it",
+            lanes(at_barrier),
+            lanes(done)
+        );
+        self.violation(lane, what)
+    }
+
+    fn violation(&self, lane: usize, what: String) -> Stop {
+        Stop::Violation(Violation {
+            kernel: self.shared.launch.name.to_string(),
+            workgroup: self.w.block_id.get(),
+            lane: lane as u32,
+            what,
+        })
+    }
+
+    /// Unwinds every lane still inside the kernel so its fiber can be reused.
+    fn abandon(&mut self) {
+        for lane in 0..self.state.len() {
+            for _ in 0..16 {
+                if matches!(self.state[lane], State::Fresh | State::Done) {
+                    break;
+                }
+                self.w.cur.set(lane as u32);
+                self.state[lane] = match self.fibers[lane].resume(Resume::Abort) {
+                    Suspend::Done(_) => State::Done,
+                    _ => State::Barrier,
+                };
+            }
+        }
+        for s in self.w.slots.iter() {
+            s.mma.set(None);
+        }
+    }
+}
+
+/// `lanes 0..=31 (32 lanes)` or `lane 5`, for messages.
+fn lanes(l: &[usize]) -> String {
+    match l {
+        [one] => format!("lane {one}"),
+        _ if l.last().unwrap() - l[0] + 1 == l.len() => format!("lanes {}..={} ({} lanes)", l[0], l.last().unwrap(), l.len()),
+        _ => format!("lane {} and {} other lanes", l[0], l.len() - 1),
+    }
+}

@@ -1,0 +1,122 @@
+//! A workgroup's LDS (shared memory) with a per-byte shadow that catches reads
+//! of unwritten LDS and data races: two different lanes touching the same byte
+//! in one barrier interval where at least one writes.
+//!
+//! Shadow tags are `epoch << 16 | lane`. Epochs never repeat on a worker (a new
+//! workgroup or a barrier starts a new one), so the shadow needs no clearing
+//! between workgroups: a tag older than the workgroup's first epoch means
+//! "unwritten by this workgroup".
+
+/// Reader tag lane meaning "more than one lane read it".
+const MANY: u64 = 0xFFFF;
+
+pub(crate) struct Lds {
+    data: Vec<u8>,
+    /// Last writer of each byte.
+    w: Vec<u64>,
+    /// Reader of each byte in the latest epoch it was read in (`MANY`: several).
+    r: Vec<u64>,
+    /// Current barrier interval.
+    epoch: u64,
+    /// First epoch of the running workgroup.
+    start: u64,
+}
+
+impl Lds {
+    pub fn new(bytes: usize) -> Self {
+        Lds { data: vec![crate::memory::POISON; bytes], w: vec![0; bytes], r: vec![0; bytes], epoch: 0, start: 0 }
+    }
+
+    /// A new workgroup starts: everything reads as unwritten again.
+    pub fn begin_workgroup(&mut self) {
+        self.epoch += 1;
+        self.start = self.epoch;
+    }
+
+    /// A barrier released the workgroup: a new interval.
+    pub fn barrier(&mut self) {
+        self.epoch += 1;
+    }
+
+    /// Barriers passed by this workgroup so far.
+    pub fn barriers(&self) -> u64 {
+        self.epoch - self.start
+    }
+
+    /// Checked read of `n` bytes at `off` by `lane` into `out`.
+    #[inline]
+    pub fn load(&mut self, lane: u32, off: usize, out: *mut u8, n: usize, align: usize) -> Result<(), String> {
+        self.bounds("read", off, n, align)?;
+        let (e, me) = (self.epoch, lane as u64);
+        for b in off..off + n {
+            let w = self.w[b];
+            if w >> 16 < self.start {
+                return Err(self.unwritten(off, n, b));
+            }
+            if w >> 16 == e && w & 0xFFFF != me {
+                return Err(self.race(lane, "reads", off, n, b, "wrote", w & 0xFFFF));
+            }
+            let r = self.r[b];
+            self.r[b] = if r >> 16 != e {
+                e << 16 | me
+            } else if r & 0xFFFF != me {
+                e << 16 | MANY
+            } else {
+                r
+            };
+        }
+        // SAFETY: `out` is valid for `n` bytes (a `T` of the caller); bounds checked.
+        unsafe { std::ptr::copy_nonoverlapping(self.data.as_ptr().add(off), out, n) };
+        Ok(())
+    }
+
+    /// Checked write of the `n` bytes at `v` to `off` by `lane`.
+    #[inline]
+    pub fn store(&mut self, lane: u32, off: usize, v: *const u8, n: usize, align: usize) -> Result<(), String> {
+        self.bounds("write", off, n, align)?;
+        let (e, me) = (self.epoch, lane as u64);
+        for b in off..off + n {
+            let w = self.w[b];
+            if w >> 16 == e && w & 0xFFFF != me {
+                return Err(self.race(lane, "writes", off, n, b, "wrote", w & 0xFFFF));
+            }
+            let r = self.r[b];
+            if r >> 16 == e && r & 0xFFFF != me {
+                return Err(self.race(lane, "writes", off, n, b, "read", r & 0xFFFF));
+            }
+            self.w[b] = e << 16 | me;
+        }
+        // SAFETY: `v` is valid for `n` bytes (a `T` of the caller); bounds checked.
+        unsafe { std::ptr::copy_nonoverlapping(v, self.data.as_mut_ptr().add(off), n) };
+        Ok(())
+    }
+
+    #[inline]
+    fn bounds(&self, kind: &str, off: usize, n: usize, align: usize) -> Result<(), String> {
+        if off.checked_add(n).is_none_or(|end| end > self.data.len()) {
+            return Err(format!(
+                "LDS {kind} of {n} bytes at byte {off} beyond launch-sized LDS of {} bytes",
+                self.data.len()
+            ));
+        }
+        if !off.is_multiple_of(align) {
+            return Err(format!("misaligned LDS {kind} of {n} bytes at byte {off} (needs {align}-byte alignment)"));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn unwritten(&self, off: usize, n: usize, b: usize) -> String {
+        format!("read of unwritten LDS: {n} bytes at byte {off}; byte {b} was never written by this workgroup")
+    }
+
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn race(&self, lane: u32, verb: &str, off: usize, n: usize, b: usize, other_did: &str, other: u64) -> String {
+        let who = if other == MANY { "several other lanes".to_string() } else { format!("lane {other}") };
+        format!(
+            "LDS data race: lane {lane} {verb} {n} bytes at byte {off}, but {who} {other_did} byte {b} in the same barrier interval (after barrier #{}; a barrier is missing between them)",
+            self.barriers()
+        )
+    }
+}

@@ -1,0 +1,262 @@
+//! Each emulated matrix instruction against a plain matrix product, with operands
+//! distributed into lane registers by this file's own reading of
+//! matrix-layouts.md (lane -> element, the direction opposite to the emulator's
+//! tables), plus explicit table entries as the note states them.
+
+mod common;
+use common::*;
+use convgrad_device::arch;
+use convgrad_emu::EmuArch;
+use convgrad_emu::lane;
+use convgrad_emu::matrix::{MatrixOp, Slot};
+use half::{bf16, f16};
+
+/// (row, col) of element `e` of lane `l` for the A operand (M x K), B (K x N: (k, n)), C/D (M x N).
+fn doc_a(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
+    use MatrixOp::*;
+    match op {
+        // A[i][k]: lane = i + 32*floor(k/4), element = k mod 4.
+        Mfma32x32x8F16 | Mfma32x32x8Bf16 => (l % 32, 4 * (l / 32) + e),
+        Mfma16x16x16F16 | Mfma16x16x16Bf16 => (l % 16, 4 * (l / 16) + e),
+        // Row i in lanes i and i+16, k = element index.
+        Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, e),
+        // row = groupID for a0,a1,a4,a5, +8 for a2,a3,a6,a7; col = 2t + (e mod 2), +8 for a4..a7.
+        Mma16x8x16F16 | Mma16x8x16Bf16 => {
+            let (g, t) = (l >> 2, l % 4);
+            (g + if matches!(e, 2 | 3 | 6 | 7) { 8 } else { 0 }, 2 * t + e % 2 + if e >= 4 { 8 } else { 0 })
+        }
+    }
+}
+fn doc_b(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
+    use MatrixOp::*;
+    match op {
+        Mfma32x32x8F16 | Mfma32x32x8Bf16 => (4 * (l / 32) + e, l % 32),
+        Mfma16x16x16F16 | Mfma16x16x16Bf16 => (4 * (l / 16) + e, l % 16),
+        Wmma16x16x16F16 | Wmma16x16x16Bf16 => (e, l % 16),
+        // k = 2t + (e mod 2) for b0,b1, +8 for b2,b3; n = groupID.
+        Mma16x8x16F16 | Mma16x8x16Bf16 => (2 * (l % 4) + e % 2 + if e >= 2 { 8 } else { 0 }, l >> 2),
+    }
+}
+fn doc_d(op: MatrixOp, l: u32, g: u32) -> (u32, u32) {
+    use MatrixOp::*;
+    match op {
+        // Inverse: i = 8*floor(g/4) + 4*floor(lane/32) + (g mod 4); j = lane mod 32.
+        Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (g / 4) + 4 * (l / 32) + g % 4, l % 32),
+        // Inverse: i = 4*floor(lane/16) + g; j = lane mod 16.
+        Mfma16x16x16F16 | Mfma16x16x16Bf16 => (4 * (l / 16) + g, l % 16),
+        // Inverse: i = 2g + floor(lane/16), j = lane mod 16.
+        Wmma16x16x16F16 | Wmma16x16x16Bf16 => (2 * g + l / 16, l % 16),
+        // row = groupID for c0,c1, +8 for c2,c3; col = 2t + (e mod 2).
+        Mma16x8x16F16 | Mma16x8x16Bf16 => ((l >> 2) + if g >= 2 { 8 } else { 0 }, 2 * (l % 4) + g % 2),
+    }
+}
+
+fn arch_of(op: MatrixOp) -> EmuArch {
+    match op.family() {
+        convgrad_types::instance::Family::Cdna => EmuArch::Gfx942,
+        convgrad_types::instance::Family::Rdna3 => EmuArch::Gfx1100,
+        convgrad_types::instance::Family::Nvidia => EmuArch::Sm90,
+    }
+}
+
+/// One wave: lane loads its registers (`args`: a, b, c, d pointers, op index), issues the op, stores D.
+unsafe fn mma_kernel(args: *const u8) {
+    unsafe {
+        let w = args as *const u64;
+        let (pa, pb, pc, pd) = (
+            arch::ld(w, 0) as *const u16,
+            arch::ld(w, 1) as *const u16,
+            arch::ld(w, 2) as *const f32,
+            arch::ld(w, 3) as *mut f32,
+        );
+        let op = MatrixOp::ALL[arch::ld(w, 4) as usize];
+        let r = op.regs();
+        let l = arch::thread_id() as usize;
+        let (mut a, mut b, mut c, mut d) = ([0u16; 16], [0u16; 16], [0f32; 16], [0f32; 16]);
+        for e in 0..r.a {
+            a[e] = arch::ld(pa, l * r.a + e);
+        }
+        for e in 0..r.b {
+            b[e] = arch::ld(pb, l * r.b + e);
+        }
+        for e in 0..r.c {
+            c[e] = arch::ld(pc, l * r.c + e);
+        }
+        lane::mma(op, &a[..r.a], &b[..r.b], &c[..r.c], &mut d[..r.c]);
+        for (e, &v) in d[..r.c].iter().enumerate() {
+            arch::st(pd, l * r.c + e, v);
+        }
+    }
+}
+
+fn round16(op: MatrixOp, x: f32) -> (u16, f64) {
+    if op.is_bf16() {
+        let h = bf16::from_f32(x);
+        (h.to_bits(), h.to_f64())
+    } else {
+        let h = f16::from_f32(x);
+        (h.to_bits(), h.to_f64())
+    }
+}
+
+fn check_product(op: MatrixOp, seed: u64) {
+    let (m, n, k) = op.shape();
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let (r, wave) = (op.regs(), op.wave());
+    let mut rng = Rng(seed);
+    let am: Vec<(u16, f64)> = (0..m * k).map(|_| round16(op, rng.unit())).collect();
+    let bm: Vec<(u16, f64)> = (0..k * n).map(|_| round16(op, rng.unit())).collect();
+    let cm: Vec<f32> = (0..m * n).map(|_| rng.unit()).collect();
+    let (mut a, mut b, mut c) = (vec![0u16; wave as usize * r.a], vec![0u16; wave as usize * r.b], vec![0f32; wave as usize * r.c]);
+    for l in 0..wave {
+        for e in 0..r.a as u32 {
+            let (i, kk) = doc_a(op, l, e);
+            a[(l as usize) * r.a + e as usize] = am[i as usize * k + kk as usize].0;
+        }
+        for e in 0..r.b as u32 {
+            let (kk, j) = doc_b(op, l, e);
+            b[(l as usize) * r.b + e as usize] = bm[kk as usize * n + j as usize].0;
+        }
+        for g in 0..r.c as u32 {
+            let (i, j) = doc_d(op, l, g);
+            c[(l as usize) * r.c + g as usize] = cm[i as usize * n + j as usize];
+        }
+    }
+    let emu = emu(arch_of(op));
+    let (pa, pb, pc) = (upload(&emu, "a", &a), upload(&emu, "b", &b), upload(&emu, "c", &c));
+    let pd = alloc::<f32>(&emu, "d", c.len());
+    let idx = MatrixOp::ALL.iter().position(|&o| o == op).unwrap() as u64;
+    let args = args(&emu, &[pa, pb, pc, pd, idx]);
+    let rep = launch(&emu, "mma_kernel", mma_kernel, [1, 1, 1], wave, 0, args).unwrap();
+    assert_eq!(rep.matrix_flops, op.flops());
+    let d: Vec<f32> = download(&emu, pd, c.len());
+    for l in 0..wave {
+        for g in 0..r.c as u32 {
+            let (i, j) = doc_d(op, l, g);
+            let (i, j) = (i as usize, j as usize);
+            let want = cm[i * n + j] as f64 + (0..k).map(|kk| am[i * k + kk].1 * bm[kk * n + j].1).sum::<f64>();
+            let got = d[l as usize * r.c + g as usize] as f64;
+            assert!((got - want).abs() <= 1e-5 * (1.0 + want.abs()), "{op:?} D[{i}][{j}] (lane {l} reg {g}): {got} != {want}");
+        }
+    }
+}
+
+#[test]
+fn every_op_matches_a_plain_product() {
+    for (s, op) in MatrixOp::ALL.into_iter().enumerate() {
+        for seed in 0..3 {
+            check_product(op, 0x9e37_79b9_7f4a_7c15 ^ (s as u64 * 1000 + seed));
+        }
+    }
+}
+
+/// Direct (no launch) use of `matrix::execute` agrees with the doc too: identity A picks B.
+#[test]
+fn execute_identity_times_b() {
+    let op = MatrixOp::Mfma16x16x16F16;
+    let r = op.regs();
+    let (mut a, mut b) = (vec![0u16; 64 * r.a], vec![0u16; 64 * r.b]);
+    for l in 0..64u32 {
+        for e in 0..4u32 {
+            let (i, k) = doc_a(op, l, e);
+            a[(l * 4 + e) as usize] = f16::from_f32(if i == k { 1.0 } else { 0.0 }).to_bits();
+            let (k, j) = doc_b(op, l, e);
+            b[(l * 4 + e) as usize] = f16::from_f32((k * 16 + j) as f32).to_bits();
+        }
+    }
+    let c = vec![0f32; 64 * r.c];
+    let mut d = vec![0f32; 64 * r.c];
+    convgrad_emu::matrix::execute(op, &a, &b, &c, &mut d).unwrap();
+    for l in 0..64u32 {
+        for g in 0..4u32 {
+            let (i, j) = doc_d(op, l, g);
+            assert_eq!(d[(l * 4 + g) as usize], (i * 16 + j) as f32);
+        }
+    }
+}
+
+/// The emulator's tables and this file's reading of the note are inverse to each other.
+#[test]
+fn tables_invert_the_doc_direction() {
+    for op in MatrixOp::ALL {
+        let r = op.regs();
+        for l in 0..op.wave() {
+            for e in 0..r.a as u32 {
+                let (i, k) = doc_a(op, l, e);
+                let s = op.a_slot(i, k);
+                let ok = s == (Slot { lane: l, elem: e }) || op.a_replica(i, k) == Some(Slot { lane: l, elem: e });
+                assert!(ok, "{op:?} A lane {l} elem {e}");
+            }
+            for e in 0..r.b as u32 {
+                let (k, j) = doc_b(op, l, e);
+                let ok = op.b_slot(k, j) == (Slot { lane: l, elem: e }) || op.b_replica(k, j) == Some(Slot { lane: l, elem: e });
+                assert!(ok, "{op:?} B lane {l} elem {e}");
+            }
+            for g in 0..r.c as u32 {
+                let (i, j) = doc_d(op, l, g);
+                assert_eq!(op.d_slot(i, j), Slot { lane: l, elem: g }, "{op:?} D lane {l} reg {g}");
+            }
+        }
+    }
+}
+
+fn s(lane: u32, elem: u32) -> Slot {
+    Slot { lane, elem }
+}
+
+#[test]
+fn explicit_entries_mfma_32x32x8() {
+    for op in [MatrixOp::Mfma32x32x8F16, MatrixOp::Mfma32x32x8Bf16] {
+        // A[i][k]: lane = i + 32*floor(k/4); element = k mod 4.
+        assert_eq!(op.a_slot(0, 0), s(0, 0));
+        assert_eq!(op.a_slot(7, 6), s(39, 2));
+        assert_eq!(op.a_slot(31, 3), s(31, 3));
+        // B[k][j]: lane = j + 32*floor(k/4).
+        assert_eq!(op.b_slot(5, 10), s(42, 1));
+        // D[i][j]: g = 4*floor(i/8) + (i mod 4); lane = j + 32*(floor(i/4) mod 2).
+        assert_eq!(op.d_slot(13, 5), s(37, 5));
+        assert_eq!(op.d_slot(4, 0), s(32, 0));
+        assert_eq!(op.d_slot(8, 1), s(1, 4));
+        assert_eq!(op.d_slot(31, 31), s(63, 15));
+        assert_eq!(op.a_replica(0, 0), None);
+    }
+}
+
+#[test]
+fn explicit_entries_mfma_16x16x16() {
+    for op in [MatrixOp::Mfma16x16x16F16, MatrixOp::Mfma16x16x16Bf16] {
+        assert_eq!(op.a_slot(3, 9), s(35, 1)); // lane = i + 16*floor(k/4)
+        assert_eq!(op.b_slot(15, 2), s(50, 3));
+        assert_eq!(op.d_slot(9, 3), s(35, 1)); // g = i mod 4; lane = j + 16*floor(i/4)
+        assert_eq!(op.d_slot(15, 15), s(63, 3));
+    }
+}
+
+#[test]
+fn explicit_entries_wmma() {
+    for op in [MatrixOp::Wmma16x16x16F16, MatrixOp::Wmma16x16x16Bf16] {
+        assert_eq!(op.a_slot(3, 9), s(3, 9));
+        assert_eq!(op.a_replica(3, 9), Some(s(19, 9)));
+        assert_eq!(op.b_slot(4, 11), s(11, 4));
+        assert_eq!(op.b_replica(4, 11), Some(s(27, 4)));
+        // D: g = floor(i/2); lane = 16*(i mod 2) + j.
+        assert_eq!(op.d_slot(5, 7), s(23, 2));
+        assert_eq!(op.d_slot(14, 0), s(0, 7));
+    }
+}
+
+#[test]
+fn explicit_entries_mma_sync() {
+    for op in [MatrixOp::Mma16x8x16F16, MatrixOp::Mma16x8x16Bf16] {
+        // lane 6: groupID 1, t 2.
+        assert_eq!(op.a_slot(1, 4), s(6, 0)); // a0: row g, col 2t
+        assert_eq!(op.a_slot(9, 5), s(6, 3)); // a3: row g+8, col 2t+1
+        assert_eq!(op.a_slot(1, 13), s(6, 5)); // a5: row g, col 2t+1+8
+        assert_eq!(op.a_slot(9, 12), s(6, 6)); // a6: row g+8, col 2t+8
+        assert_eq!(op.b_slot(5, 1), s(6, 1)); // b1: k = 2t+1, n = g
+        assert_eq!(op.b_slot(12, 1), s(6, 2)); // b2: k = 2t+8
+        assert_eq!(op.d_slot(1, 4), s(6, 0)); // c0: row g, col 2t
+        assert_eq!(op.d_slot(9, 5), s(6, 3)); // c3: row g+8, col 2t+1
+        assert_eq!(op.d_slot(15, 7), s(31, 3));
+    }
+}
