@@ -6,3 +6,4 @@ pub mod code_objects;
 pub mod ops;
 pub mod reference;
 pub mod runtime;
+pub mod verify;

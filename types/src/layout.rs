@@ -127,8 +127,8 @@ impl ConvLayout {
     /// Writes into `buf` and returns the used part.
     pub fn letters(self, role: TensorRole, ndim: usize, buf: &mut [u8; AXES]) -> &str {
         let (order, len) = self.memory_order(role, ndim);
-        let sp_act = [b'D', b'H', b'W'];
-        let sp_wei = [b'Z', b'Y', b'X'];
+        let sp_act = *b"DHW";
+        let sp_wei = *b"ZYX";
         for (i, &a) in order[..len].iter().enumerate() {
             buf[i] = match (role, a) {
                 (_, 0) => b'G',
@@ -175,9 +175,9 @@ impl TensorDesc {
             s *= lengths[a];
         }
         // Unused spatial slots have length 1; give them a harmless stride.
-        for a in 0..AXES {
+        for (a, st) in strides.iter_mut().enumerate() {
             if !order[..len].contains(&a) {
-                strides[a] = s;
+                *st = s;
             }
         }
         TensorDesc { lengths, strides }

@@ -1,0 +1,363 @@
+//! Grouped convolution backward-weight: planning (instance, split-K, argument
+//! block) and execution on any [`crate::runtime`] device.
+//!
+//! GEMM per group: `M = K`, `N = C * Z*Y*X`, reduction `N_batch * Do*Ho*Wo`.
+
+use convgrad_types::epilogue::{EpiChain, MAX_D};
+use convgrad_types::instance::{self, AtomKind, Family, Instance, Op};
+use convgrad_types::params::{ConvArgs, flags};
+use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
+
+/// How to split the reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitK {
+    /// Chosen from the problem and the device's compute units (CK's rule).
+    Auto,
+    /// Exactly this many k-batches (clamped to the number of K tiles).
+    Fixed(u32),
+}
+
+/// What the user asks for besides the problem.
+#[derive(Clone, Debug)]
+pub struct BwdWeightConfig {
+    /// Layout family of x, dw, dy.
+    pub layout: ConvLayout,
+    /// Data types.
+    pub types: TypeConfig,
+    /// Fused epilogue on the weight gradient: PassThrough, Scale or Bilinear (with one D).
+    pub epilogue: EpilogueOp,
+    /// Split-K.
+    pub split_k: SplitK,
+    /// Deterministic split-K (per-batch partials, fixed-order sum) instead of atomics.
+    pub deterministic: bool,
+    /// Force an instance by name.
+    pub instance: Option<String>,
+}
+
+impl Default for BwdWeightConfig {
+    fn default() -> Self {
+        BwdWeightConfig {
+            layout: ConvLayout::NhwgcGkyxcNhwgk,
+            types: TypeConfig::F16,
+            epilogue: EpilogueOp::PassThrough,
+            split_k: SplitK::Auto,
+            deterministic: false,
+            instance: None,
+        }
+    }
+}
+
+/// Errors of planning and running an operation.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// A descriptor is invalid.
+    #[error(transparent)]
+    Desc(#[from] DescError),
+    /// No or a wrong instance.
+    #[error("{0}")]
+    Instance(String),
+    /// Buffers that do not fit the plan.
+    #[error("{0}")]
+    Usage(String),
+    /// The runtime failed.
+    #[error(transparent)]
+    Runtime(#[from] crate::runtime::RuntimeError),
+}
+
+/// A launch of one kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchSpec {
+    /// Instance.
+    pub instance: &'static Instance,
+    /// Grid.
+    pub grid: [u32; 3],
+    /// Threads per workgroup.
+    pub block: u32,
+    /// LDS bytes.
+    pub lds_bytes: u32,
+}
+
+/// Everything needed to run one backward-weight problem.
+#[derive(Clone, Debug)]
+pub struct BwdWeightPlan {
+    /// The problem.
+    pub problem: ConvProblem,
+    /// Tensor descriptors of x, dw, dy.
+    pub x: TensorDesc,
+    /// dw.
+    pub dw: TensorDesc,
+    /// dy.
+    pub dy: TensorDesc,
+    /// D tensor descriptors (in dw's canonical axes).
+    pub ds: Vec<TensorDesc>,
+    /// Main GEMM launch.
+    pub main: LaunchSpec,
+    /// Split-K finishing launch, when k_batch > 1.
+    pub finish: Option<LaunchSpec>,
+    /// Number of k-batches.
+    pub k_batch: u32,
+    /// f32 workspace elements (0 without split-K).
+    pub workspace_elems: usize,
+    /// Whether the workspace must be zeroed before the main launch (atomic mode).
+    pub zero_workspace: bool,
+    /// Argument block with pointers left zero; see [`BwdWeightPlan::args`].
+    pub args_template: ConvArgs,
+}
+
+/// Picks the instance for `family` (or checks a forced one).
+pub fn choose_instance(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+) -> Result<&'static Instance, OpError> {
+    let fits = |i: &&Instance| i.op == Op::BwdWeight && i.types == cfg.types && i.on(family);
+    if let Some(name) = &cfg.instance {
+        let i = instance::find(name).ok_or_else(|| {
+            OpError::Instance(format!("--instance {name}: no such instance (see `cargo xtask list-instances`)"))
+        })?;
+        if !fits(&i) {
+            return Err(OpError::Instance(format!(
+                "--instance {name} does not apply: it is {:?} {} for {:?}, the problem needs bwd-weight {} on {family:?}",
+                i.op,
+                i.types.name(),
+                i.families,
+                cfg.types.name()
+            )));
+        }
+        return Ok(i);
+    }
+    let mut cands: Vec<&'static Instance> = instance::INSTANCES.iter().filter(fits).collect();
+    // Prefer the largest tile that the GEMM fills; small M or N (depthwise,
+    // small C/K) take the smallest tile to waste less of the matrix unit.
+    let n = p.c as u64 * p.filter_taps();
+    cands.sort_by_key(|i| {
+        let waste = |len: u64, t: u32| len.div_ceil(t as u64) * t as u64 - len;
+        let w = waste(p.k as u64, i.tile.bm) * n + waste(n, i.tile.bn) * p.k as u64;
+        (w, u32::MAX - i.tile.bm * i.tile.bn)
+    });
+    cands.first().copied().ok_or_else(|| {
+        OpError::Instance(format!("no bwd-weight instance for {} on {family:?}", cfg.types.name()))
+    })
+}
+
+/// Builds the plan for `p` on a device of `family` with `compute_units`.
+pub fn plan(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+) -> Result<BwdWeightPlan, OpError> {
+    p.validate()?;
+    let x = TensorDesc::packed(p, cfg.layout, TensorRole::Input);
+    let dw = TensorDesc::packed(p, cfg.layout, TensorRole::Weight);
+    let dy = TensorDesc::packed(p, cfg.layout, TensorRole::Output);
+    plan_with(p, cfg, family, compute_units, x, dw, dy)
+}
+
+/// As [`plan`], with explicit (possibly strided) tensor descriptors.
+pub fn plan_with(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    x: TensorDesc,
+    dw: TensorDesc,
+    dy: TensorDesc,
+) -> Result<BwdWeightPlan, OpError> {
+    p.validate()?;
+    let chain = match cfg.epilogue {
+        EpilogueOp::PassThrough | EpilogueOp::Scale(_) | EpilogueOp::Bilinear(..) => {
+            EpiChain::from_ops(&[cfg.epilogue]).expect("one step fits")
+        }
+        _ => {
+            return Err(OpError::Desc(DescError::Unsupported {
+                field: "epilogue",
+                allowed: "pass-through, scale=S or bilinear=A,B on the weight gradient",
+            }));
+        }
+    };
+    let ds = vec![dw; chain.num_d as usize];
+    for (t, d) in [("x", &x), ("dw", &dw), ("dy", &dy)] {
+        d.check(t, d.span() as usize)?;
+    }
+    let inst = choose_instance(p, cfg, family)?;
+    let (gm, gn) = (p.k as u64, p.c as u64 * p.filter_taps());
+    let gk = p.n as u64 * p.output_pixels();
+    for (field, v) in [("GEMM M (K)", gm), ("GEMM N (C*filter)", gn), ("GEMM K (N*output pixels)", gk)] {
+        if v > u32::MAX as u64 / 2 {
+            return Err(OpError::Desc(DescError::TooLarge { field, value: v, max: u32::MAX as u64 / 2 }));
+        }
+    }
+    let t = inst.tile;
+    let tiles_m = gm.div_ceil(t.bm as u64) as u32;
+    let tiles_n = gn.div_ceil(t.bn as u64) as u32;
+    let k_tiles = gk.div_ceil(t.bk as u64).max(1) as u32;
+    let want = match cfg.split_k {
+        // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128.
+        SplitK::Auto => {
+            let occupancy = 2u64;
+            (occupancy * compute_units as u64 / (tiles_m as u64 * tiles_n as u64 * p.g as u64).max(1)) as u32
+        }
+        SplitK::Fixed(n) => n,
+    };
+    let k_batch0 = want.clamp(1, k_tiles.min(128));
+    let k_per_batch = k_tiles.div_ceil(k_batch0) * t.bk;
+    let k_batch = (gk as u32).div_ceil(k_per_batch).max(1);
+    let partial = p.g as u64 * gm * gn;
+    if k_batch > 1 && partial * k_batch as u64 > u32::MAX as u64 {
+        return Err(OpError::Desc(DescError::TooLarge {
+            field: "split-K workspace (k_batch * G * K * C * filter)",
+            value: partial * k_batch as u64,
+            max: u32::MAX as u64,
+        }));
+    }
+    let mode = match (k_batch, cfg.deterministic) {
+        (1, _) => 0,
+        (_, true) => flags::SPLITK_STORE,
+        (_, false) => flags::SPLITK_ATOMIC,
+    };
+    let s3 = |v: [usize; 3]| v.map(|x| x as u32);
+    let mut args = ConvArgs {
+        abi: ConvArgs::ABI,
+        flags: mode,
+        g: p.g as u32,
+        n: p.n as u32,
+        c: p.c as u32,
+        k: p.k as u32,
+        input: s3(p.input),
+        output: s3(p.output()),
+        filter: s3(p.filter),
+        stride: s3(p.strides),
+        dilation: s3(p.dilations),
+        lpad: s3(p.lpads),
+        x_strides: x.strides_u32(),
+        w_strides: dw.strides_u32(),
+        dy_strides: dy.strides_u32(),
+        gemm_m: gm as u32,
+        gemm_n: gn as u32,
+        gemm_k: gk as u32,
+        k_batch,
+        k_per_batch,
+        tiles_m,
+        tiles_n,
+        partial_elems: partial as u32,
+        epi: chain,
+        ..Default::default()
+    };
+    for (i, d) in ds.iter().enumerate().take(MAX_D) {
+        args.d_strides[i] = d.strides_u32();
+    }
+    let main = LaunchSpec {
+        instance: inst,
+        grid: [tiles_m * tiles_n, 1, p.g as u32 * k_batch],
+        block: inst.threads(family),
+        lds_bytes: inst.lds_bytes(),
+    };
+    let finish = if k_batch > 1 {
+        let name = match cfg.types.wei() {
+            DType::F32 => "splitk_finish_f32",
+            DType::F16 => "splitk_finish_f16",
+            DType::Bf16 => "splitk_finish_bf16",
+        };
+        let fi = instance::find(name).expect("finishing kernels are always built");
+        Some(LaunchSpec {
+            instance: fi,
+            grid: [(partial as u32).div_ceil(256), 1, 1],
+            block: fi.threads(family),
+            lds_bytes: 0,
+        })
+    } else {
+        None
+    };
+    let workspace_elems = match mode {
+        flags::SPLITK_STORE => (partial * k_batch as u64) as usize,
+        flags::SPLITK_ATOMIC => partial as usize,
+        _ => 0,
+    };
+    debug_assert!(inst.atom != AtomKind::Fma || inst.types == TypeConfig::F32);
+    Ok(BwdWeightPlan {
+        problem: *p,
+        x,
+        dw,
+        dy,
+        ds,
+        main,
+        finish,
+        k_batch,
+        workspace_elems,
+        zero_workspace: mode == flags::SPLITK_ATOMIC,
+        args_template: args,
+    })
+}
+
+impl BwdWeightPlan {
+    /// The argument block with device addresses filled in.
+    pub fn args(&self, x: u64, dw: u64, dy: u64, workspace: u64, ds: &[u64]) -> ConvArgs {
+        let mut a = self.args_template;
+        a.x = x;
+        a.w = dw;
+        a.dy = dy;
+        a.ws = workspace;
+        for (i, &d) in ds.iter().enumerate().take(MAX_D) {
+            a.d[i] = d;
+        }
+        a
+    }
+    /// GEMM-K each output element accumulates over (the tolerance grows with it).
+    pub fn accumulation_length(&self) -> u64 {
+        self.problem.n as u64 * self.problem.output_pixels()
+    }
+}
+
+/// Device buffers of one backward-weight call, by device address.
+#[derive(Clone, Copy, Debug)]
+pub struct BwdWeightBuffers<'a> {
+    /// Input activations (act type, spanning `plan.x`).
+    pub x: u64,
+    /// Output gradient (act type, spanning `plan.dy`).
+    pub dy: u64,
+    /// Weight gradient, written (weight type, spanning `plan.dw`).
+    pub dw: u64,
+    /// `D` tensors of the epilogue (weight type).
+    pub ds: &'a [u64],
+}
+
+/// Runs a plan: zeroes the workspace when atomics need it, launches the GEMM
+/// kernel and, with split-K, the finishing kernel. `workspace` must hold
+/// `plan.workspace_elems` f32 (it may be `None` when that is 0).
+pub fn execute(
+    dev: &crate::runtime::Device,
+    module: &crate::runtime::Module,
+    plan: &BwdWeightPlan,
+    bufs: BwdWeightBuffers<'_>,
+    workspace: Option<&crate::runtime::DeviceBuffer<f32>>,
+) -> Result<(), OpError> {
+    let ws = match (plan.workspace_elems, workspace) {
+        (0, _) => 0,
+        (n, Some(w)) if w.len() >= n => {
+            if plan.zero_workspace {
+                w.fill_zero()?;
+            }
+            w.device_addr()
+        }
+        (n, w) => {
+            return Err(OpError::Usage(format!(
+                "bwd-weight needs a split-K workspace of {n} f32, got {}",
+                w.map_or(0, |w| w.len())
+            )));
+        }
+    };
+    if bufs.ds.len() != plan.ds.len() {
+        return Err(OpError::Usage(format!(
+            "the epilogue reads {} D tensor(s), {} given",
+            plan.ds.len(),
+            bufs.ds.len()
+        )));
+    }
+    let args = plan.args(bufs.x, bufs.dw, bufs.dy, ws, bufs.ds);
+    for spec in std::iter::once(&plan.main).chain(plan.finish.as_ref()) {
+        let k = module.kernel(spec.instance.name)?;
+        dev.launch(&k, spec.grid, spec.block, spec.lds_bytes, &args)?;
+    }
+    Ok(())
+}
