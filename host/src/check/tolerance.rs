@@ -1,0 +1,365 @@
+//! The per-element error bound a device result must meet, derived from how
+//! the kernels compute (exact or rounded products, f32 accumulation, f32
+//! epilogue, one rounding to the output type).
+//!
+//! # The rule
+//!
+//! An output element passes iff it is finite and
+//!
+//! ```text
+//! |out - ref| <= E,   E = e + u_o * (|v| + e) + eta_o
+//! ```
+//!
+//! where, without an epilogue, `v = ref = acc` and `e = r_acc * A`:
+//!
+//! - `acc`: the float64 reference accumulator (the exact sum of the products
+//!   of the stored input values, to ~1e-16);
+//! - `A = sum |products|`: the same pass run on absolute values
+//!   ([`crate::reference::abs_values`]); this is what makes the bound rigorous,
+//!   since cancellation can make `|acc|` arbitrarily smaller than the rounding
+//!   errors of its terms;
+//! - `r_acc = (1 + e_p) * (1 + gamma_L) - 1 + L * 2^-149 / A`, with
+//!   `gamma_L = 2uL / (1 - 2uL)`, `u = 2^-24` (f32 unit roundoff);
+//! - `u_o = 2^-(m_o + 1)` the unit roundoff of the output type (f32 `2^-24`,
+//!   f16 `2^-11`, bf16 `2^-8`) and `eta_o` half its subnormal spacing.
+//!
+//! With an epilogue, `(v, e)` are carried through its steps (below) and the
+//! output rounding is applied to the result.
+//!
+//! # Derivation
+//!
+//! 1. **Products.** A term is `t = a * b` of stored inputs. The device
+//!    multiplies in its compute type `c`; an operand stored in a wider type is
+//!    first rounded to `c` (relative error `<= u_c`). The product is exact in
+//!    f32 when `c` is f16 or bf16 (at most 11 + 11 significant bits `<= 24`);
+//!    with f32 compute it may be rounded (`<= u`). So
+//!    `|t_hat - t| <= e_p |t|`, `e_p = (1 + u_c)^r * (1 + u_m) - 1`, `r` the
+//!    number of rounded operands, `u_m = u` for f32 compute else 0.
+//! 2. **Accumulation.** However the kernel orders and groups the sum
+//!    (sequential k-loop, matrix-instruction trees, split-K partials reduced in
+//!    a fixed order or with atomics), if no product passes through more than
+//!    `L` f32 additions, each with relative error `<= 2u`, then
+//!    `|s_hat - sum t_hat| <= gamma_L * sum |t_hat|` (Higham, *Accuracy and
+//!    Stability of Numerical Algorithms*, 2nd ed., eq. 3.5 with `u -> 2u`).
+//!    The factor 2 covers adders that truncate instead of rounding (NVIDIA
+//!    tensor cores do). Each operation can also lose up to `2^-149` to f32
+//!    underflow: `L * 2^-149` in all. Combined:
+//!    `|acc_dev - acc| <= r_acc * A`. `L` is the GEMM-K of the pass, an
+//!    upper bound on terms per output ([`accum_len_bwd_data`],
+//!    [`accum_len_bwd_weight`]); split-K into `kb` parts gives the chain
+//!    `ceil(L / kb) + kb`. Zeros added for padding are exact and cost nothing.
+//! 3. **Epilogue** (f32, each operation rounded, `d` the exact `D` value):
+//!    - `Scale(a)`: `v' = a v`, `e' = |a| (e + u (|v| + e))`;
+//!    - `Bilinear(a, b)`: `v' = a v + b d`, `e' = |a| e + 3u (|a| (|v| + e) + |b d|)`;
+//!    - `Add`: `v' = v + d`, `e' = e + u (|v| + e + |d|)`;
+//!    - `Relu`: `v' = max(v, 0)`, `e' = e` (1-Lipschitz);
+//!    - `ReluMask`: `v' = v [d > 0]`, `e' = e [d > 0]`.
+//! 4. **Output rounding** to the output type, round-to-nearest-even:
+//!    `|out - v_hat| <= u_o |v_hat| + eta_o` and `|v_hat| <= |v| + e`, which
+//!    gives `E` above. Overflow gives infinity, which fails. This term is
+//!    sharp (just above a power of two a correct result can use 99% of the
+//!    bound), so a kernel that converts by truncation (error up to `2 u_o`)
+//!    fails, as it should.
+//!
+//! Nothing here is a tuned constant: a correct kernel that accumulates in f32
+//! cannot fail (the bound is worst-case). In the other direction the bound
+//! is about `2uL * A`; with random inputs `A ~ L E|t|` while one wrong
+//! filter tap changes an output by about `sqrt(terms per tap) * rms(t)`, so
+//! wrong taps are caught with a large margin for GEMM-K up to ~10^5 (the
+//! reference tests show this, element by element). With
+//! [`Init::Int`](crate::check::Init::Int) data a correct f32 kernel is exact
+//! up to the output rounding, and any wrong term fails outright.
+//!
+//! Without `A` ([`expected`] given `None`), `A_i` is replaced by
+//! `|acc_i| + max_j |acc_j|`: CK's `rtol * |ref| + atol` shape, not rigorous
+//! under heavy cancellation. Prefer passing `A`.
+
+use super::convert::{underflow_error, unit_roundoff};
+use crate::reference::{DTensor, apply_chain};
+use crate::types::epilogue::{EpiChain, MAX_STEPS, opcode};
+use crate::types::{ConvProblem, DType, TensorDesc, TypeConfig};
+
+const U: f64 = 1.0 / (1u64 << 24) as f64;
+const F32_TINY: f64 = 1.401_298_464_324_817e-45; // 2^-149
+
+/// What the error bound depends on: the output type, the stored types of the
+/// two multiplied inputs, the type the device multiplies in, and the
+/// accumulation length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tolerance {
+    /// Type of the output tensor (`dx` or `dw`).
+    pub out: DType,
+    /// Stored types of the two inputs whose products are summed.
+    pub inputs: [DType; 2],
+    /// Type the device multiplies in (inputs wider than this are rounded to it).
+    pub compute: DType,
+    /// Longest chain of f32 additions a product passes through (at most the
+    /// GEMM-K of the pass; see the module docs for split-K).
+    pub accum_len: u64,
+}
+
+/// GEMM-K of backward-data: `K * ZDot * YDot * XDot` with
+/// `Dot = ceil(filter / (stride / gcd(stride, dilation)))`, the most terms
+/// any input-gradient element sums (taps congruent modulo the stride).
+pub fn accum_len_bwd_data(p: &ConvProblem) -> u64 {
+    let mut l = p.k as u64;
+    for a in 0..3 {
+        let (s, d) = (p.strides[a], p.dilations[a]);
+        let tilde = s / gcd(s, d);
+        l *= p.filter[a].div_ceil(tilde) as u64;
+    }
+    l
+}
+
+/// Longest f32 addition chain of backward-weight, `GEMM-K = N * prod(out)`,
+/// split into `split_k` parts (1 = no split): `ceil(GEMM-K / split_k) + split_k`
+/// (just `GEMM-K` without split).
+pub fn accum_len_bwd_weight(p: &ConvProblem, split_k: usize) -> u64 {
+    split_len(p.n as u64 * p.output_pixels(), split_k)
+}
+
+/// Addition chain of a sum of `l` terms computed as `kb` partial sums that are
+/// then added together: `ceil(l / kb) + kb`, or `l` when `kb <= 1`.
+pub fn split_len(l: u64, kb: usize) -> u64 {
+    if kb <= 1 {
+        l
+    } else {
+        l.div_ceil(kb as u64) + kb as u64
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+impl Tolerance {
+    /// A rule from its parts.
+    pub fn new(out: DType, inputs: [DType; 2], compute: DType, accum_len: u64) -> Tolerance {
+        Tolerance {
+            out,
+            inputs,
+            compute,
+            accum_len,
+        }
+    }
+
+    /// Backward-data with type combination `tc`: products of `dy` (activation
+    /// type) and `w` (weight type) in `tc.compute()`, output `dx` in the
+    /// activation type, `L` = [`accum_len_bwd_data`].
+    pub fn bwd_data(tc: TypeConfig, p: &ConvProblem) -> Tolerance {
+        Tolerance::new(
+            tc.act(),
+            [tc.act(), tc.wei()],
+            tc.compute(),
+            accum_len_bwd_data(p),
+        )
+    }
+
+    /// Backward-weight with type combination `tc` and `split_k` parts:
+    /// products of `x` and `dy` (activation type), output `dw` in the weight
+    /// type, `L` = [`accum_len_bwd_weight`].
+    pub fn bwd_weight(tc: TypeConfig, p: &ConvProblem, split_k: usize) -> Tolerance {
+        Tolerance::new(
+            tc.wei(),
+            [tc.act(), tc.act()],
+            tc.compute(),
+            accum_len_bwd_weight(p, split_k),
+        )
+    }
+
+    /// Relative error bound of one product, `e_p`.
+    pub fn product_err(&self) -> f64 {
+        let c = self.compute;
+        let uc = unit_roundoff(c);
+        let rounded = self
+            .inputs
+            .iter()
+            .filter(|t| t.mantissa_bits() > c.mantissa_bits())
+            .count();
+        let um = if c == DType::F32 { U } else { 0.0 };
+        (1.0 + uc).powi(rounded as i32) * (1.0 + um) - 1.0
+    }
+
+    /// `gamma_L = 2uL / (1 - 2uL)` (infinite when `2uL >= 1`: no bound).
+    pub fn gamma(&self) -> f64 {
+        let t = 2.0 * U * self.accum_len as f64;
+        if t >= 1.0 {
+            f64::INFINITY
+        } else {
+            t / (1.0 - t)
+        }
+    }
+
+    /// `r_acc = (1 + e_p)(1 + gamma_L) - 1`, the accumulator's error relative to `A`.
+    pub fn r_acc(&self) -> f64 {
+        (1.0 + self.product_err()) * (1.0 + self.gamma()) - 1.0
+    }
+
+    /// Absolute error floor of the accumulator from f32 underflow, `L * 2^-149`.
+    pub fn acc_floor(&self) -> f64 {
+        self.accum_len as f64 * F32_TINY
+    }
+
+    /// Unit roundoff of the output type, `u_o`.
+    pub fn u_out(&self) -> f64 {
+        unit_roundoff(self.out)
+    }
+
+    /// Absolute rounding error floor of the output type, `eta_o`.
+    pub fn eta_out(&self) -> f64 {
+        underflow_error(self.out)
+    }
+
+    /// The bound `E` for one element without epilogue: reference value `acc`,
+    /// sum of absolute products `abs`.
+    pub fn bound(&self, acc: f64, abs: f64) -> f64 {
+        let e = self.r_acc() * abs + self.acc_floor();
+        e + self.u_out() * (acc.abs() + e) + self.eta_out()
+    }
+
+    /// The rule in one line, with this problem's numbers, for printing.
+    pub fn rule_text(&self) -> String {
+        rule_text(self)
+    }
+}
+
+/// The rule of `t` in words and numbers, e.g. for `verify`'s output.
+pub fn rule_text(t: &Tolerance) -> String {
+    format!(
+        "pass iff finite and |out-ref| <= e + u_o*(|ref|+e) + eta_o, e = r_acc*A (A = sum|products|, \
+         through the epilogue), r_acc = (1+e_p)(1+gamma_L)-1 = {:.3e} [L = {}, gamma_L = 2uL/(1-2uL), u = 2^-24, \
+         e_p = {:.3e} ({} x {} products in {})], u_o = {:.3e} ({} output), eta_o = {:.1e}",
+        t.r_acc(),
+        t.accum_len,
+        t.product_err(),
+        t.inputs[0].name(),
+        t.inputs[1].name(),
+        t.compute.name(),
+        t.u_out(),
+        t.out.name(),
+        t.eta_out(),
+    )
+}
+
+/// What a device result is compared with: the expected values and, per
+/// element, the largest allowed error. Both are laid out like the output
+/// tensor (buffer of `desc.span()` elements; gaps of a strided view hold 0).
+#[derive(Clone, Debug)]
+pub struct Expected {
+    /// Reference values (`chain(acc, D...)`).
+    pub reference: Vec<f64>,
+    /// Allowed error `E` per element.
+    pub bound: Vec<f64>,
+}
+
+/// Expected values and bounds for an output tensor `desc`, from the float64
+/// accumulator `acc` (the pass without epilogue), the sums of absolute
+/// products `abs` (the pass on absolute inputs; `None` for the non-rigorous
+/// fallback, see the module docs), the epilogue `chain` and its `D` tensors.
+///
+/// `acc` and `abs` are laid out by `desc`. `reference` equals what
+/// `reference::bwd_*_multi_d` writes for the same inputs.
+pub fn expected(
+    t: &Tolerance,
+    desc: &TensorDesc,
+    acc: &[f64],
+    abs: Option<&[f64]>,
+    chain: &EpiChain,
+    ds: &[DTensor<'_>],
+) -> Expected {
+    let span = desc.span() as usize;
+    assert!(
+        acc.len() >= span && abs.is_none_or(|a| a.len() >= span),
+        "check::expected: buffers shorter than the descriptor spans"
+    );
+    let fallback_scale = match abs {
+        Some(_) => 0.0,
+        None => {
+            let mut m = 0.0f64;
+            for_each_offset(desc, |_, o| m = m.max(acc[o].abs()));
+            m
+        }
+    };
+    let (r_acc, floor, u_o, eta) = (t.r_acc(), t.acc_floor(), t.u_out(), t.eta_out());
+    let mut reference = vec![0.0; span];
+    let mut bound = vec![0.0; span];
+    for_each_offset(desc, |idx, o| {
+        let a = match abs {
+            Some(a) => a[o],
+            None => acc[o].abs() + fallback_scale,
+        };
+        let dval = |i: usize| ds[i].0[ds[i].1.offset(*idx)];
+        let (v, e) = through_chain(chain, acc[o], r_acc * a + floor, dval);
+        debug_assert!(v.to_bits() == apply_chain(chain, acc[o], dval).to_bits() || v.is_nan());
+        reference[o] = v;
+        bound[o] = e + u_o * (v.abs() + e) + eta;
+    });
+    Expected { reference, bound }
+}
+
+/// Carries a value `v` and its error bound `e` through an f32 epilogue chain
+/// (step 3 of the derivation).
+fn through_chain(
+    chain: &EpiChain,
+    mut v: f64,
+    mut e: f64,
+    mut d: impl FnMut(usize) -> f64,
+) -> (f64, f64) {
+    for s in &chain.steps[..(chain.len as usize).min(MAX_STEPS)] {
+        let (a, b) = (s.a as f64, s.b as f64);
+        match s.op {
+            opcode::PASS => {}
+            opcode::SCALE => {
+                e = a.abs() * (e + U * (v.abs() + e));
+                v *= a;
+            }
+            opcode::BILINEAR => {
+                let bd = b * d(s.d as usize);
+                e = a.abs() * e + 3.0 * U * (a.abs() * (v.abs() + e) + bd.abs());
+                v = a * v + bd;
+            }
+            opcode::ADD => {
+                let dv = d(s.d as usize);
+                e += U * (v.abs() + e + dv.abs());
+                v += dv;
+            }
+            opcode::RELU => v = if v > 0.0 { v } else { 0.0 },
+            opcode::RELU_MASK => {
+                let keep = d(s.d as usize) > 0.0;
+                if !keep {
+                    v = 0.0;
+                    e = 0.0;
+                }
+            }
+            op => panic!(
+                "check: epilogue opcode {op} has no error model (add it to check::tolerance)"
+            ),
+        }
+    }
+    (v, e)
+}
+
+/// Calls `f(canonical index, buffer offset)` for every logical element of `d`.
+pub(crate) fn for_each_offset(d: &TensorDesc, mut f: impl FnMut(&[usize; 6], usize)) {
+    let l = d.lengths;
+    let mut idx = [0usize; 6];
+    for i0 in 0..l[0] {
+        idx[0] = i0;
+        for i1 in 0..l[1] {
+            idx[1] = i1;
+            for i2 in 0..l[2] {
+                idx[2] = i2;
+                for i3 in 0..l[3] {
+                    idx[3] = i3;
+                    for i4 in 0..l[4] {
+                        idx[4] = i4;
+                        for i5 in 0..l[5] {
+                            idx[5] = i5;
+                            f(&idx, d.offset(idx));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
