@@ -1,1 +1,639 @@
-// placeholder
+//! Host runtime tests: backend selection, buffers, modules and the argument-ABI
+//! checks, launch validation, timing, and the smoke kernel on every backend
+//! that is present (the emulator always; CUDA and HIP when a device exists,
+//! otherwise those tests print why they skip and pass).
+//!
+//! On a GPU machine, run the built binary directly:
+//! `./runtime --nocapture --test-threads 1` (see `host/examples/device-run.sh`).
+
+use convgrad::runtime::meta::{self, amdgpu, ptx};
+use convgrad::runtime::{
+    Backend, BackendKind, Device, DeviceBuffer, EmuArch, Event, Kernel, Module, RuntimeError, smoke,
+};
+use convgrad_types::instance::Family;
+
+fn emu(arch: EmuArch) -> Device {
+    Device::open(Backend::Emulator(arch), 0).expect("the emulator always opens")
+}
+
+/// A GPU of `backend`, or `None` after printing why there is none.
+fn gpu(backend: Backend) -> Option<Device> {
+    match Device::open(backend, 0) {
+        Ok(d) => {
+            println!(
+                "{backend}: {} ({}), {} CUs, {} MiB",
+                d.name(),
+                d.arch(),
+                d.compute_units(),
+                d.memory_bytes() >> 20
+            );
+            Some(d)
+        }
+        Err(e @ (RuntimeError::NoDevice(_) | RuntimeError::NotBuilt(_))) => {
+            println!("SKIP {backend}: {e}");
+            None
+        }
+        Err(e) => panic!("{backend}: opening device 0 failed: {e}"),
+    }
+}
+
+// ---------------------------------------------------------------- API shape
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<Device>();
+    both::<DeviceBuffer<f32>>();
+    both::<DeviceBuffer<half::f16>>();
+    both::<Module>();
+    both::<Kernel>();
+    both::<Event>();
+    both::<RuntimeError>();
+}
+
+#[test]
+fn backend_names_parse() {
+    assert_eq!(Backend::parse("auto", None).unwrap(), Backend::Auto);
+    assert_eq!(Backend::parse("HIP", None).unwrap(), Backend::Hip);
+    assert_eq!(
+        Backend::parse("cuda", Some("gfx1100")).unwrap(),
+        Backend::Cuda
+    );
+    assert_eq!(
+        Backend::parse("emu", None).unwrap(),
+        Backend::Emulator(EmuArch::Gfx942)
+    );
+    assert_eq!(
+        Backend::parse("emu", Some("gfx1100")).unwrap(),
+        Backend::Emulator(EmuArch::Gfx1100)
+    );
+    assert_eq!(
+        "emu:sm_90".parse::<Backend>().unwrap(),
+        Backend::Emulator(EmuArch::Sm90)
+    );
+    assert_eq!(
+        Backend::parse("emulator", Some("sm80")).unwrap(),
+        Backend::Emulator(EmuArch::Sm80)
+    );
+    let e = Backend::parse("opencl", None).unwrap_err().to_string();
+    assert!(
+        e.contains("opencl") && e.contains("auto, hip, cuda or emu"),
+        "{e}"
+    );
+    let e = Backend::parse("emu", Some("gfx1030"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("gfx1030") && e.contains("gfx942"), "{e}");
+    assert_eq!(Backend::Emulator(EmuArch::Gfx90a).to_string(), "emu:gfx90a");
+}
+
+#[test]
+fn compute_capability_selects_ptx() {
+    use convgrad::runtime::arch_for_compute_capability as cc;
+    assert_eq!(cc(9, 0), Ok("sm_90"));
+    assert_eq!(cc(8, 0), Ok("sm_80"));
+    assert_eq!(cc(8, 9), Ok("sm_80"));
+    assert_eq!(cc(7, 5), Err("sm_75".to_string()));
+    assert_eq!(cc(10, 0), Err("sm_100".to_string()));
+    let e = RuntimeError::UnsupportedArch {
+        device: "T4".into(),
+        found: "sm_75".into(),
+        supported: vec!["sm_80", "sm_90"],
+    };
+    assert_eq!(
+        e.to_string(),
+        "unsupported GPU architecture sm_75 (T4); supported: sm_80, sm_90"
+    );
+}
+
+#[test]
+fn error_messages_name_what_to_do() {
+    let e = RuntimeError::NoCodeObject {
+        arch: "gfx942".into(),
+        built: vec!["sm_90".into()],
+    };
+    let s = e.to_string();
+    assert!(
+        s.contains("gfx942")
+            && s.contains("built: sm_90")
+            && s.contains("cargo xtask build-kernels --arch gfx942"),
+        "{s}"
+    );
+    let e = RuntimeError::NoCodeObject {
+        arch: "sm_80".into(),
+        built: vec![],
+    };
+    assert!(e.to_string().contains("built: none"));
+    let e = RuntimeError::Call {
+        call: "cuModuleLoadData",
+        message: "CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed)".into(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed)"
+    );
+}
+
+// ---------------------------------------------------------------- selection
+
+#[test]
+fn auto_picks_a_device_and_says_why() {
+    let d = Device::open(Backend::Auto, 0).unwrap();
+    let note = d.selection_note();
+    println!(
+        "auto: {} ({}, {}): {note}",
+        d.name(),
+        d.arch(),
+        d.backend_kind()
+    );
+    match d.backend_kind() {
+        BackendKind::Emulator => {
+            assert!(note.contains("hip: ") && note.contains("cuda: "), "{note}");
+            assert!(note.ends_with("using emulator gfx942"), "{note}");
+            assert_eq!(d.arch(), "gfx942");
+        }
+        BackendKind::Cuda => assert!(note.contains("cuda: using device 0"), "{note}"),
+        BackendKind::Hip => assert!(note.contains("hip: using device 0"), "{note}"),
+    }
+    if !cfg!(feature = "hip") {
+        assert!(note.contains("hip: feature not built"), "{note}");
+    }
+}
+
+#[test]
+fn cuda_absent_or_present_is_clean() {
+    match Device::open(Backend::Cuda, 0) {
+        Ok(d) => {
+            assert_eq!(d.backend_kind(), BackendKind::Cuda);
+            assert!(d.arch() == "sm_90" || d.arch() == "sm_80", "{}", d.arch());
+            assert!(d.compute_units() > 0 && d.memory_bytes() > 0);
+            println!(
+                "cuda: {} ({}), {} SMs, {} MiB",
+                d.name(),
+                d.arch(),
+                d.compute_units(),
+                d.memory_bytes() >> 20
+            );
+        }
+        Err(RuntimeError::NoDevice(why)) => {
+            println!("SKIP cuda: {why}");
+            assert!(why.contains("NVIDIA"), "{why}");
+        }
+        Err(e) => panic!("unexpected CUDA error: {e}"),
+    }
+    // An index past the last device is an error, never a panic.
+    if let Err(e) = Device::open(Backend::Cuda, 1000) {
+        assert!(matches!(e, RuntimeError::NoDevice(_)), "{e}");
+    }
+}
+
+#[cfg(not(feature = "hip"))]
+#[test]
+fn hip_without_the_feature_says_so() {
+    let e = Device::open(Backend::Hip, 0).unwrap_err();
+    assert!(matches!(e, RuntimeError::NotBuilt(_)), "{e}");
+    assert!(e.to_string().contains("--features hip"), "{e}");
+}
+
+/// With the `hip` feature on a machine without an AMD GPU (CI), opening HIP
+/// must be a clean "no AMD GPU" error, and Auto must fall through.
+#[cfg(feature = "hip")]
+#[test]
+fn hip_reports_no_amd_gpu_cleanly() {
+    match Device::open(Backend::Hip, 0) {
+        Ok(d) => println!(
+            "hip: {} ({}), {} CUs",
+            d.name(),
+            d.arch(),
+            d.compute_units()
+        ),
+        Err(e) => {
+            let s = e.to_string();
+            println!("hip: {s}");
+            assert!(matches!(e, RuntimeError::NoDevice(_)), "{s}");
+            assert!(
+                s.starts_with("no AMD GPU found (hipGetDeviceCount: "),
+                "{s}"
+            );
+            let d = Device::open(Backend::Auto, 0).unwrap();
+            assert!(d.backend_kind() != BackendKind::Hip);
+            assert!(
+                d.selection_note().contains("hip: no AMD GPU found"),
+                "{}",
+                d.selection_note()
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------- metadata
+
+#[test]
+fn amd_metadata_is_checked_against_the_abi() {
+    let md = amdgpu::test_metadata(
+        "gfx942:sramecc+:xnack-",
+        vec![
+            amdgpu::test_kernel_metadata(
+                "good",
+                &[(0, 8, "global_buffer"), (8, 4, "hidden_block_count_x")],
+                264,
+            ),
+            amdgpu::test_kernel_metadata("by_value_struct", &[(0, 200, "by_value")], 200),
+            amdgpu::test_kernel_metadata(
+                "two_args",
+                &[(0, 8, "global_buffer"), (8, 8, "global_buffer")],
+                16,
+            ),
+        ],
+    );
+    let co = amdgpu::parse(&amdgpu::build_test_elf(&md)).unwrap();
+    assert_eq!(co.processor(), Some("gfx942"));
+    meta::check_amd_abi(&co.kernels[0]).unwrap();
+    let e = meta::check_amd_abi(&co.kernels[1]).unwrap_err().to_string();
+    assert!(
+        e.contains("`by_value_struct`")
+            && e.contains("size 200 by_value")
+            && e.contains("global_buffer"),
+        "{e}"
+    );
+    let e = meta::check_amd_abi(&co.kernels[2]).unwrap_err().to_string();
+    assert!(
+        e.contains("`two_args`") && e.contains("2 argument(s)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn ptx_params_are_checked_against_the_abi() {
+    let m = ptx::parse(
+        ".version 8.0\n.target sm_90\n.address_size 64\n\
+         .visible .entry smoke_mma(\n\t.param .u64 .ptr .align 1 smoke_mma_param_0\n)\n.maxntid 32, 1, 1\n{\n\tret;\n}\n\
+         .visible .entry by_value(\n\t.param .align 8 .b8 by_value_param_0[512]\n)\n{\n\tret;\n}\n",
+    )
+    .unwrap();
+    assert_eq!(m.target, "sm_90");
+    meta::check_ptx_abi(&m.kernels[0]).unwrap();
+    assert_eq!(m.kernels[0].max_threads, Some(32));
+    let e = meta::check_ptx_abi(&m.kernels[1]).unwrap_err().to_string();
+    assert!(
+        e.contains("`by_value`") && e.contains("size 512") && e.contains("8 bytes"),
+        "{e}"
+    );
+}
+
+/// Every embedded code object (whatever `cargo xtask build-kernels` produced
+/// before this build) targets its architecture, has the instance table's
+/// kernels of its family, and every kernel passes the argument-ABI check that
+/// module loading applies on a GPU.
+#[test]
+fn embedded_code_objects_follow_the_abi() {
+    let built = convgrad::code_objects::built_archs();
+    if built.is_empty() {
+        println!("SKIP: no code objects embedded (run `cargo xtask build-kernels`)");
+        return;
+    }
+    for &arch in built {
+        let image = convgrad::code_objects::code_object(arch).unwrap();
+        let family = Family::of_arch(arch).unwrap();
+        let kernels = if family == Family::Nvidia {
+            let m = ptx::parse(std::str::from_utf8(image).unwrap()).unwrap();
+            assert_eq!(m.target, arch, "PTX .target");
+            for k in &m.kernels {
+                meta::check_ptx_abi(k).unwrap();
+            }
+            m.kernels
+        } else {
+            let co = amdgpu::parse(image).unwrap();
+            assert_eq!(co.processor(), Some(arch), "amdhsa.target {}", co.target);
+            for k in &co.kernels {
+                meta::check_amd_abi(k).unwrap();
+            }
+            co.kernels
+        };
+        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        for inst in convgrad_types::instance::INSTANCES
+            .iter()
+            .filter(|i| i.on(family))
+        {
+            assert!(
+                names.contains(&inst.name),
+                "{arch}: {} missing from {names:?}",
+                inst.name
+            );
+            let k = kernels.iter().find(|k| k.name == inst.name).unwrap();
+            if let Some(max) = k.max_threads {
+                assert!(
+                    inst.threads(family) as u64 <= max,
+                    "{arch} {}: launched with {} threads, allows {max}",
+                    inst.name,
+                    inst.threads(family)
+                );
+            }
+        }
+        println!("{arch}: {} kernels, ABI ok", kernels.len());
+    }
+}
+
+// ---------------------------------------------------------------- emulator: modules, launch checks
+
+#[test]
+fn emulator_module_lists_kernels() {
+    for (arch, family) in [
+        (EmuArch::Gfx942, Family::Cdna),
+        (EmuArch::Gfx1100, Family::Rdna3),
+        (EmuArch::Sm90, Family::Nvidia),
+    ] {
+        let d = emu(arch);
+        assert_eq!(d.family(), family);
+        assert_eq!(d.wave_size(), family.wave());
+        let m = d.load_module().unwrap();
+        let names = m.kernel_names();
+        let s = smoke::spec(family);
+        assert!(names.iter().any(|n| n == s.kernel), "{names:?}");
+        m.kernel(s.kernel).unwrap();
+        let e = m.kernel("no_such_kernel").unwrap_err().to_string();
+        assert!(
+            e.contains("`no_such_kernel`") && e.contains(s.kernel),
+            "{e}"
+        );
+        // Another family's kernel is not there.
+        let other = if family == Family::Nvidia {
+            "smoke_mfma"
+        } else {
+            "smoke_mma"
+        };
+        assert!(m.kernel(other).is_err());
+    }
+}
+
+#[test]
+fn launch_shapes_are_checked_before_running() {
+    let d = emu(EmuArch::Gfx942);
+    let s = smoke::spec(Family::Cdna);
+    let k = d.load_module().unwrap().kernel(s.kernel).unwrap();
+    let args = convgrad_types::params::ConvArgs::default();
+    let e = d
+        .launch(&k, [0, 1, 1], s.block, s.lds_bytes, &args)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("empty grid"), "{e}");
+    let e = d
+        .launch(&k, [1, 1, 1], 48, s.lds_bytes, &args)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("multiple of the wave size 64"), "{e}");
+    let e = d
+        .launch(&k, [1, 1, 1], 64, 65 * 1024, &args)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("exceed the device's 65536 bytes"), "{e}");
+    // A kernel of one device cannot be launched on another.
+    let other = emu(EmuArch::Gfx942);
+    let e = other
+        .launch(&k, s.grid, s.block, s.lds_bytes, &args)
+        .unwrap_err();
+    assert!(matches!(e, RuntimeError::WrongDevice("kernel")), "{e}");
+}
+
+#[test]
+fn emulator_load_module_image_is_refused() {
+    let e = emu(EmuArch::Sm90)
+        .load_module_image(b".version 8.0")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("load_module()"), "{e}");
+}
+
+// ---------------------------------------------------------------- emulator: memory (needs the emulator's bodies)
+
+#[test]
+fn emulator_buffers_round_trip() {
+    let d = emu(EmuArch::Gfx942);
+    let data: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+    let b = d.upload(&data).unwrap();
+    assert_eq!(b.len(), 1000);
+    assert_eq!(b.bytes(), 4000);
+    assert_ne!(b.device_addr(), 0);
+    assert_eq!(b.download().unwrap(), data);
+    let e = b.upload(&data[..10]).unwrap_err().to_string();
+    assert!(
+        e.contains("upload")
+            && e.contains("10 elements (40 bytes)")
+            && e.contains("1000 elements (4000 bytes)"),
+        "{e}"
+    );
+    let mut small = vec![0f32; 3];
+    assert!(matches!(
+        b.download_into(&mut small),
+        Err(RuntimeError::SizeMismatch {
+            what: "download",
+            ..
+        })
+    ));
+    b.fill_nan().unwrap();
+    assert!(b.download().unwrap().iter().all(|v| v.is_nan()));
+    b.fill_zero().unwrap();
+    assert!(b.download().unwrap().iter().all(|&v| v == 0.0));
+    let h = d.alloc::<half::f16>(7).unwrap();
+    h.fill_nan().unwrap();
+    assert!(h.download().unwrap().iter().all(|v| v.is_nan()));
+    let bf = d.alloc::<half::bf16>(7).unwrap();
+    bf.fill_nan().unwrap();
+    assert!(bf.download().unwrap().iter().all(|v| v.is_nan()));
+    b.require_len("x", 1000).unwrap();
+    let e = b.require_len("x", 1001).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "buffer for x too small: the problem needs 1001 elements (4004 bytes), the buffer holds 1000 elements (4000 bytes)"
+    );
+    let empty = d.alloc::<u32>(0).unwrap();
+    assert!(empty.is_empty() && empty.download().unwrap().is_empty());
+    assert_eq!(empty.device_addr(), 0);
+}
+
+// ---------------------------------------------------------------- smoke kernel
+
+fn check_smoke(d: &Device) {
+    let r = smoke::run(d, 7).unwrap_or_else(|e| panic!("{} {}: {e}", d.backend_kind(), d.arch()));
+    println!(
+        "{} {}: {} {}x{}x{} block {} lds {}: max |err| {:.3e}, {} NaN, {:.3} ms",
+        d.backend_kind(),
+        d.arch(),
+        r.spec.kernel,
+        r.spec.m,
+        r.spec.n,
+        r.spec.k,
+        r.spec.block,
+        r.spec.lds_bytes,
+        r.max_abs_err,
+        r.nan_count,
+        r.ms
+    );
+    assert_eq!(
+        r.nan_count, 0,
+        "{} elements of D left unwritten",
+        r.nan_count
+    );
+    assert!(
+        r.passed(),
+        "max |err| {} > {}",
+        r.max_abs_err,
+        smoke::SmokeReport::TOLERANCE
+    );
+    assert!(r.ms >= 0.0);
+}
+
+#[test]
+fn smoke_emulator_gfx942() {
+    check_smoke(&emu(EmuArch::Gfx942));
+}
+
+#[test]
+fn smoke_emulator_gfx90a() {
+    check_smoke(&emu(EmuArch::Gfx90a));
+}
+
+#[test]
+fn smoke_emulator_gfx1100() {
+    check_smoke(&emu(EmuArch::Gfx1100));
+}
+
+#[test]
+fn smoke_emulator_sm_90() {
+    check_smoke(&emu(EmuArch::Sm90));
+}
+
+#[test]
+fn smoke_emulator_sm_80() {
+    check_smoke(&emu(EmuArch::Sm80));
+}
+
+#[test]
+fn smoke_cuda() {
+    if let Some(d) = gpu(Backend::Cuda) {
+        check_smoke(&d);
+    }
+}
+
+#[cfg(feature = "hip")]
+#[test]
+fn smoke_hip() {
+    if let Some(d) = gpu(Backend::Hip) {
+        check_smoke(&d);
+    }
+}
+
+/// Repeated launches with events, and a device shared across threads.
+#[test]
+fn events_time_launches_and_devices_are_shared() {
+    let mut devices = vec![emu(EmuArch::Gfx942)];
+    devices.extend(gpu(Backend::Cuda));
+    for d in devices {
+        let s = smoke::spec(d.family());
+        let k = d.load_module().unwrap().kernel(s.kernel).unwrap();
+        let a = d.alloc::<half::f16>(s.m * s.k).unwrap();
+        let b = d.alloc::<half::f16>(s.k * s.n).unwrap();
+        a.fill_zero().unwrap();
+        b.fill_zero().unwrap();
+        let out = d.alloc::<f32>(s.m * s.n).unwrap();
+        let args = smoke::args(&s, &a, &b, &out);
+        let ((), ms) = d
+            .time(|| {
+                for _ in 0..10 {
+                    d.launch(&k, s.grid, s.block, s.lds_bytes, &args)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert!(ms >= 0.0);
+        std::thread::scope(|sc| {
+            for _ in 0..2 {
+                sc.spawn(|| {
+                    d.launch(&k, s.grid, s.block, s.lds_bytes, &args).unwrap();
+                    d.synchronize().unwrap();
+                });
+            }
+        });
+        assert!(out.download().unwrap().iter().all(|&v| v == 0.0));
+        println!(
+            "{} {}: 10 launches in {ms:.3} ms",
+            d.backend_kind(),
+            d.arch()
+        );
+    }
+}
+
+/// Dynamic LDS above CUDA's 48 KiB default (the runtime opts the kernel in):
+/// the smoke kernel, launched with 100 KiB, still computes the product.
+#[test]
+fn large_lds_launch() {
+    let mut devices = vec![emu(EmuArch::Sm90)];
+    devices.extend(gpu(Backend::Cuda));
+    for d in devices {
+        let s = smoke::spec(d.family());
+        let k = d.load_module().unwrap().kernel(s.kernel).unwrap();
+        let ha: Vec<half::f16> = (0..s.m * s.k)
+            .map(|i| half::f16::from_f32((i % 7) as f32 - 3.0))
+            .collect();
+        let hb: Vec<half::f16> = (0..s.k * s.n)
+            .map(|i| half::f16::from_f32((i % 5) as f32 - 2.0))
+            .collect();
+        let (a, b) = (d.upload(&ha).unwrap(), d.upload(&hb).unwrap());
+        let out = d.alloc::<f32>(s.m * s.n).unwrap();
+        out.fill_nan().unwrap();
+        d.launch(
+            &k,
+            s.grid,
+            s.block,
+            100 * 1024,
+            &smoke::args(&s, &a, &b, &out),
+        )
+        .unwrap();
+        d.synchronize().unwrap();
+        assert_eq!(
+            out.download().unwrap(),
+            smoke::cpu_product(&ha, &hb, s.m, s.n, s.k),
+            "{}",
+            d.arch()
+        );
+        println!(
+            "{} {}: launch with 100 KiB LDS ok",
+            d.backend_kind(),
+            d.arch()
+        );
+    }
+}
+
+/// CUDA only: what the driver says reaches the error, and ABI mismatches are
+/// caught before the driver sees the module.
+#[test]
+fn cuda_module_errors_are_explained() {
+    let Some(d) = gpu(Backend::Cuda) else { return };
+    let bad = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry bad(\n\t.param .u64 bad_param_0\n)\n{\n\tnot_an_instruction %r1;\n\tret;\n}\n";
+    let e = d.load_module_image(bad.as_bytes()).unwrap_err();
+    println!("bad PTX: {e}");
+    assert!(
+        matches!(
+            &e,
+            RuntimeError::Call {
+                call: "cuModuleLoadData",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("CUDA_ERROR_"), "{e}");
+    let two = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry two(\n\t.param .u64 a,\n\t.param .u32 b\n)\n{\n\tret;\n}\n";
+    let e = d.load_module_image(two.as_bytes()).unwrap_err();
+    assert!(
+        matches!(&e, RuntimeError::ArgLayout { kernel, .. } if kernel == "two"),
+        "{e}"
+    );
+    let ok = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry one(\n\t.param .u64 one_param_0\n)\n{\n\tret;\n}\n";
+    let m = d.load_module_image(ok.as_bytes()).unwrap();
+    let k = m.kernel("one").unwrap();
+    d.launch(&k, [2, 1, 1], 32, 0, &0u64).unwrap();
+    d.synchronize().unwrap();
+    let e = m.kernel("two").unwrap_err().to_string();
+    assert!(e.contains("`two`") && e.contains("one"), "{e}");
+}

@@ -10,17 +10,17 @@
 //! loads and stores that LLVM vectorises when `T` is an aligned vector.
 
 #[cfg(target_arch = "amdgpu")]
-pub mod amdgpu;
+mod amdgpu;
 #[cfg(target_arch = "amdgpu")]
 use amdgpu as imp;
 
 #[cfg(target_arch = "nvptx64")]
-pub mod nvptx;
+mod nvptx;
 #[cfg(target_arch = "nvptx64")]
 use nvptx as imp;
 
 #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
-pub mod emu;
+mod emu;
 #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
 use emu as imp;
 

@@ -20,8 +20,14 @@ pub struct Mfma16x16x16<T>(PhantomData<T>);
 /// f16 or bf16: which intrinsic each shape uses.
 pub trait MfmaInput: Elem {
     /// `c += a*b` for 32x32x8.
+    ///
+    /// # Safety
+    /// Every lane of the wave must call it together (convergent).
     unsafe fn mfma32(a: &[Self; 4], b: &[Self; 4], c: &mut [f32; 16]);
     /// `c += a*b` for 16x16x16.
+    ///
+    /// # Safety
+    /// Every lane of the wave must call it together (convergent).
     unsafe fn mfma16(a: &[Self; 4], b: &[Self; 4], c: &mut [f32; 4]);
 }
 

@@ -16,6 +16,9 @@ pub struct Mma16x8x16<T>(PhantomData<T>);
 /// f16 or bf16 mma.sync.
 pub trait MmaSyncInput: Elem {
     /// `c += a*b`.
+    ///
+    /// # Safety
+    /// Every lane of the wave must call it together (convergent).
     unsafe fn mma_sync(a: &[Self; 8], b: &[Self; 4], c: &mut [f32; 4]);
 }
 

@@ -16,6 +16,9 @@ pub struct Wmma16x16x16<T>(PhantomData<T>);
 /// f16 or bf16 WMMA.
 pub trait WmmaInput: Elem {
     /// `c += a*b`.
+    ///
+    /// # Safety
+    /// Every lane of the wave must call it together (convergent).
     unsafe fn wmma(a: &[Self; 16], b: &[Self; 16], c: &mut [f32; 8]);
 }
 

@@ -38,8 +38,8 @@ macro_rules! body {
             $bm, $bn, $bk, $wm, $wn,
             { $bm / $wm / <At as $crate::atom::MmaAtom>::M },
             { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
-            { ($bm * $bk + T - 1) / T },
-            { ($bn * $bk + T - 1) / T },
+            { ($bm * $bk as usize).div_ceil(T) },
+            { ($bn * $bk as usize).div_ceil(T) },
         >($args)
     }};
     ($args:ident, SplitKFinish, $ty:ident, $($rest:tt)*) => {

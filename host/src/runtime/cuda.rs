@@ -1,0 +1,382 @@
+//! The CUDA backend: the driver API through `cudarc`, with `libcuda` loaded at
+//! run time (nothing CUDA is needed to build). Kernels come as PTX, JIT-compiled
+//! by the driver at module load.
+
+use super::driver::{ArgRing, Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel};
+use super::error::{Result, RuntimeError};
+use super::meta::KernelMeta;
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaStream};
+use std::ffi::{CString, c_void};
+use std::sync::{Arc, Mutex};
+
+/// `CUDA_ERROR_NAME (description)`, from the driver.
+pub(crate) fn describe(e: &DriverError) -> String {
+    let name = e
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", e.0));
+    match e.error_string() {
+        Ok(s) => format!("{name} ({})", s.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+fn call<T>(name: &'static str, r: std::result::Result<T, DriverError>) -> Result<T> {
+    r.map_err(|e| RuntimeError::call(name, describe(&e)))
+}
+
+/// Architectures convgrad builds PTX for, by compute capability major.
+pub(crate) const SUPPORTED: [&str; 2] = ["sm_80", "sm_90"];
+
+/// The PTX target for a compute capability: 9.x -> `sm_90`, 8.x -> `sm_80`.
+pub fn arch_for_compute_capability(
+    major: i32,
+    minor: i32,
+) -> std::result::Result<&'static str, String> {
+    match major {
+        9 => Ok("sm_90"),
+        8 => Ok("sm_80"),
+        _ => Err(format!("sm_{major}{minor}")),
+    }
+}
+
+pub(crate) struct CudaDriver {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: Info,
+    ring: Mutex<ArgRing>,
+}
+
+/// Whether `libcuda` can be loaded at all (no panic when it cannot).
+fn libcuda_present() -> bool {
+    // SAFETY: only tries to dlopen the candidate names.
+    unsafe { sys::is_culib_present() }
+}
+
+pub(crate) fn open(index: usize) -> Result<CudaDriver> {
+    if !libcuda_present() {
+        return Err(RuntimeError::NoDevice(
+            "no NVIDIA driver found (libcuda.so / libcuda.so.1 could not be loaded)".into(),
+        ));
+    }
+    // cudarc panics if a driver symbol is missing (a driver older than the bindings):
+    // turn that into an error.
+    let probe = std::panic::catch_unwind(|| -> Result<CudaDriver> {
+        if let Err(e) = result::init() {
+            return Err(RuntimeError::NoDevice(format!(
+                "no NVIDIA GPU found (cuInit: {})",
+                describe(&e)
+            )));
+        }
+        let count = call("cuDeviceGetCount", result::device::get_count())?;
+        if count <= 0 {
+            return Err(RuntimeError::NoDevice(
+                "no NVIDIA GPU found (cuDeviceGetCount: 0 devices)".into(),
+            ));
+        }
+        if index >= count as usize {
+            return Err(RuntimeError::NoDevice(format!(
+                "no NVIDIA GPU with index {index} ({count} found)"
+            )));
+        }
+        let ctx = call("cuDevicePrimaryCtxRetain", CudaContext::new(index))?;
+        let name = call("cuDeviceGetName", ctx.name())?;
+        let (major, minor) = call("cuDeviceGetAttribute", ctx.compute_capability())?;
+        let arch = arch_for_compute_capability(major, minor).map_err(|found| {
+            RuntimeError::UnsupportedArch {
+                device: name.clone(),
+                found,
+                supported: SUPPORTED.to_vec(),
+            }
+        })?;
+        let attr = |a| call("cuDeviceGetAttribute", ctx.attribute(a));
+        let sms = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let lds =
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+        let warp = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?;
+        let memory = call("cuDeviceTotalMem", ctx.total_mem())?;
+        let stream = call("cuStreamCreate", ctx.new_stream())?;
+        // This backend does its own ordering on one stream.
+        // SAFETY: no cudarc CudaSlice is used with this context.
+        unsafe { ctx.disable_event_tracking() };
+        call("cuCtxSetCurrent", ctx.bind_to_thread())?;
+        // SAFETY: context bound above.
+        let base = call("cuMemAlloc", unsafe { result::malloc_sync(ArgRing::BYTES) })?;
+        Ok(CudaDriver {
+            info: Info {
+                name,
+                arch: arch.to_string(),
+                memory_bytes: memory as u64,
+                compute_units: sms as u32,
+                max_lds_bytes: lds as u32,
+                wave_size: warp as u32,
+                ordinal: index,
+            },
+            ring: Mutex::new(ArgRing {
+                base,
+                host: vec![0u8; ArgRing::BYTES].into_boxed_slice(),
+                used: 0,
+            }),
+            ctx,
+            stream,
+        })
+    });
+    match probe {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(RuntimeError::NoDevice(format!(
+                "the CUDA driver could not be used: {msg}"
+            )))
+        }
+    }
+}
+
+impl CudaDriver {
+    fn bind(&self) -> Result<()> {
+        call("cuCtxSetCurrent", self.ctx.bind_to_thread())
+    }
+    fn cu_stream(&self) -> sys::CUstream {
+        self.stream.cu_stream()
+    }
+    fn sync_stream(&self) -> Result<()> {
+        call("cuStreamSynchronize", self.stream.synchronize())
+    }
+}
+
+impl Drop for CudaDriver {
+    fn drop(&mut self) {
+        let _ = self.sync_stream();
+        let base = self.ring.get_mut().map(|r| r.base).unwrap_or(0);
+        if base != 0 && self.bind().is_ok() {
+            // SAFETY: allocated in `open`, no work in flight.
+            let _ = unsafe { result::free_sync(base) };
+        }
+    }
+}
+
+struct CudaModule {
+    ctx: Arc<CudaContext>,
+    module: sys::CUmodule,
+}
+
+// SAFETY: a CUmodule is a driver object usable from any thread with its context bound.
+unsafe impl Send for CudaModule {}
+unsafe impl Sync for CudaModule {}
+
+impl LoadedModule for CudaModule {
+    fn function(&self, meta: &KernelMeta) -> Result<(RawKernel, Limits)> {
+        call("cuCtxSetCurrent", self.ctx.bind_to_thread())?;
+        let name = CString::new(meta.name.as_str())
+            .map_err(|_| RuntimeError::CodeObject("NUL in kernel name".into()))?;
+        // SAFETY: module loaded and not unloaded (we own it).
+        let f = call("cuModuleGetFunction", unsafe {
+            result::module::get_function(self.module, name)
+        })?;
+        let (static_lds, max_threads) = function_limits(f)?;
+        let limits = Limits {
+            static_lds,
+            max_threads: Some(max_threads),
+            required_threads: meta.required_threads.map(|t| t as u32),
+        };
+        Ok((RawKernel::Gpu(f as *mut c_void), limits))
+    }
+}
+
+impl Drop for CudaModule {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: loaded by us, unloaded once.
+            let _ = unsafe { result::module::unload(self.module) };
+        }
+    }
+}
+
+impl Driver for CudaDriver {
+    fn info(&self) -> &Info {
+        &self.info
+    }
+    fn alloc(&self, bytes: usize) -> Result<u64> {
+        self.bind()?;
+        // SAFETY: context bound.
+        call("cuMemAlloc", unsafe { result::malloc_sync(bytes) })
+    }
+    fn free(&self, addr: u64) -> Result<()> {
+        self.sync_stream()?;
+        // SAFETY: `addr` came from `alloc` and nothing queued uses it any more.
+        call("cuMemFree", unsafe { result::free_sync(addr) })
+    }
+    fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
+        self.bind()?;
+        // SAFETY: `addr` is an allocation of at least `data.len()` bytes (checked by the caller);
+        // `data` outlives the copy because we wait for the stream.
+        call("cuMemcpyHtoDAsync", unsafe {
+            result::memcpy_htod_async(addr, data, self.cu_stream())
+        })?;
+        self.sync_stream()
+    }
+    fn read(&self, addr: u64, out: &mut [u8]) -> Result<()> {
+        self.bind()?;
+        // SAFETY: as in `write`.
+        call("cuMemcpyDtoHAsync", unsafe {
+            result::memcpy_dtoh_async(out, addr, self.cu_stream())
+        })?;
+        self.sync_stream()
+    }
+    fn fill(&self, addr: u64, value: u8, bytes: usize) -> Result<()> {
+        self.bind()?;
+        // SAFETY: `addr` is an allocation of at least `bytes` bytes.
+        call("cuMemsetD8Async", unsafe {
+            result::memset_d8_async(addr, value, bytes, self.cu_stream())
+        })
+    }
+    fn load(&self, image: &[u8]) -> Result<Box<dyn LoadedModule>> {
+        self.bind()?;
+        // PTX is passed as NUL-terminated text.
+        let mut text = image.to_vec();
+        if text.last() != Some(&0) {
+            text.push(0);
+        }
+        let mut log = vec![0u8; 16 * 1024];
+        let mut opts = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut vals = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
+        let mut module = std::ptr::null_mut();
+        // SAFETY: `text` is NUL-terminated PTX; option arrays match in length; the log
+        // buffer outlives the call.
+        let r = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                text.as_ptr() as *const c_void,
+                opts.len() as u32,
+                opts.as_mut_ptr(),
+                vals.as_mut_ptr(),
+            )
+        };
+        if let Err(e) = r.result() {
+            let used = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let jit = String::from_utf8_lossy(&log[..used]).trim().to_string();
+            let mut msg = describe(&e);
+            if !jit.is_empty() {
+                msg.push_str(&format!("; JIT log: {jit}"));
+            }
+            return Err(RuntimeError::Call {
+                call: "cuModuleLoadData",
+                message: msg,
+            });
+        }
+        Ok(Box::new(CudaModule {
+            ctx: self.ctx.clone(),
+            module,
+        }))
+    }
+    fn prepare_lds(&self, kernel: RawKernel, _name: &str, lds_bytes: u32) -> Result<()> {
+        let RawKernel::Gpu(f) = kernel else {
+            return Ok(());
+        };
+        self.bind()?;
+        // SAFETY: `f` is a function of a module that is still loaded.
+        call("cuFuncSetAttribute", unsafe {
+            result::function::set_function_attribute(
+                f as sys::CUfunction,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                lds_bytes as i32,
+            )
+        })
+    }
+    fn launch(&self, spec: &LaunchSpec<'_>) -> Result<()> {
+        let RawKernel::Gpu(f) = spec.kernel else {
+            return Err(RuntimeError::WrongDevice("kernel"));
+        };
+        if spec.args.len() > ArgRing::BYTES {
+            return Err(RuntimeError::InvalidLaunch {
+                kernel: spec.name.into(),
+                what: format!(
+                    "argument block of {} bytes exceeds {} bytes",
+                    spec.args.len(),
+                    ArgRing::BYTES
+                ),
+            });
+        }
+        self.bind()?;
+        let mut ring = self.ring.lock().unwrap();
+        let at = match ring.reserve(spec.args.len()) {
+            Some(at) => at,
+            None => {
+                self.sync_stream()?;
+                ring.reset();
+                ring.reserve(spec.args.len())
+                    .expect("fits in an empty ring")
+            }
+        };
+        ring.host[at..at + spec.args.len()].copy_from_slice(spec.args);
+        let mut addr = ring.base + at as u64;
+        let stream = self.cu_stream();
+        // SAFETY: the host mirror slot is not rewritten until the stream has drained.
+        call("cuMemcpyHtoDAsync", unsafe {
+            result::memcpy_htod_async(addr, &ring.host[at..at + spec.args.len()], stream)
+        })?;
+        let mut params = [&mut addr as *mut u64 as *mut c_void];
+        // SAFETY: the kernel takes exactly one 8-byte parameter (checked at module load);
+        // `params` lives through the call (the driver copies parameter values).
+        call("cuLaunchKernel", unsafe {
+            result::launch_kernel(
+                f as sys::CUfunction,
+                (spec.grid[0], spec.grid[1], spec.grid[2]),
+                (spec.block, 1, 1),
+                spec.lds_bytes,
+                stream,
+                &mut params,
+            )
+        })
+    }
+    fn synchronize(&self) -> Result<()> {
+        let mut ring = self.ring.lock().unwrap();
+        self.sync_stream()?;
+        ring.reset();
+        Ok(())
+    }
+    fn record(&self) -> Result<RawEvent> {
+        let ev = call(
+            "cuEventCreate",
+            self.ctx
+                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)),
+        )?;
+        call("cuEventRecord", ev.record(&self.stream))?;
+        Ok(RawEvent::Cuda(ev))
+    }
+    fn elapsed_ms(&self, start: &RawEvent, end: &RawEvent) -> Result<f32> {
+        match (start, end) {
+            (RawEvent::Cuda(a), RawEvent::Cuda(b)) => call("cuEventElapsedTime", a.elapsed_ms(b)),
+            #[allow(unreachable_patterns)]
+            _ => Err(RuntimeError::WrongDevice("event")),
+        }
+    }
+}
+
+/// Facts of a CUDA function for launch checks (context bound by the caller): `(static shared bytes, max threads per block)`.
+fn function_limits(f: sys::CUfunction) -> Result<(u32, u32)> {
+    // SAFETY: `f` is a function handle of a loaded module.
+    let shared = call("cuFuncGetAttribute", unsafe {
+        result::function::get_function_attribute(
+            f,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+        )
+    })?;
+    // SAFETY: as above.
+    let threads = call("cuFuncGetAttribute", unsafe {
+        result::function::get_function_attribute(
+            f,
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        )
+    })?;
+    Ok((shared as u32, threads as u32))
+}

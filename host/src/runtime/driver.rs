@@ -1,0 +1,132 @@
+//! The backend interface the public types are built on.
+
+use super::error::Result;
+use super::meta::KernelMeta;
+use std::ffi::c_void;
+
+/// What a backend reports about its device.
+#[derive(Clone, Debug)]
+pub(crate) struct Info {
+    pub name: String,
+    pub arch: String,
+    pub memory_bytes: u64,
+    pub compute_units: u32,
+    pub max_lds_bytes: u32,
+    pub wave_size: u32,
+    pub ordinal: usize,
+}
+
+/// A kernel handle of some backend.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RawKernel {
+    /// A host build run by the emulator.
+    Emu(convgrad_emu::KernelEntry),
+    /// A driver function handle (`CUfunction` / `hipFunction_t`).
+    Gpu(*mut c_void),
+}
+
+// SAFETY: function handles are immutable driver objects usable from any thread.
+unsafe impl Send for RawKernel {}
+unsafe impl Sync for RawKernel {}
+
+/// A recorded point in a device's stream.
+pub(crate) enum RawEvent {
+    /// Host time (the emulator runs launches synchronously).
+    Host(std::time::Instant),
+    /// CUDA event.
+    Cuda(cudarc::driver::CudaEvent),
+    /// HIP event (`hipEvent_t`).
+    #[cfg(feature = "hip")]
+    Hip(super::hip::HipEvent),
+}
+
+/// Launch limits of one kernel, from the code object or the driver.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Limits {
+    /// Static LDS (shared memory) the kernel declares, bytes.
+    pub static_lds: u32,
+    /// Most threads per workgroup it can run with.
+    pub max_threads: Option<u32>,
+    /// The exact workgroup size it requires.
+    pub required_threads: Option<u32>,
+}
+
+/// A loaded code object.
+pub(crate) trait LoadedModule: Send + Sync {
+    /// Resolves a kernel the metadata lists.
+    fn function(&self, meta: &KernelMeta) -> Result<(RawKernel, Limits)>;
+}
+
+/// One launch, checked.
+pub(crate) struct LaunchSpec<'a> {
+    pub name: &'a str,
+    pub kernel: RawKernel,
+    pub grid: [u32; 3],
+    pub block: u32,
+    pub lds_bytes: u32,
+    pub args: &'a [u8],
+}
+
+/// A device backend. All calls are ordered on the device's one stream.
+pub(crate) trait Driver: Send + Sync {
+    fn info(&self) -> &Info;
+    /// Allocates `bytes` (> 0) of device memory.
+    fn alloc(&self, bytes: usize) -> Result<u64>;
+    /// Frees an allocation (after work already queued has finished).
+    fn free(&self, addr: u64) -> Result<()>;
+    /// Copies host bytes to the device; returns when the copy is done.
+    fn write(&self, addr: u64, data: &[u8]) -> Result<()>;
+    /// Copies device bytes to the host after queued work; returns when done.
+    fn read(&self, addr: u64, out: &mut [u8]) -> Result<()>;
+    /// Sets `bytes` bytes to `value` (stream-ordered).
+    fn fill(&self, addr: u64, value: u8, bytes: usize) -> Result<()>;
+    /// Loads a code object image (GPU backends).
+    fn load(&self, image: &[u8]) -> Result<Box<dyn LoadedModule>>;
+    /// Queues a launch; uploads `spec.args` to device memory and passes its address.
+    fn launch(&self, spec: &LaunchSpec<'_>) -> Result<()>;
+    /// Waits for all queued work.
+    fn synchronize(&self) -> Result<()>;
+    /// Records an event on the stream.
+    fn record(&self) -> Result<RawEvent>;
+    /// Milliseconds between two recorded events (waits for `end`).
+    fn elapsed_ms(&self, start: &RawEvent, end: &RawEvent) -> Result<f32>;
+    /// Raises the kernel's dynamic LDS limit when a launch needs more than the
+    /// default (CUDA: 48 KiB). Called before the first such launch.
+    /// What the last emulated launch did (emulator only).
+    fn emu_report(&self) -> Option<convgrad_emu::LaunchReport> {
+        None
+    }
+    fn prepare_lds(&self, _kernel: RawKernel, _name: &str, _lds_bytes: u32) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Argument blocks of launches in flight: a device buffer written as a bump
+/// arena (with a host mirror that stays untouched until the stream has
+/// drained), reset when the stream is synchronized.
+pub(crate) struct ArgRing {
+    pub base: u64,
+    pub host: Box<[u8]>,
+    pub used: usize,
+}
+
+impl ArgRing {
+    /// Bytes per ring.
+    pub const BYTES: usize = 1 << 20;
+    /// Alignment of each block.
+    pub const ALIGN: usize = 256;
+
+    /// Reserves room for `n` bytes; `None` when full (synchronize, [`ArgRing::reset`], retry).
+    pub fn reserve(&mut self, n: usize) -> Option<usize> {
+        let at = self.used.next_multiple_of(Self::ALIGN);
+        if at + n > self.host.len() {
+            return None;
+        }
+        self.used = at + n;
+        Some(at)
+    }
+    /// Forgets every block (call only when no launch is in flight).
+    pub fn reset(&mut self) {
+        self.used = 0;
+    }
+}

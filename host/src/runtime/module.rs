@@ -1,0 +1,312 @@
+//! Modules (the kernels of one architecture) and launches.
+
+use super::driver::{LaunchSpec, Limits, LoadedModule, RawKernel};
+use super::error::{Result, RuntimeError};
+use super::meta::{self, KernelMeta};
+use super::{BackendKind, Device, DeviceInner, emu};
+use convgrad_types::instance::Family;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The embedded code object for `arch` (the only place the runtime names `code_objects`).
+fn embedded_code_object(arch: &str) -> Option<&'static [u8]> {
+    crate::code_objects::code_object(arch)
+}
+
+/// Architectures with an embedded code object.
+fn embedded_archs() -> Vec<String> {
+    crate::code_objects::built_archs()
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+enum Contents {
+    /// A code object loaded by a GPU driver, with its metadata.
+    Gpu {
+        loaded: Box<dyn LoadedModule>,
+        kernels: Vec<KernelMeta>,
+    },
+    /// The emulator's host registry for a family.
+    Emu { family: Family, names: Vec<String> },
+}
+
+struct ModuleInner {
+    dev: Arc<DeviceInner>,
+    arch: String,
+    contents: Contents,
+}
+
+/// The kernels of one architecture, loaded on a device.
+#[derive(Clone)]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+/// A kernel of a [`Module`], ready to launch with [`Device::launch`].
+pub struct Kernel {
+    module: Arc<ModuleInner>,
+    name: String,
+    raw: RawKernel,
+    limits: Limits,
+    meta: Option<KernelMeta>,
+    /// Dynamic LDS bytes the driver has been told this kernel may use (CUDA > 48 KiB).
+    lds_opt_in: AtomicU32,
+}
+
+impl fmt::Debug for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Module")
+            .field("arch", &self.inner.arch)
+            .field("kernels", &self.kernel_names())
+            .finish()
+    }
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.name)
+            .field("arch", &self.module.arch)
+            .finish()
+    }
+}
+
+/// Default dynamic shared memory a CUDA kernel may use without opting in.
+const CUDA_DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
+
+impl Device {
+    /// Loads convgrad's kernels for this device's architecture: the embedded
+    /// code object of [`Device::arch`] on a GPU, the host registry of the
+    /// architecture's family on the emulator. Every kernel's argument list is
+    /// checked against the one-pointer ABI.
+    pub fn load_module(&self) -> Result<Module> {
+        if self.backend_kind() == BackendKind::Emulator {
+            let family = self.family();
+            return Ok(Module {
+                inner: Arc::new(ModuleInner {
+                    dev: self.inner().clone(),
+                    arch: self.arch().to_string(),
+                    contents: Contents::Emu {
+                        family,
+                        names: emu::registry_names(family),
+                    },
+                }),
+            });
+        }
+        let arch = self.arch().to_string();
+        let image = embedded_code_object(&arch).ok_or_else(|| RuntimeError::NoCodeObject {
+            arch: arch.clone(),
+            built: embedded_archs(),
+        })?;
+        self.load_module_image(image)
+    }
+
+    /// Loads a code object image (AMD: HSA ELF; NVIDIA: PTX text) built for this
+    /// device, after checking its target and every kernel's argument list.
+    pub fn load_module_image(&self, image: &[u8]) -> Result<Module> {
+        let arch = self.arch().to_string();
+        let kernels = match self.backend_kind() {
+            BackendKind::Emulator => {
+                return Err(RuntimeError::NotBuilt(
+                    "the emulator runs the kernels' host build: use load_module()".into(),
+                ));
+            }
+            BackendKind::Hip => {
+                let co = meta::amdgpu::parse(image).map_err(RuntimeError::CodeObject)?;
+                if let Some(p) = co.processor()
+                    && p != arch
+                {
+                    return Err(RuntimeError::ArchMismatch {
+                        found: co.target.clone(),
+                        device_arch: arch,
+                    });
+                }
+                for k in &co.kernels {
+                    meta::check_amd_abi(k)?;
+                }
+                co.kernels
+            }
+            BackendKind::Cuda => {
+                let text = std::str::from_utf8(image.strip_suffix(&[0]).unwrap_or(image))
+                    .map_err(|e| RuntimeError::CodeObject(format!("PTX is not UTF-8 text: {e}")))?;
+                let m = meta::ptx::parse(text).map_err(RuntimeError::CodeObject)?;
+                // PTX for a newer target than the device cannot load; an older one JITs forward.
+                if let (Some(t), Some(d)) = (sm_number(&m.target), sm_number(&arch))
+                    && t > d
+                {
+                    return Err(RuntimeError::ArchMismatch {
+                        found: m.target.clone(),
+                        device_arch: arch,
+                    });
+                }
+                for k in &m.kernels {
+                    meta::check_ptx_abi(k)?;
+                }
+                m.kernels
+            }
+        };
+        let loaded = self.inner().driver.load(image)?;
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                dev: self.inner().clone(),
+                arch,
+                contents: Contents::Gpu { loaded, kernels },
+            }),
+        })
+    }
+
+    /// Queues `kernel` on `grid` workgroups of `block` threads with `lds_bytes`
+    /// of dynamic LDS; `args` (the kernel's argument block) is copied to device
+    /// memory and its address is the kernel's one argument.
+    pub fn launch<A: bytemuck::Pod>(
+        &self,
+        kernel: &Kernel,
+        grid: [u32; 3],
+        block: u32,
+        lds_bytes: u32,
+        args: &A,
+    ) -> Result<()> {
+        if !Arc::ptr_eq(&kernel.module.dev, self.inner()) {
+            return Err(RuntimeError::WrongDevice("kernel"));
+        }
+        let bad = |what: String| {
+            Err(RuntimeError::InvalidLaunch {
+                kernel: kernel.name.clone(),
+                what,
+            })
+        };
+        if grid.contains(&0) {
+            return bad(format!("empty grid {grid:?}"));
+        }
+        let wave = self.wave_size();
+        if block == 0 || block > 1024 || !block.is_multiple_of(wave) {
+            return bad(format!(
+                "block of {block} threads: must be 1..=1024 and a multiple of the wave size {wave}"
+            ));
+        }
+        if let Some(max) = kernel.limits.max_threads
+            && block > max
+        {
+            return bad(format!(
+                "block of {block} threads exceeds the kernel's maximum of {max}"
+            ));
+        }
+        if let Some(req) = kernel.limits.required_threads
+            && block != req
+        {
+            return bad(format!(
+                "block of {block} threads but the kernel requires {req}"
+            ));
+        }
+        let total_lds = lds_bytes as u64 + kernel.limits.static_lds as u64;
+        if total_lds > self.max_lds_bytes() as u64 {
+            return bad(format!(
+                "{lds_bytes} bytes of dynamic LDS + {} static exceed the device's {} bytes per workgroup",
+                kernel.limits.static_lds,
+                self.max_lds_bytes()
+            ));
+        }
+        if self.backend_kind() == BackendKind::Cuda
+            && lds_bytes > CUDA_DEFAULT_DYNAMIC_SMEM
+            && lds_bytes > kernel.lds_opt_in.load(Ordering::Acquire)
+        {
+            self.inner()
+                .driver
+                .prepare_lds(kernel.raw, &kernel.name, lds_bytes)?;
+            kernel.lds_opt_in.fetch_max(lds_bytes, Ordering::AcqRel);
+        }
+        self.inner().driver.launch(&LaunchSpec {
+            name: &kernel.name,
+            kernel: kernel.raw,
+            grid,
+            block,
+            lds_bytes,
+            args: bytemuck::bytes_of(args),
+        })
+    }
+}
+
+/// `sm_90a` -> 90.
+fn sm_number(s: &str) -> Option<u32> {
+    let d: String = s
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    d.parse().ok()
+}
+
+impl Module {
+    /// The architecture it was built for (`gfx942`, `sm_90`, ...).
+    pub fn arch(&self) -> &str {
+        &self.inner.arch
+    }
+
+    /// Names of its kernels.
+    pub fn kernel_names(&self) -> Vec<String> {
+        match &self.inner.contents {
+            Contents::Gpu { kernels, .. } => kernels.iter().map(|k| k.name.clone()).collect(),
+            Contents::Emu { names, .. } => names.clone(),
+        }
+    }
+
+    /// The code object's metadata of kernel `name` (GPU modules).
+    pub fn kernel_meta(&self, name: &str) -> Option<&KernelMeta> {
+        match &self.inner.contents {
+            Contents::Gpu { kernels, .. } => kernels.iter().find(|k| k.name == name),
+            Contents::Emu { .. } => None,
+        }
+    }
+
+    /// Looks kernel `name` up; the error lists the kernels that exist.
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let not_found = || RuntimeError::KernelNotFound {
+            name: name.to_string(),
+            arch: self.inner.arch.clone(),
+            available: self.kernel_names(),
+        };
+        let (raw, limits, meta) = match &self.inner.contents {
+            Contents::Emu { family, .. } => {
+                let entry = emu::registry_find(*family, name).ok_or_else(not_found)?;
+                (RawKernel::Emu(entry), Limits::default(), None)
+            }
+            Contents::Gpu { loaded, kernels } => {
+                let meta = kernels
+                    .iter()
+                    .find(|k| k.name == name)
+                    .ok_or_else(not_found)?;
+                let (raw, limits) = loaded.function(meta)?;
+                (raw, limits, Some(meta.clone()))
+            }
+        };
+        Ok(Kernel {
+            module: self.inner.clone(),
+            name: name.to_string(),
+            raw,
+            limits,
+            meta,
+            lds_opt_in: AtomicU32::new(0),
+        })
+    }
+}
+
+impl Kernel {
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// What the code object says about it (GPU modules).
+    pub fn meta(&self) -> Option<&KernelMeta> {
+        self.meta.as_ref()
+    }
+    /// Static LDS bytes it declares (added to the launch's dynamic LDS).
+    pub fn static_lds_bytes(&self) -> u32 {
+        self.limits.static_lds
+    }
+    /// Most threads per workgroup it supports, when known.
+    pub fn max_threads(&self) -> Option<u32> {
+        self.limits.max_threads
+    }
+}
