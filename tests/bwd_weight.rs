@@ -30,9 +30,15 @@ fn problems() -> Vec<(&'static str, ConvProblem)> {
     ]
 }
 
+/// The emulator model `arch`, or, when `CONVGRAD_TEST_BACKEND` names one
+/// (`cuda`, `hip`), that GPU: the same suite then runs on real hardware.
 fn emu(arch: EmuArch) -> (Device, Module) {
-    let dev = Device::open(Backend::Emulator(arch), 0).expect("the emulator is always available");
-    let module = dev.load_module().expect("emulator module");
+    let backend = match std::env::var("CONVGRAD_TEST_BACKEND") {
+        Ok(b) if !b.is_empty() => Backend::parse(&b, None).expect("CONVGRAD_TEST_BACKEND: auto|hip|cuda|emu"),
+        _ => Backend::Emulator(arch),
+    };
+    let dev = Device::open(backend, 0).expect("device");
+    let module = dev.load_module().expect("module");
     (dev, module)
 }
 
@@ -69,7 +75,7 @@ fn suite(arch: EmuArch) {
             n += 1;
             let line = format!(
                 "{} {name} [{p}] {} {} {:?} {:?} det={} -> {} kb={}: {}",
-                arch.name(),
+                dev.arch(),
                 t.name(),
                 cfg.layout.name(),
                 cfg.epilogue,
@@ -111,13 +117,13 @@ fn bwd_weight_every_instance() {
     for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
         let (dev, module) = emu(arch);
         for inst in convgrad::types::instance::INSTANCES.iter().filter(|i| {
-            i.op == convgrad::types::instance::Op::BwdWeight && i.on(arch.family())
+            i.op == convgrad::types::instance::Op::BwdWeight && i.on(dev.family())
         }) {
             let cfg = BwdWeightConfig { types: inst.types, instance: Some(inst.name.into()), ..Default::default() };
             let case = Case { problem: p, config: cfg, seed: 77, init: Init::Float, timed_runs: 0, dump: false };
             let o = run(&dev, &module, &case).unwrap();
             assert_eq!(o.instance, inst.name);
-            assert!(o.passed(), "{} on {}: {}", inst.name, arch.name(), o.report.summary());
+            assert!(o.passed(), "{} on {}: {}", inst.name, dev.arch(), o.report.summary());
         }
     }
 }
@@ -136,7 +142,7 @@ fn bwd_weight_deterministic_is_bitwise_reproducible() {
             let b = run(&dev, &module, &case).unwrap();
             assert!(a.passed() && b.passed());
             assert_eq!(a.k_batch, 5);
-            assert_eq!(a.output_bytes, b.output_bytes, "{} {}: deterministic split-K differs between runs", arch.name(), t.name());
+            assert_eq!(a.output_bytes, b.output_bytes, "{} {}: deterministic split-K differs between runs", dev.arch(), t.name());
         }
     }
 }

@@ -1,1 +1,81 @@
-fn main() {}
+//! convgrad's developer commands (`cargo xtask <command>`; the alias lives in
+//! `.cargo/config.toml`):
+//!
+//! - `build-kernels [--arch LIST] [--release]`: device crate -> `target/kernels/<arch>/`
+//!   code objects and `target/kernels/manifest.json` (see [`build`] for the pipeline);
+//! - `inspect [--arch LIST] [--kernel NAME]`: the manifest as a table, matrix
+//!   instructions checked in the disassembly; fails on scratch, spills, missing
+//!   matrix instructions or missing kernels;
+//! - `list-instances`: the kernel instance table;
+//! - `verify ...`, `bench ...`: see their modules.
+
+mod bench;
+mod build;
+mod inspect;
+mod instances;
+mod util;
+mod verify;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "convgrad developer commands")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build the device crate into code objects (AMD) and PTX (NVIDIA) under target/kernels.
+    BuildKernels {
+        /// Architectures, comma separated: gfx90a, gfx942, gfx1100, sm_80, sm_90 (default: all).
+        #[arg(long)]
+        arch: Option<String>,
+        /// Optimise the linked module with `opt -O3` / `llc -O3` (default: -O2; rustc's part is
+        /// opt-level 3 with fat LTO either way).
+        #[arg(long)]
+        release: bool,
+    },
+    /// Print the manifest as a table and check each kernel's disassembly; non-zero exit on
+    /// scratch use, spills, missing matrix instructions or kernels missing from an object.
+    Inspect {
+        /// Architectures (default: every one in the manifest).
+        #[arg(long)]
+        arch: Option<String>,
+        /// Also print the disassembly (AMD) or PTX body (NVIDIA) of this kernel.
+        #[arg(long)]
+        kernel: Option<String>,
+    },
+    /// Print the table of kernel instances (INSTANCES).
+    ListInstances,
+    /// Check kernels against the CPU reference (arguments are passed through).
+    #[command(disable_help_flag = true)]
+    Verify {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Benchmark kernels (arguments are passed through).
+    #[command(disable_help_flag = true)]
+    Bench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::BuildKernels { arch, release } => build::run(&build::BuildOpts {
+            archs: build::parse_archs(arch.as_deref())?,
+            release,
+        }),
+        Cmd::Inspect { arch, kernel } => inspect::run(arch.as_deref(), kernel.as_deref()),
+        Cmd::ListInstances => {
+            instances::run();
+            Ok(())
+        }
+        Cmd::Verify { args } => verify::run(&args),
+        Cmd::Bench { args } => bench::run(&args),
+    }
+}
