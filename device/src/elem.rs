@@ -5,10 +5,19 @@
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub struct Bf16(pub u16);
 
+/// 16 bytes of elements, 16-byte aligned: one vector load on every target.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+pub struct Vec16<A>(pub A);
+
 /// A storage element: f32, f16 or bf16.
 pub trait Elem: Copy + Default + 'static {
     /// Bytes in memory.
     const BYTES: usize;
+    /// Elements in 16 bytes.
+    const LANES: usize = 16 / Self::BYTES;
+    /// The 16-byte vector of this type.
+    type V16: Copy + Default + AsRef<[Self]> + AsMut<[Self]>;
     /// Widens to f32.
     fn to_f32(self) -> f32;
     /// Rounds f32 to nearest-even.
@@ -19,6 +28,7 @@ pub trait Elem: Copy + Default + 'static {
 
 impl Elem for f32 {
     const BYTES: usize = 4;
+    type V16 = Vec16<[f32; 4]>;
     #[inline(always)]
     fn to_f32(self) -> f32 {
         self
@@ -35,6 +45,7 @@ impl Elem for f32 {
 
 impl Elem for f16 {
     const BYTES: usize = 2;
+    type V16 = Vec16<[f16; 8]>;
     #[inline(always)]
     fn to_f32(self) -> f32 {
         self as f32
@@ -51,6 +62,7 @@ impl Elem for f16 {
 
 impl Elem for Bf16 {
     const BYTES: usize = 2;
+    type V16 = Vec16<[Bf16; 8]>;
     #[inline(always)]
     fn to_f32(self) -> f32 {
         f32::from_bits((self.0 as u32) << 16)
@@ -71,3 +83,17 @@ impl Elem for Bf16 {
     }
 }
 
+
+impl<T, const N: usize> AsRef<[T]> for Vec16<[T; N]> {
+    #[inline(always)]
+    fn as_ref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T, const N: usize> AsMut<[T]> for Vec16<[T; N]> {
+    #[inline(always)]
+    fn as_mut(&mut self) -> &mut [T] {
+        &mut self.0
+    }
+}

@@ -159,8 +159,11 @@ impl Instance {
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             _ => {
-                // f32 data is staged as f32; f16/bf16 as 2 bytes.
-                self.tile.lds_bytes(self.types.act().bytes() as u32)
+                // Main loop (double-buffered A and B slabs) or the f32 result
+                // tile the epilogue goes through, whichever is larger.
+                let main = self.tile.lds_bytes(self.types.act().bytes() as u32);
+                let tile = self.tile.bm * self.tile.bn * 4;
+                if main > tile { main } else { tile }
             }
         }
     }
@@ -176,17 +179,17 @@ impl Instance {
 macro_rules! for_each_instance {
     ($m:ident $(, $extra:tt)*) => {
         // Backward-weight, f16 and bf16 on the matrix units.
-        $m!($($extra,)* bwdw_f16_128x128x32_mfma32, [Cdna], BwdWeight, F16, 128, 128, 32, 2, 2, Mfma32x32x8);
+        $m!($($extra,)* bwdw_f16_128x128x32_mfma32, [Cdna], BwdWeight, F16, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdw_f16_64x64x32_mfma16, [Cdna], BwdWeight, F16, 64, 64, 32, 2, 2, Mfma16x16x16);
-        $m!($($extra,)* bwdw_bf16_128x128x32_mfma32, [Cdna], BwdWeight, Bf16, 128, 128, 32, 2, 2, Mfma32x32x8);
-        $m!($($extra,)* bwdw_bf16f32_128x128x32_mfma32, [Cdna], BwdWeight, Bf16F32, 128, 128, 32, 2, 2, Mfma32x32x8);
+        $m!($($extra,)* bwdw_bf16_128x128x32_mfma32, [Cdna], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mfma32x32x8);
+        $m!($($extra,)* bwdw_bf16f32_128x128x32_mfma32, [Cdna], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdw_f16_64x64x32_wmma16, [Rdna3], BwdWeight, F16, 64, 64, 32, 2, 2, Wmma16x16x16);
         $m!($($extra,)* bwdw_bf16_64x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16);
         $m!($($extra,)* bwdw_bf16f32_64x64x32_wmma16, [Rdna3], BwdWeight, Bf16F32, 64, 64, 32, 2, 2, Wmma16x16x16);
-        $m!($($extra,)* bwdw_f16_128x128x32_mma16x8, [Nvidia], BwdWeight, F16, 128, 128, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdw_f16_128x128x32_mma16x8, [Nvidia], BwdWeight, F16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdw_f16_64x64x32_mma16x8, [Nvidia], BwdWeight, F16, 64, 64, 32, 2, 2, Mma16x8x16);
-        $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 2, Mma16x8x16);
-        $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mma16x8x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).

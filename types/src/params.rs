@@ -17,6 +17,44 @@ pub mod flags {
     pub const SPLITK_STORE: u32 = 2;
 }
 
+/// Division of `u32` numerators below 2^31 by an invariant divisor, as a
+/// multiply-high, an add and a shift (Granlund-Montgomery), so kernels never
+/// divide at run time. The host computes it once per divisor.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct FastDiv {
+    /// Magic multiplier.
+    pub mul: u32,
+    /// Post-shift.
+    pub shift: u32,
+    /// The divisor itself (for remainders).
+    pub div: u32,
+    /// Padding to 16 bytes.
+    pub _pad: u32,
+}
+
+impl FastDiv {
+    /// Prepares division by `d` (`d >= 1`; a zero divisor is treated as 1).
+    pub const fn new(d: u32) -> FastDiv {
+        let d = if d == 0 { 1 } else { d };
+        let shift = 32 - (d - 1).leading_zeros();
+        let mul = ((1u64 << 32) * ((1u64 << shift) - d as u64) / d as u64 + 1) as u32;
+        FastDiv { mul, shift, div: d, _pad: 0 }
+    }
+    /// `n / d` for `n < 2^31`.
+    #[inline(always)]
+    pub fn div(&self, n: u32) -> u32 {
+        let hi = ((n as u64 * self.mul as u64) >> 32) as u32;
+        (hi + n) >> self.shift
+    }
+    /// `(n / d, n % d)` for `n < 2^31`.
+    #[inline(always)]
+    pub fn divmod(&self, n: u32) -> (u32, u32) {
+        let q = self.div(n);
+        (q, n - q * self.div)
+    }
+}
+
 /// Arguments of the implicit-GEMM convolution kernels (backward-weight and
 /// backward-data) and of their split-K finishing kernels.
 ///
@@ -86,6 +124,16 @@ pub struct ConvArgs {
     pub partial_elems: u32,
     /// Fused epilogue.
     pub epi: EpiChain,
+    /// Divisions by the output sizes `Do`, `Ho`, `Wo`.
+    pub div_out: [FastDiv; 3],
+    /// Division by `C`.
+    pub div_c: FastDiv,
+    /// Division by the filter's `X`.
+    pub div_x: FastDiv,
+    /// Division by the filter's `Y`.
+    pub div_y: FastDiv,
+    /// Division by `Z*Y*X`.
+    pub div_zyx: FastDiv,
 }
 
 /// FNV-1a over a list of words, usable in constants.
@@ -128,7 +176,9 @@ impl ConvArgs {
             offset_of!(ConvArgs, partial_elems) as u32,
             offset_of!(ConvArgs, epi) as u32,
             size_of::<EpiChain>() as u32,
-            2, // bump when a field's meaning changes
+            offset_of!(ConvArgs, div_out) as u32,
+            offset_of!(ConvArgs, div_zyx) as u32,
+            3, // bump when a field's meaning changes
         ])
     };
 }
@@ -136,6 +186,24 @@ impl ConvArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn fast_division_is_exact() {
+        let mut x: u64 = 12345;
+        for d in (1..300u32).chain([641, 1000, 3136, 65535, 65536, 1 << 20, (1 << 30) + 7, (1 << 31) - 1]) {
+            let f = FastDiv::new(d);
+            for n in [0u32, 1, d - 1, d, d.saturating_add(1), d.saturating_mul(2) - 1, (1 << 31) - 1, (1 << 31) - 2] {
+                if n >= 1 << 31 {
+                    continue;
+                }
+                assert_eq!(f.divmod(n), (n / d, n % d), "{n} / {d}");
+            }
+            for _ in 0..200 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let n = (x >> 33) as u32;
+                assert_eq!(f.div(n), n / d, "{n} / {d}");
+            }
+        }
+    }
     #[test]
     fn args_are_8_byte_multiple_and_signed() {
         assert_eq!(core::mem::size_of::<ConvArgs>() % 8, 0);

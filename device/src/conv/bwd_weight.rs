@@ -14,73 +14,178 @@ use crate::gemm::splitk::{self, PartialMode};
 use crate::gemm::{Operand, block};
 use convgrad_types::params::ConvArgs;
 
+/// Whether the GEMM's N index runs `(z, y, x, c)` with c fastest (GKZYXC weights).
+#[inline(always)]
+fn c_fastest(a: &ConvArgs) -> bool {
+    a.w_strides[2] == 1 && a.c > 1
+}
+
 /// Filter column `n` -> `(c, [z, y, x])`.
 #[inline(always)]
 pub fn split_filter_col(a: &ConvArgs, n: u32) -> (u32, [u32; 3]) {
-    let [fz, fy, fx] = a.filter;
-    if a.w_strides[2] == 1 && a.c > 1 {
-        let c = n % a.c;
-        let t = n / a.c;
-        (c, [t / (fy * fx), (t / fx) % fy, t % fx])
+    let (c, t) = if c_fastest(a) {
+        let (t, c) = a.div_c.divmod(n);
+        (c, t)
     } else {
-        let t = n % (fz * fy * fx);
-        (n / (fz * fy * fx), [t / (fy * fx), (t / fx) % fy, t % fx])
+        a.div_zyx.divmod(n)
+    };
+    let (t, x) = a.div_x.divmod(t);
+    let (z, y) = a.div_y.divmod(t);
+    (c, [z, y, x])
+}
+
+/// Whether every stride but the row axis's is a multiple of `lanes` and the
+/// row axis is unit-stride: then `lanes` rows from a multiple of `lanes` form
+/// one aligned vector (device buffers are at least 16-byte aligned).
+#[inline(always)]
+fn vector_rows(s: &[u32; 6], row_axis: usize, rows_per_vec_group: u32, lanes: u32) -> bool {
+    let mut ok = s[row_axis] == 1 && rows_per_vec_group % lanes == 0;
+    for (i, &st) in s.iter().enumerate() {
+        if i != row_axis {
+            ok &= st % lanes == 0;
+        }
     }
+    ok
 }
 
 /// A operand: `dY[g]` as `K x R` (rows = output channels).
 pub struct DyRows<'a, T> {
     a: &'a ConvArgs,
-    g: u32,
     p: *const T,
+    g_off: u32,
 }
+
+/// Row context of [`DyRows`]: the channel's offset, or none past K.
+#[derive(Clone, Copy)]
+pub struct DyRow(Option<u32>);
 
 impl<T: Elem> Operand for DyRows<'_, T> {
     type T = T;
+    type Row = DyRow;
+    type Col = u32;
     #[inline(always)]
     fn rows_fast(&self) -> bool {
         self.a.dy_strides[2] == 1
     }
     #[inline(always)]
-    unsafe fn load(&self, row: u32, k: u32) -> T {
-        if row >= self.a.k {
-            return T::default();
-        }
+    fn vec_ok(&self) -> bool {
+        vector_rows(&self.a.dy_strides, 2, self.a.k, T::LANES as u32)
+    }
+    #[inline(always)]
+    fn row(&self, row: u32) -> DyRow {
+        DyRow((row < self.a.k).then(|| self.g_off + row * self.a.dy_strides[2]))
+    }
+    #[inline(always)]
+    fn col(&self, k: u32) -> u32 {
         let (n, [od, oh, ow]) = split_out_pixel(self.a, k);
-        unsafe { arch::ld(self.p, offset(&self.a.dy_strides, [self.g, n, row, od, oh, ow])) }
+        let s = &self.a.dy_strides;
+        n * s[1] + od * s[3] + oh * s[4] + ow * s[5]
+    }
+    #[inline(always)]
+    unsafe fn load(&self, r: &DyRow, c: &u32) -> T {
+        match r.0 {
+            Some(o) => unsafe { arch::ld(self.p, (o + c) as usize) },
+            None => T::default(),
+        }
+    }
+    #[inline(always)]
+    unsafe fn load_vec(&self, r: &DyRow, c: &u32) -> T::V16 {
+        match r.0 {
+            Some(o) => unsafe { arch::ld(self.p as *const T::V16, (o + c) as usize / T::LANES) },
+            None => T::V16::default(),
+        }
     }
 }
 
 /// B operand: `im2col(X[g])` transposed, `N x R` (rows = filter columns).
 pub struct XCols<'a, T> {
     a: &'a ConvArgs,
-    g: u32,
     p: *const T,
+    g_off: u32,
+}
+
+/// Row context of [`XCols`]: channel offset and dilated tap offsets, or none past N.
+#[derive(Clone, Copy)]
+pub struct XRow {
+    off: u32,
+    tap: [u32; 3],
+    valid: bool,
+}
+
+/// Column context of [`XCols`]: batch offset and the window's origin
+/// (`o * stride - lpad`, wrapping below zero).
+#[derive(Clone, Copy)]
+pub struct XCol {
+    off: u32,
+    origin: [u32; 3],
+}
+
+impl<T: Elem> XCols<'_, T> {
+    /// Element offset, or none in the padding.
+    #[inline(always)]
+    fn offset(&self, r: &XRow, c: &XCol) -> Option<u32> {
+        let s = &self.a.x_strides;
+        let mut off = r.off + c.off;
+        for d in 0..3 {
+            // Wraps to a huge value in the left pad, so one compare checks both sides.
+            let i = c.origin[d].wrapping_add(r.tap[d]);
+            if i >= self.a.input[d] {
+                return None;
+            }
+            off += i * s[3 + d];
+        }
+        r.valid.then_some(off)
+    }
 }
 
 impl<T: Elem> Operand for XCols<'_, T> {
     type T = T;
+    type Row = XRow;
+    type Col = XCol;
     #[inline(always)]
     fn rows_fast(&self) -> bool {
-        self.a.x_strides[2] == 1 && self.a.w_strides[2] == 1
+        self.a.x_strides[2] == 1 && c_fastest(self.a)
     }
     #[inline(always)]
-    unsafe fn load(&self, row: u32, k: u32) -> T {
-        if row >= self.a.gemm_n {
-            return T::default();
-        }
+    fn vec_ok(&self) -> bool {
+        c_fastest(self.a) && vector_rows(&self.a.x_strides, 2, self.a.c, T::LANES as u32)
+    }
+    #[inline(always)]
+    fn row(&self, row: u32) -> XRow {
         let (c, f) = split_filter_col(self.a, row);
-        let (n, o) = split_out_pixel(self.a, k);
-        let mut i = [0u32; 3];
-        for d in 0..3 {
-            // Input coordinate; wraps to a huge value when it falls into the left pad.
-            let v = (o[d] * self.a.stride[d] + f[d] * self.a.dilation[d]).wrapping_sub(self.a.lpad[d]);
-            if v >= self.a.input[d] {
-                return T::default();
-            }
-            i[d] = v;
+        let d = &self.a.dilation;
+        XRow {
+            off: self.g_off + c * self.a.x_strides[2],
+            tap: [f[0] * d[0], f[1] * d[1], f[2] * d[2]],
+            valid: row < self.a.gemm_n,
         }
-        unsafe { arch::ld(self.p, offset(&self.a.x_strides, [self.g, n, c, i[0], i[1], i[2]])) }
+    }
+    #[inline(always)]
+    fn col(&self, k: u32) -> XCol {
+        let (n, o) = split_out_pixel(self.a, k);
+        let (s, p) = (&self.a.stride, &self.a.lpad);
+        XCol {
+            off: n * self.a.x_strides[1],
+            origin: [
+                (o[0] * s[0]).wrapping_sub(p[0]),
+                (o[1] * s[1]).wrapping_sub(p[1]),
+                (o[2] * s[2]).wrapping_sub(p[2]),
+            ],
+        }
+    }
+    #[inline(always)]
+    unsafe fn load(&self, r: &XRow, c: &XCol) -> T {
+        match self.offset(r, c) {
+            Some(o) => unsafe { arch::ld(self.p, o as usize) },
+            None => T::default(),
+        }
+    }
+    #[inline(always)]
+    unsafe fn load_vec(&self, r: &XRow, c: &XCol) -> T::V16 {
+        match self.offset(r, c) {
+            Some(o) => unsafe { arch::ld(self.p as *const T::V16, o as usize / T::LANES) },
+            None => T::V16::default(),
+        }
     }
 }
 
@@ -109,20 +214,16 @@ pub unsafe fn kernel<
     const WN: usize,
     const FR: usize,
     const FC: usize,
-    const LA: usize,
-    const LB: usize,
 >(
     args: *const ConvArgs,
 ) {
     let a = unsafe { load_args(args) };
     let at = splitk::coord(a, arch::block_id(), BM as u32, BN as u32);
     let g = at.g;
-    let dy = DyRows { a, g, p: a.dy as *const At::In };
-    let x = XCols { a, g, p: a.x as *const At::In };
-    let acc = unsafe {
-        block::run::<At, _, _, BM, BN, BK, WM, WN, FR, FC, LA, LB>(&dy, &x, at.range)
-    };
-    block::for_each_acc::<At, BM, BN, WM, WN, FR, FC>(&acc, |i, j, v| {
+    let dy = DyRows { a, p: a.dy as *const At::In, g_off: g * a.dy_strides[0] };
+    let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0] };
+    let acc = unsafe { block::run::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
+    let store = |i: usize, j: usize, v: f32| {
         let (m, n) = (at.range.m0 + i as u32, at.range.n0 + j as u32);
         if m >= a.gemm_m || n >= a.gemm_n {
             return;
@@ -135,7 +236,8 @@ pub unsafe fn kernel<
             },
             PartialMode::Store => unsafe { arch::st(ws, splitk::ws_index(a, at.mode, at.kb, g, m, n), v) },
         }
-    });
+    };
+    unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
 }
 
 /// Split-K finishing kernel body: one thread per weight element; sums the

@@ -6,13 +6,11 @@ use convgrad_types::params::ConvArgs;
 
 /// Splits a flat output-pixel index of batch-major `(n, do, ho, wo)` order.
 #[inline(always)]
-pub fn split_out_pixel(a: &ConvArgs, mut idx: u32) -> (u32, [u32; 3]) {
-    let wo = idx % a.output[2];
-    idx /= a.output[2];
-    let ho = idx % a.output[1];
-    idx /= a.output[1];
-    let dd = idx % a.output[0];
-    (idx / a.output[0], [dd, ho, wo])
+pub fn split_out_pixel(a: &ConvArgs, idx: u32) -> (u32, [u32; 3]) {
+    let (t, wo) = a.div_out[2].divmod(idx);
+    let (t, ho) = a.div_out[1].divmod(t);
+    let (n, dd) = a.div_out[0].divmod(t);
+    (n, [dd, ho, wo])
 }
 
 /// Element offset from a canonical 6-axis index and strides.

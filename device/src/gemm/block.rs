@@ -2,10 +2,15 @@
 //!
 //! LDS holds A as `[BM][BK + PAD]` and B as `[BN][BK + PAD]` (K-contiguous:
 //! every atom reads runs of consecutive k), twice (double buffering). Each
-//! main-loop step prefetches the next K-slab from global memory into
-//! registers while the waves multiply the current slab from LDS, then stores
-//! the prefetch into the other buffer; a single barrier per step separates
-//! the two buffers' readers and writers.
+//! main-loop step copies the next K-slab from global memory straight into the
+//! other buffer while the waves multiply the current one (other waves hide
+//! the load latency; no staging registers, so nothing is indexed at run time
+//! and spills to scratch); a single barrier per step separates the two
+//! buffers' readers and writers.
+//!
+//! The result leaves through LDS as well ([`store_tile`]): lanes write their
+//! fragments into an f32 `BM x BN` tile, then all threads walk it row by row,
+//! so the epilogue's global accesses coalesce along N.
 
 use super::{BlockRange, Operand};
 use crate::arch;
@@ -40,9 +45,7 @@ impl<At: MmaAtom, const BM: usize, const BN: usize, const BK: usize, const WM: u
 
 /// Runs the main loop for `range` and returns this lane's accumulators.
 ///
-/// `FR = BM / WM / At::M` and `FC = BN / WN / At::N` atoms per wave;
-/// `LA = ceil(BM * BK / THREADS)`, `LB = ceil(BN * BK / THREADS)` staged
-/// elements per thread.
+/// `FR = BM / WM / At::M` and `FC = BN / WN / At::N` atoms per wave.
 ///
 /// # Safety
 /// All threads of the workgroup must call it (it contains barriers); the
@@ -59,13 +62,12 @@ pub unsafe fn run<
     const WN: usize,
     const FR: usize,
     const FC: usize,
-    const LA: usize,
-    const LB: usize,
 >(
     a: &A,
     b: &B,
     r: BlockRange,
 ) -> Acc<At, FR, FC> {
+    let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
     type G<At, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize> =
         Geometry<At, BM, BN, BK, WM, WN>;
     let threads = G::<At, BM, BN, BK, WM, WN>::THREADS;
@@ -75,89 +77,96 @@ pub unsafe fn run<
     let wave = tid / At::WAVE;
     let (wm, wn) = (wave % WM, wave / WM);
 
-    let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
+    // Zero steps (an empty split-K batch) still goes through the prologue and its
+    // barrier, which keeps the control flow uniform and the accumulators in registers.
     let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(BK as u32);
-    if steps == 0 {
-        return acc;
-    }
-    let mut ra = [At::In::default(); LA];
-    let mut rb = [At::In::default(); LB];
+    let ldk = G::<At, BM, BN, BK, WM, WN>::LDK;
+    let e = G::<At, BM, BN, BK, WM, WN>::E;
+    // Uniform choice per operand: 16-byte vectors along contiguous rows, or scalars.
+    let va = a.rows_fast() && a.vec_ok() && vec_shape::<At::In, BM, BK>(threads);
+    let vb = b.rows_fast() && b.vec_ok() && vec_shape::<At::In, BN, BK>(threads);
+    let lanes = <At::In as Elem>::LANES as u32;
+    // A thread keeps its vector slot for the whole loop: its row context is computed once.
+    let slot_a = if va { (tid % (BM / lanes as usize)) as u32 * lanes } else { 0 };
+    let slot_b = if vb { (tid % (BN / lanes as usize)) as u32 * lanes } else { 0 };
+    let row_a = a.row(r.m0 + slot_a);
+    let row_b = b.row(r.n0 + slot_b);
+    let sa = Slab { vec: va, fast: a.rows_fast(), row: &row_a, row0: r.m0, k_end: r.k_end, tid, threads, ldk };
+    let sb = Slab { vec: vb, fast: b.rows_fast(), row: &row_b, row0: r.n0, k_end: r.k_end, tid, threads, ldk };
 
     unsafe {
-        fetch::<A, BM, BK, LA>(a, &mut ra, r.m0, r.k_begin, r.k_end, tid, threads);
-        fetch::<B, BN, BK, LB>(b, &mut rb, r.n0, r.k_begin, r.k_end, tid, threads);
-        stash::<A, BM, BK, LA>(a, &ra, 0, G::<At, BM, BN, BK, WM, WN>::LDK, tid, threads);
-        stash::<B, BN, BK, LB>(b, &rb, BM * G::<At, BM, BN, BK, WM, WN>::LDK * G::<At, BM, BN, BK, WM, WN>::E, G::<At, BM, BN, BK, WM, WN>::LDK, tid, threads);
+        sa.copy::<A, BM, BK>(a, r.k_begin, 0);
+        sb.copy::<B, BN, BK>(b, r.k_begin, BM * ldk * e);
     }
     arch::barrier();
 
     for step in 0..steps {
         let cur = (step as usize % 2) * stage;
         let nxt = ((step as usize + 1) % 2) * stage;
-        let more = step + 1 < steps;
-        if more {
+        if step + 1 < steps {
             let k0 = r.k_begin + (step + 1) * BK as u32;
             unsafe {
-                fetch::<A, BM, BK, LA>(a, &mut ra, r.m0, k0, r.k_end, tid, threads);
-                fetch::<B, BN, BK, LB>(b, &mut rb, r.n0, k0, r.k_end, tid, threads);
+                sa.copy::<A, BM, BK>(a, k0, nxt);
+                sb.copy::<B, BN, BK>(b, k0, nxt + BM * ldk * e);
             }
         }
         unsafe { multiply::<At, BM, BN, BK, WM, WN, FR, FC>(&mut acc, cur, lane, wm, wn) };
-        if more {
-            let ldk = G::<At, BM, BN, BK, WM, WN>::LDK;
-            let e = G::<At, BM, BN, BK, WM, WN>::E;
-            unsafe {
-                stash::<A, BM, BK, LA>(a, &ra, nxt, ldk, tid, threads);
-                stash::<B, BN, BK, LB>(b, &rb, nxt + BM * ldk * e, ldk, tid, threads);
-            }
-        }
         arch::barrier();
     }
     acc
 }
 
-/// Which (row, k) of a `ROWS x BK` slab staged element `i` of thread `tid` is.
+/// Whether a `ROWS x BK` slab can move as 16-byte row vectors, each thread
+/// keeping one vector slot (a fixed group of rows) and whole passes.
 #[inline(always)]
-fn slab_coord<const ROWS: usize, const BK: usize>(rows_fast: bool, idx: usize) -> (usize, usize) {
-    if rows_fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) }
+const fn vec_shape<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) -> bool {
+    let slots = ROWS / T::LANES;
+    ROWS % T::LANES == 0 && slots > 0 && threads % slots == 0 && (slots * BK) % threads == 0
 }
 
-/// Global -> registers for one K-slab starting at `k0`.
-#[inline(always)]
-unsafe fn fetch<O: Operand, const ROWS: usize, const BK: usize, const L: usize>(
-    o: &O,
-    regs: &mut [O::T; L],
+/// One thread's share of an operand's K-slab: which elements it moves.
+struct Slab<'r, R> {
+    vec: bool,
+    fast: bool,
+    row: &'r R,
     row0: u32,
-    k0: u32,
     k_end: u32,
     tid: usize,
     threads: usize,
-) {
-    let fast = o.rows_fast();
-    for (i, reg) in regs.iter_mut().enumerate() {
-        let idx = tid + i * threads;
-        let (row, kk) = slab_coord::<ROWS, BK>(fast, idx);
-        let k = k0 + kk as u32;
-        *reg = if idx < ROWS * BK && k < k_end { unsafe { o.load(row0 + row as u32, k) } } else { O::T::default() };
-    }
+    ldk: usize,
 }
 
-/// Registers -> LDS (`[ROWS][ldk]` at byte offset `base`).
-#[inline(always)]
-unsafe fn stash<O: Operand, const ROWS: usize, const BK: usize, const L: usize>(
-    o: &O,
-    regs: &[O::T; L],
-    base: usize,
-    ldk: usize,
-    tid: usize,
-    threads: usize,
-) {
-    let fast = o.rows_fast();
-    for (i, &v) in regs.iter().enumerate() {
-        let idx = tid + i * threads;
-        if idx < ROWS * BK {
-            let (row, kk) = slab_coord::<ROWS, BK>(fast, idx);
-            unsafe { arch::lds_st(base + (row * ldk + kk) * <O::T as Elem>::BYTES, v) };
+impl<R: Copy> Slab<'_, R> {
+    /// Global -> LDS (`[ROWS][ldk]` at byte offset `base`) for the K-slab at `k0`.
+    #[inline(always)]
+    unsafe fn copy<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(&self, o: &O, k0: u32, base: usize) {
+        let lanes = O::T::LANES;
+        let eb = <O::T as Elem>::BYTES;
+        if self.vec {
+            let slots = ROWS / lanes;
+            let row = (self.tid % slots) * lanes;
+            let per = self.threads / slots;
+            for p in 0..(slots * BK) / self.threads {
+                let kk = self.tid / slots + p * per;
+                let k = k0 + kk as u32;
+                let v = if k < self.k_end { unsafe { o.load_vec(self.row, &o.col(k)) } } else { Default::default() };
+                for (e, &x) in v.as_ref().iter().enumerate() {
+                    unsafe { arch::lds_st(base + ((row + e) * self.ldk + kk) * eb, x) };
+                }
+            }
+        } else {
+            let mut idx = self.tid;
+            while idx < ROWS * BK {
+                let (row, kk) = if self.fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
+                let k = k0 + kk as u32;
+                let v = if k < self.k_end {
+                    unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) }
+                } else {
+                    O::T::default()
+                };
+                unsafe { arch::lds_st(base + (row * self.ldk + kk) * eb, v) };
+                idx += self.threads;
+            }
         }
     }
 }
@@ -212,10 +221,28 @@ unsafe fn multiply<
     }
 }
 
-/// Calls `f(m, n, value)` for every accumulator of this lane (tile-relative
-/// coordinates `m < BM`, `n < BN`).
+/// LDS bytes [`store_tile`] needs: an f32 `BM x BN` tile.
+pub const fn tile_lds_bytes(bm: usize, bn: usize) -> usize {
+    bm * bn * 4
+}
+
+/// Writes the accumulators into an f32 `BM x BN` tile in LDS, then calls
+/// `f(m, n, value)` for every element (tile-relative), threads walking rows so
+/// consecutive threads take consecutive `n`.
+///
+/// # Safety
+/// All threads of the workgroup must call it (barriers), after the main loop,
+/// with at least [`tile_lds_bytes`] of LDS.
 #[inline(always)]
-pub fn for_each_acc<At: MmaAtom, const BM: usize, const BN: usize, const WM: usize, const WN: usize, const FR: usize, const FC: usize>(
+pub unsafe fn store_tile<
+    At: MmaAtom,
+    const BM: usize,
+    const BN: usize,
+    const WM: usize,
+    const WN: usize,
+    const FR: usize,
+    const FC: usize,
+>(
     acc: &Acc<At, FR, FC>,
     mut f: impl FnMut(usize, usize, f32),
 ) {
@@ -224,12 +251,21 @@ pub fn for_each_acc<At: MmaAtom, const BM: usize, const BN: usize, const WM: usi
     let wave = tid / At::WAVE;
     let (wm, wn) = (wave % WM, wave / WM);
     let (tm, tn) = (BM / WM, BN / WN);
+    // Small constant-trip loops with constant register indices: fully unrolled.
     for (fr, row) in acc.iter().enumerate() {
         for (fc, frag) in row.iter().enumerate() {
             for (s, &v) in frag.as_ref().iter().enumerate() {
                 let (i, j) = At::c_elem(lane, s);
-                f(wm * tm + fr * At::M + i, wn * tn + fc * At::N + j, v);
+                let (m, n) = (wm * tm + fr * At::M + i, wn * tn + fc * At::N + j);
+                unsafe { arch::lds_st((m * BN + n) * 4, v) };
             }
         }
+    }
+    arch::barrier();
+    let threads = WM * WN * At::WAVE;
+    let mut idx = tid;
+    while idx < BM * BN {
+        f(idx / BN, idx % BN, unsafe { arch::lds_ld::<f32>(idx * 4) });
+        idx += threads;
     }
 }

@@ -15,18 +15,37 @@ pub mod splitk;
 use crate::elem::Elem;
 
 /// A virtual GEMM operand seen by one group: `rows x K` (A: rows = M, B: rows = N).
+///
+/// Addressing is separable: a row context (computed once per thread, since a
+/// thread keeps its rows for the whole main loop) and a column context (one
+/// per reduction index a thread touches per step) combine with a few adds.
 pub trait Operand {
     /// Element type in memory (and fed to the atom).
     type T: Elem;
+    /// What a row contributes to an element's address.
+    type Row: Copy;
+    /// What a reduction index contributes.
+    type Col: Copy;
     /// Whether consecutive rows are adjacent in memory (else consecutive k
     /// are): threads walk that index fastest so loads coalesce.
     fn rows_fast(&self) -> bool;
-    /// Element `(row, k)`, or zero if `row` is beyond the operand or the
-    /// element falls into padding.
+    /// Whether `T::LANES` consecutive rows starting at a multiple of
+    /// `T::LANES` are always one aligned 16-byte vector with one validity.
+    fn vec_ok(&self) -> bool;
+    /// Context of `row` (rows past the operand yield zeros).
+    fn row(&self, row: u32) -> Self::Row;
+    /// Context of reduction index `k`.
+    fn col(&self, k: u32) -> Self::Col;
+    /// Element `(row, k)`, zero in padding or past the operand.
     ///
     /// # Safety
     /// The operand's pointers must be valid for the problem it was built from.
-    unsafe fn load(&self, row: u32, k: u32) -> Self::T;
+    unsafe fn load(&self, r: &Self::Row, c: &Self::Col) -> Self::T;
+    /// Rows `row .. row + T::LANES` at `k` as one vector (only when [`Operand::vec_ok`]).
+    ///
+    /// # Safety
+    /// As [`Operand::load`]; `row` a multiple of `T::LANES`.
+    unsafe fn load_vec(&self, r: &Self::Row, c: &Self::Col) -> <Self::T as Elem>::V16;
 }
 
 /// The part of the GEMM one workgroup computes.

@@ -31,15 +31,12 @@ macro_rules! atom_ty {
 macro_rules! body {
     ($args:ident, BwdWeight, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
         type At = atom_ty!($atom, $ty);
-        const T: usize = $wm * $wn * <At as $crate::atom::MmaAtom>::WAVE;
         $crate::conv::bwd_weight::kernel::<
             At,
             out_ty!($ty),
             $bm, $bn, $bk, $wm, $wn,
             { $bm / $wm / <At as $crate::atom::MmaAtom>::M },
             { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
-            { ($bm * $bk as usize).div_ceil(T) },
-            { ($bn * $bk as usize).div_ceil(T) },
         >($args)
     }};
     ($args:ident, SplitKFinish, $ty:ident, $($rest:tt)*) => {

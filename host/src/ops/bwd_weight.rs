@@ -5,7 +5,7 @@
 
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, AtomKind, Family, Instance, Op};
-use convgrad_types::params::{ConvArgs, flags};
+use convgrad_types::params::{ConvArgs, FastDiv, flags};
 use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 /// How to split the reduction.
@@ -242,6 +242,11 @@ pub fn plan_with(
         tiles_n,
         partial_elems: partial as u32,
         epi: chain,
+        div_out: p.output().map(|o| FastDiv::new(o as u32)),
+        div_c: FastDiv::new(p.c as u32),
+        div_x: FastDiv::new(p.filter[2] as u32),
+        div_y: FastDiv::new(p.filter[1] as u32),
+        div_zyx: FastDiv::new(p.filter_taps() as u32),
         ..Default::default()
     };
     for (i, d) in ds.iter().enumerate().take(MAX_D) {
