@@ -117,7 +117,8 @@ fn bwd_weight_every_instance() {
     for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
         let (dev, module) = emu(arch);
         for inst in convgrad::types::instance::INSTANCES.iter().filter(|i| {
-            i.op == convgrad::types::instance::Op::BwdWeight && i.on(dev.family())
+            matches!(i.op, convgrad::types::instance::Op::BwdWeight | convgrad::types::instance::Op::BwdWeightDirect)
+                && i.on(dev.family())
         }) {
             let cfg = BwdWeightConfig { types: inst.types, instance: Some(inst.name.into()), ..Default::default() };
             let case = Case { problem: p, config: cfg, seed: 77, init: Init::Float, timed_runs: 0, dump: false };

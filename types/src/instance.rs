@@ -56,6 +56,9 @@ pub enum Op {
     SplitKFinish,
     /// Runtime smoke test: one matrix atom through LDS and a barrier.
     Smoke,
+    /// Direct backward-weight for tiny per-group GEMMs (depthwise, small C and K):
+    /// one thread per weight element, groups fastest.
+    BwdWeightDirect,
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -155,7 +158,7 @@ impl Instance {
     /// LDS bytes it is launched with.
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
-            Op::SplitKFinish => 0,
+            Op::SplitKFinish | Op::BwdWeightDirect => 0,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             _ => {
@@ -192,6 +195,11 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mma16x8x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
+        // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).
+        $m!($($extra,)* bwdw_direct_f32, [Cdna, Rdna3, Nvidia], BwdWeightDirect, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_direct_f16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_direct_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_direct_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16F32, 256, 1, 1, 256, 1, Fma);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

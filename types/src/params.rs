@@ -134,6 +134,10 @@ pub struct ConvArgs {
     pub div_y: FastDiv,
     /// Division by `Z*Y*X`.
     pub div_zyx: FastDiv,
+    /// Division by `G` (direct kernels: groups are the fastest thread index).
+    pub div_g: FastDiv,
+    /// Division by GEMM N.
+    pub div_gemm_n: FastDiv,
 }
 
 /// FNV-1a over a list of words, usable in constants.
@@ -178,7 +182,8 @@ impl ConvArgs {
             size_of::<EpiChain>() as u32,
             offset_of!(ConvArgs, div_out) as u32,
             offset_of!(ConvArgs, div_zyx) as u32,
-            3, // bump when a field's meaning changes
+            offset_of!(ConvArgs, div_gemm_n) as u32,
+            4, // bump when a field's meaning changes
         ])
     };
 }

@@ -191,7 +191,7 @@ impl<T: Elem> Operand for XCols<'_, T> {
 
 /// Writes `v` (the full reduction) through the epilogue into `dW`.
 #[inline(always)]
-unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v: f32) {
+pub(crate) unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v: f32) {
     let (c, [z, y, x]) = split_filter_col(a, n);
     let idx = [g, m, c, z, y, x];
     let v = a.epi.apply(v, |d| unsafe { arch::ld(a.d[d] as *const Out, offset(&a.d_strides[d], idx)).to_f32() });

@@ -1,6 +1,7 @@
 //! Convolution ops as thin problem-to-GEMM mappings onto [`crate::gemm`].
 
 pub mod bwd_weight;
+pub mod bwd_weight_direct;
 
 use convgrad_types::params::ConvArgs;
 

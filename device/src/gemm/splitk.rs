@@ -31,6 +31,18 @@ pub struct Coord {
     pub mode: PartialMode,
 }
 
+/// The partial mode the argument block asks for.
+#[inline(always)]
+pub fn mode(a: &ConvArgs) -> PartialMode {
+    if a.flags & flags::SPLITK_STORE != 0 {
+        PartialMode::Store
+    } else if a.flags & flags::SPLITK_ATOMIC != 0 {
+        PartialMode::Atomic
+    } else {
+        PartialMode::Direct
+    }
+}
+
 /// Decodes grid `(x = tile, z = g * k_batch + kb)` for tiles of `bm x bn`.
 #[inline(always)]
 pub fn coord(a: &ConvArgs, block: [u32; 3], bm: u32, bn: u32) -> Coord {
@@ -39,13 +51,7 @@ pub fn coord(a: &ConvArgs, block: [u32; 3], bm: u32, bn: u32) -> Coord {
     let (g, kb) = (block[2] / a.k_batch, block[2] % a.k_batch);
     let k_begin = kb * a.k_per_batch;
     let k_end = if a.k_batch == 1 { a.gemm_k } else { (k_begin + a.k_per_batch).min(a.gemm_k) };
-    let mode = if a.flags & flags::SPLITK_STORE != 0 {
-        PartialMode::Store
-    } else if a.flags & flags::SPLITK_ATOMIC != 0 {
-        PartialMode::Atomic
-    } else {
-        PartialMode::Direct
-    };
+    let mode = mode(a);
     Coord { g, kb, range: BlockRange { m0: tm * bm, n0: tn * bn, k_begin, k_end }, mode }
 }
 

@@ -39,6 +39,9 @@ macro_rules! body {
             { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
         >($args)
     }};
+    ($args:ident, BwdWeightDirect, $ty:ident, $($rest:tt)*) => {
+        $crate::conv::bwd_weight_direct::kernel::<in_ty!($ty), out_ty!($ty)>($args)
+    };
     ($args:ident, SplitKFinish, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_weight::finish::<out_ty!($ty)>($args)
     };

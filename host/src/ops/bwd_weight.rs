@@ -4,7 +4,7 @@
 //! GEMM per group: `M = K`, `N = C * Z*Y*X`, reduction `N_batch * Do*Ho*Wo`.
 
 use convgrad_types::epilogue::{EpiChain, MAX_D};
-use convgrad_types::instance::{self, AtomKind, Family, Instance, Op};
+use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_types::params::{ConvArgs, FastDiv, flags};
 use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
@@ -110,7 +110,9 @@ pub fn choose_instance(
     cfg: &BwdWeightConfig,
     family: Family,
 ) -> Result<&'static Instance, OpError> {
-    let fits = |i: &&Instance| i.op == Op::BwdWeight && i.types == cfg.types && i.on(family);
+    let fits = |i: &&Instance| {
+        matches!(i.op, Op::BwdWeight | Op::BwdWeightDirect) && i.types == cfg.types && i.on(family)
+    };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
             OpError::Instance(format!("--instance {name}: no such instance (see `cargo xtask list-instances`)"))
@@ -126,18 +128,26 @@ pub fn choose_instance(
         }
         return Ok(i);
     }
-    let mut cands: Vec<&'static Instance> = instance::INSTANCES.iter().filter(fits).collect();
-    // Prefer the largest tile that the GEMM fills; small M or N (depthwise,
-    // small C/K) take the smallest tile to waste less of the matrix unit.
-    let n = p.c as u64 * p.filter_taps();
-    cands.sort_by_key(|i| {
-        let waste = |len: u64, t: u32| len.div_ceil(t as u64) * t as u64 - len;
-        let w = waste(p.k as u64, i.tile.bm) * n + waste(n, i.tile.bn) * p.k as u64;
-        (w, u32::MAX - i.tile.bm * i.tile.bn)
-    });
-    cands.first().copied().ok_or_else(|| {
-        OpError::Instance(format!("no bwd-weight instance for {} on {family:?}", cfg.types.name()))
-    })
+    let mut tiles: Vec<&'static Instance> =
+        instance::INSTANCES.iter().filter(fits).filter(|i| i.op == Op::BwdWeight).collect();
+    // Prefer the largest tile that the GEMM fills; small M or N take the
+    // smallest tile to waste less of the matrix unit.
+    let (m, n) = (p.k as u64, p.c as u64 * p.filter_taps());
+    let padded =
+        |i: &Instance| m.div_ceil(i.tile.bm as u64) * i.tile.bm as u64 * n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
+    tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn));
+    let best = tiles.first().copied();
+    // Per-group GEMMs that would fill under a tenth of even the best tile
+    // (depthwise, small C and K) go to the direct kernel.
+    let direct = instance::INSTANCES.iter().filter(fits).find(|i| i.op == Op::BwdWeightDirect);
+    match (best, direct) {
+        (Some(b), Some(d)) if 10 * m * n < padded(b) => Ok(d),
+        (Some(b), _) => Ok(b),
+        (None, Some(d)) => Ok(d),
+        (None, None) => {
+            Err(OpError::Instance(format!("no bwd-weight instance for {} on {family:?}", cfg.types.name())))
+        }
+    }
 }
 
 /// Builds the plan for `p` on a device of `family` with `compute_units`.
@@ -189,10 +199,16 @@ pub fn plan_with(
         }
     }
     let t = inst.tile;
+    let direct = inst.op == Op::BwdWeightDirect;
     let tiles_m = gm.div_ceil(t.bm as u64) as u32;
     let tiles_n = gn.div_ceil(t.bn as u64) as u32;
-    let k_tiles = gk.div_ceil(t.bk as u64).max(1) as u32;
+    // The direct kernel splits the reduction in steps of 64 output pixels.
+    let step = if direct { 64 } else { t.bk };
+    let k_tiles = gk.div_ceil(step as u64).max(1) as u32;
+    let weights = p.g as u64 * gm * gn;
     let want = match cfg.split_k {
+        // Direct: about 2048 threads per compute unit in all.
+        SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(weights) as u32,
         // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128.
         SplitK::Auto => {
             let occupancy = 2u64;
@@ -200,8 +216,9 @@ pub fn plan_with(
         }
         SplitK::Fixed(n) => n,
     };
-    let k_batch0 = want.clamp(1, k_tiles.min(128));
-    let k_per_batch = k_tiles.div_ceil(k_batch0) * t.bk;
+    let cap = if direct { 4096 } else { 128 };
+    let k_batch0 = want.clamp(1, k_tiles.min(cap));
+    let k_per_batch = k_tiles.div_ceil(k_batch0) * step;
     let k_batch = (gk as u32).div_ceil(k_per_batch).max(1);
     let partial = p.g as u64 * gm * gn;
     if k_batch > 1 && partial * k_batch as u64 > u32::MAX as u64 {
@@ -247,14 +264,21 @@ pub fn plan_with(
         div_x: FastDiv::new(p.filter[2] as u32),
         div_y: FastDiv::new(p.filter[1] as u32),
         div_zyx: FastDiv::new(p.filter_taps() as u32),
+        div_g: FastDiv::new(p.g as u32),
+        div_gemm_n: FastDiv::new(gn as u32),
         ..Default::default()
     };
     for (i, d) in ds.iter().enumerate().take(MAX_D) {
         args.d_strides[i] = d.strides_u32();
     }
+    let grid = if direct {
+        [(weights as u32).div_ceil(inst.threads(family)), 1, k_batch]
+    } else {
+        [tiles_m * tiles_n, 1, p.g as u32 * k_batch]
+    };
     let main = LaunchSpec {
         instance: inst,
-        grid: [tiles_m * tiles_n, 1, p.g as u32 * k_batch],
+        grid,
         block: inst.threads(family),
         lds_bytes: inst.lds_bytes(),
     };
@@ -279,7 +303,6 @@ pub fn plan_with(
         flags::SPLITK_ATOMIC => partial as usize,
         _ => 0,
     };
-    debug_assert!(inst.atom != AtomKind::Fma || inst.types == TypeConfig::F32);
     Ok(BwdWeightPlan {
         problem: *p,
         x,
