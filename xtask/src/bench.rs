@@ -56,16 +56,8 @@ struct Shape {
     p: ConvProblem,
 }
 
-fn p2(
-    n: usize,
-    g: usize,
-    c: usize,
-    k: usize,
-    f: usize,
-    hw: usize,
-    s: usize,
-    pad: usize,
-) -> ConvProblem {
+/// A square 2-D problem: `(N, G, C, K)`, filter `f x f`, input `hw x hw`, stride `s`, pad `pad`.
+fn p2((n, g, c, k): (usize, usize, usize, usize), f: usize, hw: usize, s: usize, pad: usize) -> ConvProblem {
     ConvProblem::from_ck_args(&[2, g, n, k, c, f, f, hw, hw, s, s, 1, 1, pad, pad, pad, pad])
         .expect("suite shape")
 }
@@ -76,47 +68,47 @@ fn suite() -> Vec<Shape> {
         Shape {
             name: "seed17 128x128->256 3x3 71 s2".into(),
             kind: Dense,
-            p: p2(128, 1, 128, 256, 3, 71, 2, 1),
+            p: p2((128, 1, 128, 256), 3, 71, 2, 1),
         },
         Shape {
             name: "128x64->64 3x3 56".into(),
             kind: Dense,
-            p: p2(128, 1, 64, 64, 3, 56, 1, 1),
+            p: p2((128, 1, 64, 64), 3, 56, 1, 1),
         },
         Shape {
             name: "128x256->256 3x3 14".into(),
             kind: Dense,
-            p: p2(128, 1, 256, 256, 3, 14, 1, 1),
+            p: p2((128, 1, 256, 256), 3, 14, 1, 1),
         },
         Shape {
             name: "128x512->512 3x3 7".into(),
             kind: Dense,
-            p: p2(128, 1, 512, 512, 3, 7, 1, 1),
+            p: p2((128, 1, 512, 512), 3, 7, 1, 1),
         },
         Shape {
             name: "128x256->64 1x1 56".into(),
             kind: Dense,
-            p: p2(128, 1, 256, 64, 1, 56, 1, 0),
+            p: p2((128, 1, 256, 64), 1, 56, 1, 0),
         },
         Shape {
             name: "resnext 64 g32 4->4 3x3 56".into(),
             kind: Grouped,
-            p: p2(64, 32, 4, 4, 3, 56, 1, 1),
+            p: p2((64, 32, 4, 4), 3, 56, 1, 1),
         },
         Shape {
             name: "resnext 64 g32 16->16 3x3 14".into(),
             kind: Grouped,
-            p: p2(64, 32, 16, 16, 3, 14, 1, 1),
+            p: p2((64, 32, 16, 16), 3, 14, 1, 1),
         },
         Shape {
             name: "depthwise 64 g144 3x3 56".into(),
             kind: Grouped,
-            p: p2(64, 144, 1, 1, 3, 56, 1, 1),
+            p: p2((64, 144, 1, 1), 3, 56, 1, 1),
         },
         Shape {
             name: "depthwise 64 g384 3x3 14".into(),
             kind: Grouped,
-            p: p2(64, 384, 1, 1, 3, 14, 1, 1),
+            p: p2((64, 384, 1, 1), 3, 14, 1, 1),
         },
         Shape {
             name: "3d 4x64->64 3x3x3 16x56x56".into(),
@@ -159,7 +151,7 @@ fn suite() -> Vec<Shape> {
         v.push(Shape {
             name: format!("r50 256x{c}->{k} {f}x{f} {hw} s{s}"),
             kind: Kind::Dense,
-            p: p2(256, 1, c, k, f, hw, s, pad),
+            p: p2((256, 1, c, k), f, hw, s, pad),
         });
     }
     v
@@ -170,17 +162,17 @@ fn emu_suite() -> Vec<Shape> {
         Shape {
             name: "emu 8x64->64 3x3 14".into(),
             kind: Kind::Dense,
-            p: p2(8, 1, 64, 64, 3, 14, 1, 1),
+            p: p2((8, 1, 64, 64), 3, 14, 1, 1),
         },
         Shape {
             name: "emu 4 g8 16->16 3x3 14".into(),
             kind: Kind::Grouped,
-            p: p2(4, 8, 16, 16, 3, 14, 1, 1),
+            p: p2((4, 8, 16, 16), 3, 14, 1, 1),
         },
         Shape {
             name: "emu depthwise 4 g64 3x3 14".into(),
             kind: Kind::Grouped,
-            p: p2(4, 64, 1, 1, 3, 14, 1, 1),
+            p: p2((4, 64, 1, 1), 3, 14, 1, 1),
         },
     ]
 }

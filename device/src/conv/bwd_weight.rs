@@ -39,10 +39,10 @@ pub fn split_filter_col(a: &ConvArgs, n: u32) -> (u32, [u32; 3]) {
 /// one aligned vector (device buffers are at least 16-byte aligned).
 #[inline(always)]
 fn vector_rows(s: &[u32; 6], row_axis: usize, rows_per_vec_group: u32, lanes: u32) -> bool {
-    let mut ok = s[row_axis] == 1 && rows_per_vec_group % lanes == 0;
+    let mut ok = s[row_axis] == 1 && rows_per_vec_group.is_multiple_of(lanes);
     for (i, &st) in s.iter().enumerate() {
         if i != row_axis {
-            ok &= st % lanes == 0;
+            ok &= st.is_multiple_of(lanes);
         }
     }
     ok

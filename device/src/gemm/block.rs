@@ -121,7 +121,7 @@ pub unsafe fn run<
 #[inline(always)]
 const fn vec_shape<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) -> bool {
     let slots = ROWS / T::LANES;
-    ROWS % T::LANES == 0 && slots > 0 && threads % slots == 0 && (slots * BK) % threads == 0
+    ROWS.is_multiple_of(T::LANES) && slots > 0 && threads.is_multiple_of(slots) && (slots * BK).is_multiple_of(threads)
 }
 
 /// One thread's share of an operand's K-slab: which elements it moves.
