@@ -10,6 +10,16 @@ pub struct Bf16(pub u16);
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
 pub struct Vec16<A>(pub A);
 
+/// 4-byte-aligned elements (LDS fragment runs).
+#[repr(C, align(4))]
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+pub struct Al4<A>(pub A);
+
+/// 8-byte-aligned elements (LDS fragment runs).
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Default, Debug, PartialEq)]
+pub struct Al8<A>(pub A);
+
 /// A storage element: f32, f16 or bf16.
 pub trait Elem: Copy + Default + 'static {
     /// Bytes in memory.
@@ -97,3 +107,21 @@ impl<T, const N: usize> AsMut<[T]> for Vec16<[T; N]> {
         &mut self.0
     }
 }
+
+macro_rules! as_slice {
+    ($($w:ident),*) => {$(
+        impl<T, const N: usize> AsRef<[T]> for $w<[T; N]> {
+            #[inline(always)]
+            fn as_ref(&self) -> &[T] {
+                &self.0
+            }
+        }
+        impl<T, const N: usize> AsMut<[T]> for $w<[T; N]> {
+            #[inline(always)]
+            fn as_mut(&mut self) -> &mut [T] {
+                &mut self.0
+            }
+        }
+    )*};
+}
+as_slice!(Al4, Al8);

@@ -30,6 +30,9 @@
 #![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu))]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, abi_unadjusted))]
 
+#[cfg(test)]
+extern crate std;
+
 pub mod arch;
 pub mod atom;
 pub mod conv;

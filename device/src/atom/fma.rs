@@ -17,6 +17,8 @@ impl MmaAtom for Fma {
     type A = [f32; 1];
     type B = [f32; 1];
     type C = [f32; 1];
+    type ARun = [f32; 1];
+    type BRun = [f32; 1];
     #[inline(always)]
     fn a_elem(_: usize, _: usize) -> (usize, usize) {
         (0, 0)

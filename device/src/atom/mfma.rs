@@ -41,6 +41,8 @@ impl<T: MfmaInput> MmaAtom for Mfma32x32x8<T> {
     type A = [T; 4];
     type B = [T; 4];
     type C = [f32; 16];
+    type ARun = crate::elem::Al8<[T; 4]>;
+    type BRun = crate::elem::Al8<[T; 4]>;
     #[inline(always)]
     fn a_elem(lane: usize, e: usize) -> (usize, usize) {
         (lane % 32, 4 * (lane / 32) + e)
@@ -69,6 +71,8 @@ impl<T: MfmaInput> MmaAtom for Mfma16x16x16<T> {
     type A = [T; 4];
     type B = [T; 4];
     type C = [f32; 4];
+    type ARun = crate::elem::Al8<[T; 4]>;
+    type BRun = crate::elem::Al8<[T; 4]>;
     #[inline(always)]
     fn a_elem(lane: usize, e: usize) -> (usize, usize) {
         (lane % 16, 4 * (lane / 16) + e)
@@ -116,7 +120,8 @@ mod hw {
     }
     #[inline(always)]
     pub fn bf(v: &[Bf16; 4]) -> I16x4 {
-        I16x4(core::array::from_fn(|i| v[i].0 as i16))
+        // Bf16 is a transparent u16: the bits reinterpret as-is.
+        I16x4(unsafe { core::mem::transmute::<[Bf16; 4], [i16; 4]>(*v) })
     }
 }
 

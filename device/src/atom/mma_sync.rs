@@ -32,6 +32,8 @@ impl<T: MmaSyncInput> MmaAtom for Mma16x8x16<T> {
     type A = [T; 8];
     type B = [T; 4];
     type C = [f32; 4];
+    type ARun = crate::elem::Al4<[T; 2]>;
+    type BRun = crate::elem::Al4<[T; 2]>;
     #[inline(always)]
     fn a_elem(lane: usize, e: usize) -> (usize, usize) {
         (lane / 4 + 8 * ((e / 2) % 2), 2 * (lane % 4) + e % 2 + 8 * (e / 4))

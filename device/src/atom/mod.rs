@@ -39,6 +39,11 @@ pub trait MmaAtom {
     type B: Frag<Self::In>;
     /// Accumulator registers of one lane.
     type C: Frag<f32>;
+    /// A run of A slots `r*len .. (r+1)*len` holding consecutive k of one row,
+    /// as one aligned type (one LDS load when rows are K-contiguous).
+    type ARun: Copy + Default + AsRef<[Self::In]>;
+    /// Same for B: consecutive k of one column.
+    type BRun: Copy + Default + AsRef<[Self::In]>;
     /// `(i, k)` of the A element in register slot `e` of `lane`.
     fn a_elem(lane: usize, e: usize) -> (usize, usize);
     /// `(k, j)` of the B element in slot `e` of `lane`.
@@ -56,4 +61,54 @@ pub trait MmaAtom {
 #[inline(always)]
 pub fn bits<T: Elem, const L: usize>(f: &[T; L]) -> [u16; L] {
     core::array::from_fn(|i| f[i].bits16())
+}
+
+#[cfg(all(test, not(any(target_arch = "amdgpu", target_arch = "nvptx64"))))]
+mod tests {
+    use super::*;
+    use crate::elem::Bf16;
+
+    /// Every lane-slot pair maps to a distinct element, all elements are
+    /// covered (WMMA: each row/column exactly twice, lanes l and l+16), and
+    /// the declared k-runs are consecutive k of one row (A) / column (B).
+    fn check<At: MmaAtom>() {
+        let (m, n, k) = (At::M, At::N, At::K);
+        let e = core::mem::size_of::<At::In>();
+        let (la, lb, lc) = (At::A::default().as_ref().len(), At::B::default().as_ref().len(), At::C::default().as_ref().len());
+        let (ra, rb) = (core::mem::size_of::<At::ARun>() / e, core::mem::size_of::<At::BRun>() / e);
+        let mut seen_a = std::vec![0u32; m * k];
+        let mut seen_b = std::vec![0u32; k * n];
+        let mut seen_c = std::vec![0u32; m * n];
+        for lane in 0..At::WAVE {
+            for s in 0..la {
+                let (i, kk) = At::a_elem(lane, s);
+                seen_a[i * k + kk] += 1;
+                let (i0, k0) = At::a_elem(lane, s - s % ra);
+                assert_eq!((i, kk), (i0, k0 + s % ra), "A run broken at lane {lane} slot {s}");
+            }
+            for s in 0..lb {
+                let (kk, j) = At::b_elem(lane, s);
+                seen_b[kk * n + j] += 1;
+                let (k0, j0) = At::b_elem(lane, s - s % rb);
+                assert_eq!((kk, j), (k0 + s % rb, j0), "B run broken at lane {lane} slot {s}");
+            }
+            for s in 0..lc {
+                let (i, j) = At::c_elem(lane, s);
+                seen_c[i * n + j] += 1;
+            }
+        }
+        let copies = (At::WAVE * la / (m * k)) as u32;
+        assert!(seen_a.iter().all(|&c| c == copies), "A coverage");
+        assert!(seen_b.iter().all(|&c| c == copies), "B coverage");
+        assert!(seen_c.iter().all(|&c| c == 1), "C coverage");
+    }
+
+    #[test]
+    fn atom_layouts_are_consistent() {
+        check::<mfma::Mfma32x32x8<f16>>();
+        check::<mfma::Mfma16x16x16<Bf16>>();
+        check::<wmma::Wmma16x16x16<f16>>();
+        check::<mma_sync::Mma16x8x16<f16>>();
+        check::<fma::Fma>();
+    }
 }

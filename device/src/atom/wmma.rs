@@ -32,6 +32,8 @@ impl<T: WmmaInput> MmaAtom for Wmma16x16x16<T> {
     type A = [T; 16];
     type B = [T; 16];
     type C = [f32; 8];
+    type ARun = crate::elem::Vec16<[T; 8]>;
+    type BRun = crate::elem::Vec16<[T; 8]>;
     #[inline(always)]
     fn a_elem(lane: usize, e: usize) -> (usize, usize) {
         (lane % 16, e)
@@ -79,8 +81,9 @@ mod hw {
     impl WmmaInput for Bf16 {
         #[inline(always)]
         unsafe fn wmma(a: &[Bf16; 16], b: &[Bf16; 16], c: &mut [f32; 8]) {
-            let a = I16x16(core::array::from_fn(|i| a[i].0 as i16));
-            let b = I16x16(core::array::from_fn(|i| b[i].0 as i16));
+            // Bf16 is a transparent u16: the bits reinterpret as-is.
+            let a = I16x16(unsafe { core::mem::transmute::<[Bf16; 16], [i16; 16]>(*a) });
+            let b = I16x16(unsafe { core::mem::transmute::<[Bf16; 16], [i16; 16]>(*b) });
             *c = unsafe { core::mem::transmute(wmma_bf16(a, b, F32x8(*c))) };
         }
     }

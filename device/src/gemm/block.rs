@@ -15,7 +15,7 @@
 use super::{BlockRange, Operand};
 use crate::arch;
 use crate::atom::MmaAtom;
-use crate::elem::Elem;
+use crate::elem::{Al4, Elem};
 use convgrad_types::instance::TileConfig;
 
 /// Accumulators of one lane: `FR x FC` atom fragments.
@@ -143,15 +143,31 @@ impl<R: Copy> Slab<'_, R> {
         let lanes = O::T::LANES;
         let eb = <O::T as Elem>::BYTES;
         if self.vec {
+            // A thread owns `lanes` rows and `passes` consecutive k of the slab,
+            // so pairs of k go to LDS as one 4-byte store per row.
             let slots = ROWS / lanes;
             let row = (self.tid % slots) * lanes;
-            let per = self.threads / slots;
-            for p in 0..(slots * BK) / self.threads {
-                let kk = self.tid / slots + p * per;
+            let passes = slots * BK / self.threads;
+            let kbase = (self.tid / slots) * passes;
+            let load = |kk: usize| {
                 let k = k0 + kk as u32;
-                let v = if k < self.k_end { unsafe { o.load_vec(self.row, &o.col(k)) } } else { Default::default() };
-                for (e, &x) in v.as_ref().iter().enumerate() {
-                    unsafe { arch::lds_st(base + ((row + e) * self.ldk + kk) * eb, x) };
+                if k < self.k_end { unsafe { o.load_vec(self.row, &o.col(k)) } } else { Default::default() }
+            };
+            if passes.is_multiple_of(2) {
+                for q in 0..passes / 2 {
+                    let kk = kbase + 2 * q;
+                    let (v0, v1) = (load(kk), load(kk + 1));
+                    for e in 0..lanes {
+                        let pair = Al4([v0.as_ref()[e], v1.as_ref()[e]]);
+                        unsafe { arch::lds_st(base + ((row + e) * self.ldk + kk) * eb, pair) };
+                    }
+                }
+            } else {
+                for p in 0..passes {
+                    let v = load(kbase + p);
+                    for (e, &x) in v.as_ref().iter().enumerate() {
+                        unsafe { arch::lds_st(base + ((row + e) * self.ldk + kbase + p) * eb, x) };
+                    }
                 }
             }
         } else {
@@ -198,18 +214,26 @@ unsafe fn multiply<
     while ks < BK {
         let mut af: [At::A; FR] = [Default::default(); FR];
         let mut bf: [At::B; FC] = [Default::default(); FC];
+        // Fragments load in runs of consecutive k (the atom's layout says how
+        // long): one aligned LDS load per run instead of one per element.
         for (fr, f) in af.iter_mut().enumerate() {
-            for (s, v) in f.as_mut().iter_mut().enumerate() {
-                let (i, k) = At::a_elem(lane, s);
+            let f = f.as_mut();
+            let run = core::mem::size_of::<At::ARun>() / e;
+            for r in 0..f.len() / run {
+                let (i, k) = At::a_elem(lane, r * run);
                 let row = wm * tm + fr * At::M + i;
-                *v = unsafe { arch::lds_ld(stage + (row * ldk + ks + k) * e) };
+                let v: At::ARun = unsafe { arch::lds_ld(stage + (row * ldk + ks + k) * e) };
+                f[r * run..(r + 1) * run].copy_from_slice(v.as_ref());
             }
         }
         for (fc, f) in bf.iter_mut().enumerate() {
-            for (s, v) in f.as_mut().iter_mut().enumerate() {
-                let (k, j) = At::b_elem(lane, s);
+            let f = f.as_mut();
+            let run = core::mem::size_of::<At::BRun>() / e;
+            for r in 0..f.len() / run {
+                let (k, j) = At::b_elem(lane, r * run);
                 let row = wn * tn + fc * At::N + j;
-                *v = unsafe { arch::lds_ld(b_base + (row * ldk + ks + k) * e) };
+                let v: At::BRun = unsafe { arch::lds_ld(b_base + (row * ldk + ks + k) * e) };
+                f[r * run..(r + 1) * run].copy_from_slice(v.as_ref());
             }
         }
         for fr in 0..FR {
