@@ -64,7 +64,15 @@ enum Cmd {
     },
 }
 
-fn main() -> Result<()> {
+fn main() {
+    // Errors as one readable chain of causes, never a backtrace.
+    if let Err(e) = run() {
+        eprintln!("error: {e:#}");
+        std::process::exit(2);
+    }
+}
+
+fn run() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::BuildKernels { arch, release } => build::run(&build::BuildOpts {
             archs: build::parse_archs(arch.as_deref())?,

@@ -65,9 +65,6 @@ pub struct VerifyArgs {
     /// Fused epilogue: scale=S or bilinear=A,B (D tensor drawn at random).
     #[arg(long)]
     pub epilogue: Option<String>,
-    /// CK's positional form.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
-    pub positional: Vec<String>,
 }
 
 /// CK example 20's problem (3-D, G=4, N=1, K=128, C=256, 3x3x3, 14^3, pad 1).
@@ -109,8 +106,10 @@ fn parse_epilogue(s: Option<&str>) -> Result<EpilogueOp> {
 
 /// Entry point of `cargo xtask verify`.
 pub fn run(args: &[String]) -> Result<()> {
-    let a =
-        VerifyArgs::parse_from(std::iter::once("verify".to_string()).chain(args.iter().cloned()));
+    // CK's positional form: leading integers, then any options.
+    let n_pos = args.iter().take_while(|t| t.parse::<usize>().is_ok()).count();
+    let (positional, opts) = args.split_at(n_pos);
+    let a = VerifyArgs::parse_from(std::iter::once("verify".to_string()).chain(opts.iter().cloned()));
     if a.op != "bwd-weight" {
         bail!(
             "--op {}: only bwd-weight is implemented so far (bwd-data and bwd-data-multi-d are tracked separately)",
@@ -124,9 +123,9 @@ pub fn run(args: &[String]) -> Result<()> {
     };
     let mut time = a.time;
     let mut problem_text = a.problem.clone();
-    if !a.positional.is_empty() {
+    if !positional.is_empty() {
         // CK: verify init time [problem...]
-        let v = parse_numbers(&a.positional.join(" "))?;
+        let v = parse_numbers(&positional.join(" "))?;
         if v.len() < 3 {
             bail!("positional form: verify(0|1) init(0|1|2) time(0|1) [ndim G N K C ...]");
         }
