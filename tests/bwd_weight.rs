@@ -148,6 +148,22 @@ fn bwd_weight_deterministic_is_bitwise_reproducible() {
     }
 }
 
+/// Buffers shorter than the plan's tensors are refused, naming the tensor.
+#[test]
+fn bwd_weight_short_buffers_are_refused() {
+    use convgrad::ops::bwd_weight::BwdWeightBuffers;
+    let (dev, _) = emu(EmuArch::Gfx942);
+    let p = prob(&[2, 1, 1, 8, 8, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let cfg = BwdWeightConfig::default();
+    let plan = plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap();
+    let x = dev.alloc::<u16>(plan.x.span() as usize).unwrap();
+    let dy = dev.alloc::<u16>(plan.dy.span() as usize - 1).unwrap();
+    let dw = dev.alloc::<u16>(plan.dw.span() as usize).unwrap();
+    let mut ds = Vec::new();
+    let e = BwdWeightBuffers::checked(&plan, cfg.types, &x, &dy, &dw, &[], &mut ds).unwrap_err();
+    assert!(e.to_string().contains("tensor dy holds 199 elements but its descriptor spans 200"), "{e}");
+}
+
 /// Bad requests get errors that name the field.
 #[test]
 fn bwd_weight_bad_requests_are_refused_clearly() {
@@ -169,6 +185,9 @@ fn bwd_weight_bad_requests_are_refused_clearly() {
     })
     .unwrap_err();
     assert!(e.to_string().contains("smaller than the dilated filter"), "{e}");
+    // Over 2^31 elements in one tensor: refused with the reason and a way out.
+    let e = ConvProblem::from_ck_args(&[2, 1, 4096, 64, 64, 3, 3, 128, 128, 1, 1, 1, 1, 1, 1, 1, 1]).unwrap_err();
+    assert!(e.to_string().contains("beyond the 2^31-1") && e.to_string().contains("tensor x"), "{e}");
     let e = ConvProblem::from_ck_args(&[2, 1, 0, 8, 8, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1]).unwrap_err();
     assert_eq!(e.to_string(), "N = 0 is too small: it must be at least 1");
 }

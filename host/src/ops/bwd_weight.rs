@@ -350,6 +350,47 @@ pub struct BwdWeightBuffers<'a> {
     pub ds: &'a [u64],
 }
 
+impl<'a> BwdWeightBuffers<'a> {
+    /// Takes typed device buffers, checking each one's byte length against the
+    /// plan's tensor descriptors and data types (`ds` receives the addresses of
+    /// the `D` buffers, which must be checked the same way).
+    pub fn checked<X: bytemuck::Pod, W: bytemuck::Pod>(
+        plan: &BwdWeightPlan,
+        types: TypeConfig,
+        x: &crate::runtime::DeviceBuffer<X>,
+        dy: &crate::runtime::DeviceBuffer<X>,
+        dw: &crate::runtime::DeviceBuffer<W>,
+        d: &[&crate::runtime::DeviceBuffer<W>],
+        ds: &'a mut Vec<u64>,
+    ) -> Result<Self, OpError> {
+        let need = |name: &'static str, desc: &TensorDesc, t: DType, bytes: usize| {
+            let want = desc.span() as usize * t.bytes();
+            if bytes < want {
+                Err(OpError::Desc(DescError::BufferLength {
+                    tensor: name,
+                    expected: (want / t.bytes()) as u64,
+                    actual: (bytes / t.bytes()) as u64,
+                }))
+            } else {
+                Ok(())
+            }
+        };
+        need("x", &plan.x, types.act(), x.bytes())?;
+        need("dy", &plan.dy, types.act(), dy.bytes())?;
+        need("dw", &plan.dw, types.wei(), dw.bytes())?;
+        const NAMES: [&str; 4] = ["d0", "d1", "d2", "d3"];
+        if d.len() != plan.ds.len() {
+            return Err(OpError::Usage(format!("the epilogue reads {} D tensor(s), {} given", plan.ds.len(), d.len())));
+        }
+        ds.clear();
+        for (i, (b, desc)) in d.iter().zip(&plan.ds).enumerate() {
+            need(NAMES[i], desc, types.wei(), b.bytes())?;
+            ds.push(b.device_addr());
+        }
+        Ok(BwdWeightBuffers { x: x.device_addr(), dy: dy.device_addr(), dw: dw.device_addr(), ds })
+    }
+}
+
 /// Runs a plan: zeroes the workspace when atomics need it, launches the GEMM
 /// kernel and, with split-K, the finishing kernel. `workspace` must hold
 /// `plan.workspace_elems` f32 (it may be `None` when that is 0).
