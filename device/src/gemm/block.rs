@@ -124,6 +124,15 @@ const fn vec_shape<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) 
     ROWS.is_multiple_of(T::LANES) && slots > 0 && threads.is_multiple_of(slots) && (slots * BK).is_multiple_of(threads)
 }
 
+/// Physical LDS row of logical row `r`: rows are XOR-swizzled within groups
+/// of `l * l` so that the `l`-row vectors that neighbouring lanes store (rows
+/// `l` apart, which would share a bank) land in different banks, while any
+/// `l` consecutive rows stay a permutation of themselves for the readers.
+#[inline(always)]
+pub fn swizzle(r: usize, l: usize) -> usize {
+    r ^ ((r / l) % l)
+}
+
 /// One thread's share of an operand's K-slab: which elements it moves.
 struct Slab<'r, R> {
     vec: bool,
@@ -159,14 +168,16 @@ impl<R: Copy> Slab<'_, R> {
                     let (v0, v1) = (load(kk), load(kk + 1));
                     for e in 0..lanes {
                         let pair = Al4([v0.as_ref()[e], v1.as_ref()[e]]);
-                        unsafe { arch::lds_st(base + ((row + e) * self.ldk + kk) * eb, pair) };
+                        let r = swizzle(row + e, lanes);
+                        unsafe { arch::lds_st(base + (r * self.ldk + kk) * eb, pair) };
                     }
                 }
             } else {
                 for p in 0..passes {
                     let v = load(kbase + p);
                     for (e, &x) in v.as_ref().iter().enumerate() {
-                        unsafe { arch::lds_st(base + ((row + e) * self.ldk + kbase + p) * eb, x) };
+                        let r = swizzle(row + e, lanes);
+                        unsafe { arch::lds_st(base + (r * self.ldk + kbase + p) * eb, x) };
                     }
                 }
             }
@@ -180,7 +191,7 @@ impl<R: Copy> Slab<'_, R> {
                 } else {
                     O::T::default()
                 };
-                unsafe { arch::lds_st(base + (row * self.ldk + kk) * eb, v) };
+                unsafe { arch::lds_st(base + (swizzle(row, lanes) * self.ldk + kk) * eb, v) };
                 idx += self.threads;
             }
         }
@@ -221,7 +232,7 @@ unsafe fn multiply<
             let run = core::mem::size_of::<At::ARun>() / e;
             for r in 0..f.len() / run {
                 let (i, k) = At::a_elem(lane, r * run);
-                let row = wm * tm + fr * At::M + i;
+                let row = swizzle(wm * tm + fr * At::M + i, <At::In as Elem>::LANES);
                 let v: At::ARun = unsafe { arch::lds_ld(stage + (row * ldk + ks + k) * e) };
                 f[r * run..(r + 1) * run].copy_from_slice(v.as_ref());
             }
@@ -231,7 +242,7 @@ unsafe fn multiply<
             let run = core::mem::size_of::<At::BRun>() / e;
             for r in 0..f.len() / run {
                 let (k, j) = At::b_elem(lane, r * run);
-                let row = wn * tn + fc * At::N + j;
+                let row = swizzle(wn * tn + fc * At::N + j, <At::In as Elem>::LANES);
                 let v: At::BRun = unsafe { arch::lds_ld(b_base + (row * ldk + ks + k) * e) };
                 f[r * run..(r + 1) * run].copy_from_slice(v.as_ref());
             }

@@ -209,9 +209,10 @@ pub fn plan_with(
     let want = match cfg.split_k {
         // Direct: about 2048 threads per compute unit in all.
         SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(weights) as u32,
-        // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128.
+        // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128;
+        // aiming at two rounds of two resident blocks per CU keeps latency hidden.
         SplitK::Auto => {
-            let occupancy = 2u64;
+            let occupancy = 4u64;
             (occupancy * compute_units as u64 / (tiles_m as u64 * tiles_n as u64 * p.g as u64).max(1)) as u32
         }
         SplitK::Fixed(n) => n,
