@@ -70,7 +70,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Bump when the pipeline's steps 2–5 change in a way that alters their output.
-const PIPELINE_VERSION: &str = "convgrad-pipeline-1";
+const PIPELINE_VERSION: &str = "convgrad-pipeline-2";
 
 /// GPU vendor of an architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -532,7 +532,12 @@ fn llvm_steps(
                     ("amdgpu-flat-work-group-size".to_string(), format!("1,{t}")),
                     ("uniform-work-group-size".to_string(), "true".to_string()),
                 ],
-                Vendor::Nvidia => vec![("nvvm.maxntid".to_string(), t.to_string())],
+                // Two resident blocks per SM at least: ptxas then keeps a 256-thread
+                // block within 128 registers (like CUDA's __launch_bounds__(256, 2)).
+                Vendor::Nvidia => vec![
+                    ("nvvm.maxntid".to_string(), t.to_string()),
+                    ("nvvm.minctasm".to_string(), "2".to_string()),
+                ],
             };
             attrs.insert(k, a);
         }
