@@ -185,6 +185,7 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_f16_128x128x32_mfma32, [Cdna], BwdWeight, F16, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdw_f16_64x64x32_mfma16, [Cdna], BwdWeight, F16, 64, 64, 32, 2, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_bf16_128x128x32_mfma32, [Cdna], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mfma32x32x8);
+        $m!($($extra,)* bwdw_bf16_64x64x32_mfma16, [Cdna], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mfma32, [Cdna], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdw_f16_64x64x32_wmma16, [Rdna3], BwdWeight, F16, 64, 64, 32, 2, 2, Wmma16x16x16);
         $m!($($extra,)* bwdw_bf16_64x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16);
@@ -192,6 +193,7 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_f16_128x128x32_mma16x8, [Nvidia], BwdWeight, F16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdw_f16_64x64x32_mma16x8, [Nvidia], BwdWeight, F16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_bf16_64x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mma16x8x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
