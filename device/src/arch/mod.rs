@@ -9,6 +9,9 @@
 //! [`atomic_add_f32`] so the emulator sees it; on the GPU they are plain
 //! loads and stores that LLVM vectorises when `T` is an aligned vector.
 
+#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+mod raw;
+
 #[cfg(target_arch = "amdgpu")]
 mod amdgpu;
 #[cfg(target_arch = "amdgpu")]

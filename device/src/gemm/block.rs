@@ -225,27 +225,22 @@ unsafe fn multiply<
     while ks < BK {
         let mut af: [At::A; FR] = [Default::default(); FR];
         let mut bf: [At::B; FC] = [Default::default(); FC];
-        // Fragments load in runs of consecutive k (the atom's layout says how
-        // long): one aligned LDS load per run instead of one per element.
+        let l = <At::In as Elem>::LANES;
         for (fr, f) in af.iter_mut().enumerate() {
-            let f = f.as_mut();
-            let run = core::mem::size_of::<At::ARun>() / e;
-            for r in 0..f.len() / run {
-                let (i, k) = At::a_elem(lane, r * run);
-                let row = swizzle(wm * tm + fr * At::M + i, <At::In as Elem>::LANES);
-                let v: At::ARun = unsafe { arch::lds_ld(stage + (row * ldk + ks + k) * e) };
-                f[r * run..(r + 1) * run].copy_from_slice(v.as_ref());
-            }
+            unsafe {
+                load_frag::<At::In, At::ARun>(f.as_mut(), stage, ldk, |s| {
+                    let (i, k) = At::a_elem(lane, s);
+                    (swizzle(wm * tm + fr * At::M + i, l), ks + k)
+                })
+            };
         }
         for (fc, f) in bf.iter_mut().enumerate() {
-            let f = f.as_mut();
-            let run = core::mem::size_of::<At::BRun>() / e;
-            for r in 0..f.len() / run {
-                let (k, j) = At::b_elem(lane, r * run);
-                let row = swizzle(wn * tn + fc * At::N + j, <At::In as Elem>::LANES);
-                let v: At::BRun = unsafe { arch::lds_ld(b_base + (row * ldk + ks + k) * e) };
-                f[r * run..(r + 1) * run].copy_from_slice(v.as_ref());
-            }
+            unsafe {
+                load_frag::<At::In, At::BRun>(f.as_mut(), b_base, ldk, |s| {
+                    let (k, j) = At::b_elem(lane, s);
+                    (swizzle(wn * tn + fc * At::N + j, l), ks + k)
+                })
+            };
         }
         for fr in 0..FR {
             for fc in 0..FC {
@@ -253,6 +248,25 @@ unsafe fn multiply<
             }
         }
         ks += At::K;
+    }
+}
+
+/// Loads one fragment from a K-contiguous LDS tile at byte offset `base`, in
+/// runs of consecutive k (`R`, the atom's run type): one aligned LDS load per
+/// run instead of one per element. `at(slot)` gives the (physical row, k) of
+/// a slot; slots of a run share the row and have consecutive k.
+#[inline(always)]
+unsafe fn load_frag<T: Elem, R: Copy + AsRef<[T]>>(
+    f: &mut [T],
+    base: usize,
+    ldk: usize,
+    at: impl Fn(usize) -> (usize, usize),
+) {
+    let run = core::mem::size_of::<R>() / T::BYTES;
+    for r in 0..f.len() / run {
+        let (row, k) = at(r * run);
+        let v: R = unsafe { arch::lds_ld(base + (row * ldk + k) * T::BYTES) };
+        f[r * run..(r + 1) * run].copy_from_slice(v.as_ref());
     }
 }
 
