@@ -117,12 +117,7 @@ fn bwd_weight_every_instance() {
     for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
         let (dev, module) = emu(arch);
         for inst in convgrad::types::instance::INSTANCES.iter().filter(|i| {
-            matches!(
-                i.op,
-                convgrad::types::instance::Op::BwdWeight
-                    | convgrad::types::instance::Op::BwdWeightDirect
-                    | convgrad::types::instance::Op::BwdWeightDirectTaps
-            )
+            matches!(i.op, convgrad::types::instance::Op::BwdWeight | convgrad::types::instance::Op::BwdWeightDirect)
                 && i.on(dev.family())
         }) {
             let cfg = BwdWeightConfig { types: inst.types, instance: Some(inst.name.into()), ..Default::default() };

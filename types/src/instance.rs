@@ -59,9 +59,6 @@ pub enum Op {
     /// Direct backward-weight for tiny per-group GEMMs (depthwise, small C and K):
     /// one thread per weight element, groups fastest.
     BwdWeightDirect,
-    /// As `BwdWeightDirect` with one thread per `(g, k, c)` holding all taps
-    /// of filters of at most 9 taps.
-    BwdWeightDirectTaps,
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -161,7 +158,7 @@ impl Instance {
     /// LDS bytes it is launched with.
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
-            Op::SplitKFinish | Op::BwdWeightDirect | Op::BwdWeightDirectTaps => 0,
+            Op::SplitKFinish | Op::BwdWeightDirect => 0,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             _ => {
@@ -205,10 +202,6 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_direct_f16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, F16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_direct_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_direct_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_direct9_f32, [Cdna, Rdna3, Nvidia], BwdWeightDirectTaps, F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_direct9_f16, [Cdna, Rdna3, Nvidia], BwdWeightDirectTaps, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_direct9_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDirectTaps, Bf16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_direct9_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDirectTaps, Bf16F32, 256, 1, 1, 256, 1, Fma);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

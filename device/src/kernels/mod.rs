@@ -42,9 +42,6 @@ macro_rules! body {
     ($args:ident, BwdWeightDirect, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_weight_direct::kernel::<in_ty!($ty), out_ty!($ty)>($args)
     };
-    ($args:ident, BwdWeightDirectTaps, $ty:ident, $($rest:tt)*) => {
-        $crate::conv::bwd_weight_direct::kernel_taps::<in_ty!($ty), out_ty!($ty)>($args)
-    };
     ($args:ident, SplitKFinish, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_weight::finish::<out_ty!($ty)>($args)
     };

@@ -111,9 +111,7 @@ pub fn choose_instance(
     family: Family,
 ) -> Result<&'static Instance, OpError> {
     let fits = |i: &&Instance| {
-        matches!(i.op, Op::BwdWeight | Op::BwdWeightDirect | Op::BwdWeightDirectTaps)
-            && i.types == cfg.types
-            && i.on(family)
+        matches!(i.op, Op::BwdWeight | Op::BwdWeightDirect) && i.types == cfg.types && i.on(family)
     };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
@@ -141,10 +139,7 @@ pub fn choose_instance(
     let best = tiles.first().copied();
     // Per-group GEMMs that would fill under a tenth of even the best tile
     // (depthwise, small C and K) go to the direct kernel.
-    // Filters of at most 9 taps take the tap-blocked variant.
-    let by_op = |op: Op| instance::INSTANCES.iter().filter(fits).find(|i| i.op == op);
-    let taps_variant = if p.filter_taps() <= 9 { by_op(Op::BwdWeightDirectTaps) } else { None };
-    let direct = taps_variant.or_else(|| by_op(Op::BwdWeightDirect));
+    let direct = instance::INSTANCES.iter().filter(fits).find(|i| i.op == Op::BwdWeightDirect);
     match (best, direct) {
         (Some(b), Some(d)) if 10 * m * n < padded(b) => Ok(d),
         (Some(b), _) => Ok(b),
@@ -204,19 +199,16 @@ pub fn plan_with(
         }
     }
     let t = inst.tile;
-    let direct = matches!(inst.op, Op::BwdWeightDirect | Op::BwdWeightDirectTaps);
+    let direct = inst.op == Op::BwdWeightDirect;
     let tiles_m = gm.div_ceil(t.bm as u64) as u32;
     let tiles_n = gn.div_ceil(t.bn as u64) as u32;
     // The direct kernel splits the reduction in steps of 64 output pixels.
     let step = if direct { 64 } else { t.bk };
     let k_tiles = gk.div_ceil(step as u64).max(1) as u32;
     let weights = p.g as u64 * gm * gn;
-    // Threads of a direct launch: one per weight element, or per (g, k, c)
-    // for the tap-blocked kernel.
-    let direct_threads = if inst.op == Op::BwdWeightDirectTaps { p.g as u64 * gm * p.c as u64 } else { weights };
     let want = match cfg.split_k {
         // Direct: about 2048 threads per compute unit in all.
-        SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(direct_threads) as u32,
+        SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(weights) as u32,
         // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128;
         // aiming at two rounds of two resident blocks per CU keeps latency hidden.
         SplitK::Auto => {
@@ -281,7 +273,7 @@ pub fn plan_with(
         args.d_strides[i] = d.strides_u32();
     }
     let grid = if direct {
-        [(direct_threads as u32).div_ceil(inst.threads(family)), 1, k_batch]
+        [(weights as u32).div_ceil(inst.threads(family)), 1, k_batch]
     } else {
         [tiles_m * tiles_n, 1, p.g as u32 * k_batch]
     };
