@@ -1,6 +1,6 @@
 //! The backend interface the public types are built on.
 
-use super::error::Result;
+use super::error::{Result, RuntimeError};
 use super::meta::KernelMeta;
 use std::ffi::c_void;
 
@@ -128,5 +128,26 @@ impl ArgRing {
     /// Forgets every block (call only when no launch is in flight).
     pub fn reset(&mut self) {
         self.used = 0;
+    }
+    /// Copies a launch's argument block into the ring and returns its offset;
+    /// when the ring is full, `drain` waits for the launches in flight first.
+    /// Blocks larger than the ring are refused with an error naming the kernel.
+    pub fn stage(&mut self, kernel: &str, args: &[u8], drain: impl FnOnce() -> Result<()>) -> Result<usize> {
+        if args.len() > Self::BYTES {
+            return Err(RuntimeError::InvalidLaunch {
+                kernel: kernel.into(),
+                what: format!("argument block of {} bytes exceeds {} bytes", args.len(), Self::BYTES),
+            });
+        }
+        let at = match self.reserve(args.len()) {
+            Some(at) => at,
+            None => {
+                drain()?;
+                self.reset();
+                self.reserve(args.len()).expect("fits in an empty ring")
+            }
+        };
+        self.host[at..at + args.len()].copy_from_slice(args);
+        Ok(at)
     }
 }

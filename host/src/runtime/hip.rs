@@ -428,28 +428,9 @@ impl Driver for HipDriver {
         let RawKernel::Gpu(f) = spec.kernel else {
             return Err(RuntimeError::WrongDevice("kernel"));
         };
-        if spec.args.len() > ArgRing::BYTES {
-            return Err(RuntimeError::InvalidLaunch {
-                kernel: spec.name.into(),
-                what: format!(
-                    "argument block of {} bytes exceeds {} bytes",
-                    spec.args.len(),
-                    ArgRing::BYTES
-                ),
-            });
-        }
         self.select()?;
         let mut ring = self.ring.lock().unwrap();
-        let at = match ring.reserve(spec.args.len()) {
-            Some(at) => at,
-            None => {
-                self.sync_stream()?;
-                ring.reset();
-                ring.reserve(spec.args.len())
-                    .expect("fits in an empty ring")
-            }
-        };
-        ring.host[at..at + spec.args.len()].copy_from_slice(spec.args);
+        let at = ring.stage(spec.name, spec.args, || self.sync_stream())?;
         let addr = ring.base + at as u64;
         let src = ring.host[at..].as_ptr() as *mut c_void;
         // SAFETY: the host mirror slot is not rewritten until the stream has drained.
