@@ -7,7 +7,7 @@
 use bytemuck::{Pod, Zeroable};
 
 /// Largest number of steps in a chain, and of `D` tensors.
-pub const MAX_STEPS: usize = 4;
+pub const MAX_STEPS: usize = 8;
 /// Largest number of `D` tensors.
 pub const MAX_D: usize = 4;
 

@@ -59,6 +59,12 @@ pub enum Op {
     /// Direct backward-weight for tiny per-group GEMMs (depthwise, small C and K):
     /// one thread per weight element, groups fastest.
     BwdWeightDirect,
+    /// Implicit-GEMM backward-data: one GEMM per stride-residue slice, all
+    /// slices in one launch, multi-D epilogue.
+    BwdData,
+    /// Direct backward-data for tiny per-group GEMMs (depthwise, small C and
+    /// K): one thread per input-gradient element.
+    BwdDataDirect,
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -158,7 +164,7 @@ impl Instance {
     /// LDS bytes it is launched with.
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
-            Op::SplitKFinish | Op::BwdWeightDirect => 0,
+            Op::SplitKFinish | Op::BwdWeightDirect | Op::BwdDataDirect => 0,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             _ => {
@@ -202,6 +208,22 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_direct_f16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, F16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_direct_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_direct_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16F32, 256, 1, 1, 256, 1, Fma);
+        // Backward-data (stride-residue slices in one launch), on the matrix units.
+        $m!($($extra,)* bwdd_f16_128x128x32_mfma32, [Cdna], BwdData, F16, 128, 128, 32, 2, 4, Mfma32x32x8);
+        $m!($($extra,)* bwdd_f16_64x64x32_mfma16, [Cdna], BwdData, F16, 64, 64, 32, 2, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdd_bf16_128x128x32_mfma32, [Cdna], BwdData, Bf16, 128, 128, 32, 2, 4, Mfma32x32x8);
+        $m!($($extra,)* bwdd_bf16_64x64x32_mfma16, [Cdna], BwdData, Bf16, 64, 64, 32, 2, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdd_f16_64x64x32_wmma16, [Rdna3], BwdData, F16, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdd_bf16_64x64x32_wmma16, [Rdna3], BwdData, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdd_f16_128x128x32_mma16x8, [Nvidia], BwdData, F16, 128, 128, 32, 2, 4, Mma16x8x16);
+        $m!($($extra,)* bwdd_f16_64x64x32_mma16x8, [Nvidia], BwdData, F16, 64, 64, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdd_bf16_128x128x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
+        $m!($($extra,)* bwdd_bf16_64x64x32_mma16x8, [Nvidia], BwdData, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdd_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdData, F32, 64, 64, 16, 16, 16, Fma);
+        // Backward-data, direct path (depthwise, small C and K).
+        $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_direct_f16, [Cdna, Rdna3, Nvidia], BwdDataDirect, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_direct_bf16, [Cdna, Rdna3, Nvidia], BwdDataDirect, Bf16, 256, 1, 1, 256, 1, Fma);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

@@ -138,6 +138,27 @@ pub struct ConvArgs {
     pub div_g: FastDiv,
     /// Division by GEMM N.
     pub div_gemm_n: FastDiv,
+    /// Backward-data: `S / gcd(S, dilation)` per dim, the number of tap
+    /// residue classes (taps `t, t + tilde, ...` reach the same input pixels).
+    pub tilde: [u32; 3],
+    /// Backward-data: `dilation / gcd(S, dilation)`, how far the output pixel
+    /// moves between consecutive taps of one class.
+    pub tap_step: [u32; 3],
+    /// Backward-data: stride-residue slices, `S_z * S_y * S_x` (grid y).
+    pub slices: u32,
+    /// Backward-data: `ceil(I / S)` per dim, input pixels of the largest slice.
+    pub slice_rows: [u32; 3],
+    /// Division by `slice_rows`.
+    pub div_slice_rows: [FastDiv; 3],
+    /// Division by the strides (slice index -> residues; pixel -> residue).
+    pub div_stride: [FastDiv; 3],
+    /// Division by the input sizes (direct backward-data: thread -> pixel).
+    pub div_in: [FastDiv; 3],
+    /// Division by `K` (backward-data reduction index -> (tap, k)).
+    pub div_k: FastDiv,
+    /// Division by the taps of one residue class per dim, `[floor, ceil]` of
+    /// `filter / tilde` (classes `t < filter % tilde` have the larger count).
+    pub div_dot: [[FastDiv; 3]; 2],
 }
 
 /// FNV-1a over a list of words, usable in constants.
@@ -183,7 +204,9 @@ impl ConvArgs {
             offset_of!(ConvArgs, div_out) as u32,
             offset_of!(ConvArgs, div_zyx) as u32,
             offset_of!(ConvArgs, div_gemm_n) as u32,
-            4, // bump when a field's meaning changes
+            offset_of!(ConvArgs, tilde) as u32,
+            offset_of!(ConvArgs, div_dot) as u32,
+            5, // bump when a field's meaning changes
         ])
     };
 }

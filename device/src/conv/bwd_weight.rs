@@ -6,7 +6,7 @@
 //! memory: `(z, y, x, c)` with c fastest when C is the weight's innermost axis
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
-use super::{load_args, offset, split_out_pixel};
+use super::{load_args, split_out_pixel, store_result, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -34,20 +34,6 @@ pub fn split_filter_col(a: &ConvArgs, n: u32) -> (u32, [u32; 3]) {
     (c, [z, y, x])
 }
 
-/// Whether every stride but the row axis's is a multiple of `lanes` and the
-/// row axis is unit-stride: then `lanes` rows from a multiple of `lanes` form
-/// one aligned vector (device buffers are at least 16-byte aligned).
-#[inline(always)]
-fn vector_rows(s: &[u32; 6], row_axis: usize, rows_per_vec_group: u32, lanes: u32) -> bool {
-    let mut ok = s[row_axis] == 1 && rows_per_vec_group.is_multiple_of(lanes);
-    for (i, &st) in s.iter().enumerate() {
-        if i != row_axis {
-            ok &= st.is_multiple_of(lanes);
-        }
-    }
-    ok
-}
-
 /// A operand: `dY[g]` as `K x R` (rows = output channels).
 pub struct DyRows<'a, T> {
     a: &'a ConvArgs,
@@ -69,7 +55,7 @@ impl<T: Elem> Operand for DyRows<'_, T> {
     }
     #[inline(always)]
     fn vec_ok(&self) -> bool {
-        vector_rows(&self.a.dy_strides, 2, self.a.k, T::LANES as u32)
+        vector_axis(&self.a.dy_strides, 2, self.a.k, T::LANES as u32)
     }
     #[inline(always)]
     fn row(&self, row: u32) -> DyRow {
@@ -148,7 +134,7 @@ impl<T: Elem> Operand for XCols<'_, T> {
     }
     #[inline(always)]
     fn vec_ok(&self) -> bool {
-        c_fastest(self.a) && vector_rows(&self.a.x_strides, 2, self.a.c, T::LANES as u32)
+        c_fastest(self.a) && vector_axis(&self.a.x_strides, 2, self.a.c, T::LANES as u32)
     }
     #[inline(always)]
     fn row(&self, row: u32) -> XRow {
@@ -193,9 +179,7 @@ impl<T: Elem> Operand for XCols<'_, T> {
 #[inline(always)]
 pub(crate) unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v: f32) {
     let (c, [z, y, x]) = split_filter_col(a, n);
-    let idx = [g, m, c, z, y, x];
-    let v = a.epi.apply(v, |d| unsafe { arch::ld(a.d[d] as *const Out, offset(&a.d_strides[d], idx)).to_f32() });
-    unsafe { arch::st(a.w as *mut Out, offset(&a.w_strides, idx), Out::from_f32(v)) }
+    unsafe { store_result::<Out>(a, a.w, &a.w_strides, [g, m, c, z, y, x], v) }
 }
 
 /// The backward-weight GEMM kernel body. Grid: `x = tiles_m * tiles_n`,

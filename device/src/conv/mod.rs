@@ -1,9 +1,41 @@
 //! Convolution ops as thin problem-to-GEMM mappings onto [`crate::gemm`].
 
+pub mod bwd_data;
+pub mod bwd_data_direct;
 pub mod bwd_weight;
 pub mod bwd_weight_direct;
 
+use crate::arch;
+use crate::elem::Elem;
 use convgrad_types::params::ConvArgs;
+
+/// Whether `lanes` consecutive elements along `axis` from a multiple of
+/// `lanes` are one aligned vector: unit stride there, every other stride a
+/// multiple of `lanes`, and the axis length too (device buffers are at least
+/// 16-byte aligned).
+#[inline(always)]
+pub fn vector_axis(s: &[u32; 6], axis: usize, len: u32, lanes: u32) -> bool {
+    let mut ok = s[axis] == 1 && len.is_multiple_of(lanes);
+    for (i, &st) in s.iter().enumerate() {
+        if i != axis {
+            ok &= st.is_multiple_of(lanes);
+        }
+    }
+    ok
+}
+
+/// Writes `v` through the argument block's epilogue into the result tensor
+/// `out` (strides `s`) at canonical index `idx`; the `D` tensors are read at
+/// the same index with their own (possibly broadcast) strides. A `D` may be
+/// the result tensor itself: each element is read before its only write.
+///
+/// # Safety
+/// `out` and the `D` pointers must be valid for the index.
+#[inline(always)]
+pub unsafe fn store_result<Out: Elem>(a: &ConvArgs, out: u64, s: &[u32; 6], idx: [u32; 6], v: f32) {
+    let v = a.epi.apply(v, |d| unsafe { arch::ld(a.d[d] as *const Out, offset(&a.d_strides[d], idx)).to_f32() });
+    unsafe { arch::st(out as *mut Out, offset(s, idx), Out::from_f32(v)) }
+}
 
 /// Splits a flat output-pixel index of batch-major `(n, do, ho, wo)` order.
 #[inline(always)]

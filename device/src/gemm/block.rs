@@ -91,8 +91,35 @@ pub unsafe fn run<
     let slot_b = if vb { (tid % (BN / lanes as usize)) as u32 * lanes } else { 0 };
     let row_a = a.row(r.m0 + slot_a);
     let row_b = b.row(r.n0 + slot_b);
-    let sa = Slab { vec: va, fast: a.rows_fast(), row: &row_a, row0: r.m0, k_end: r.k_end, tid, threads, ldk };
-    let sb = Slab { vec: vb, fast: b.rows_fast(), row: &row_b, row0: r.n0, k_end: r.k_end, tid, threads, ldk };
+    // Otherwise 16-byte vectors along contiguous k, each thread keeping its rows.
+    let ka = !va && a.k_vec_ok() && KRows::<A::Row>::fits::<At::In, BM, BK>(threads);
+    let kb = !vb && b.k_vec_ok() && KRows::<B::Row>::fits::<At::In, BN, BK>(threads);
+    let krows_a = KRows::new::<A, BM, BK>(a, r.m0, tid, threads);
+    let krows_b = KRows::new::<B, BN, BK>(b, r.n0, tid, threads);
+    let sa = Slab {
+        vec: va,
+        kvec: ka,
+        krows: krows_a,
+        fast: a.rows_fast(),
+        row: &row_a,
+        row0: r.m0,
+        k_end: r.k_end,
+        tid,
+        threads,
+        ldk,
+    };
+    let sb = Slab {
+        vec: vb,
+        kvec: kb,
+        krows: krows_b,
+        fast: b.rows_fast(),
+        row: &row_b,
+        row0: r.n0,
+        k_end: r.k_end,
+        tid,
+        threads,
+        ldk,
+    };
 
     unsafe {
         sa.copy::<A, BM, BK>(a, r.k_begin, 0);
@@ -133,9 +160,62 @@ pub fn swizzle(r: usize, l: usize) -> usize {
     r ^ ((r / l) % l)
 }
 
+/// Most rows a thread keeps in the k-vector path.
+const KROWS: usize = 4;
+
+/// A thread's rows in the k-vector path: `BK / LANES` threads share a row
+/// (one vector each, k-adjacent), and a thread visits up to [`KROWS`] rows
+/// `threads / (BK / LANES)` apart, the same ones every step, so their row
+/// contexts are computed once. Named fields, not an array: an array indexed
+/// in a loop may end up in scratch memory.
+#[derive(Clone, Copy)]
+struct KRows<R> {
+    r0: R,
+    r1: R,
+    r2: R,
+    r3: R,
+    /// Element offset of this thread's vector within the slab row.
+    kk: usize,
+}
+
+impl<R: Copy> KRows<R> {
+    /// Whether a `ROWS x BK` slab splits into whole passes of 16-byte k-vectors.
+    #[inline(always)]
+    const fn fits<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) -> bool {
+        let per_row = BK / T::LANES;
+        BK.is_multiple_of(T::LANES)
+            && per_row > 0
+            && threads.is_multiple_of(per_row)
+            && (ROWS * per_row).is_multiple_of(threads)
+            && ROWS * per_row / threads <= KROWS
+    }
+    #[inline(always)]
+    fn new<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(o: &O, row0: u32, tid: usize, threads: usize) -> Self {
+        let per_row = (BK / O::T::LANES).max(1);
+        let step = (threads / per_row) as u32;
+        let first = row0 + (tid / per_row) as u32;
+        let passes = ROWS * per_row / threads;
+        // Slots past the thread's passes repeat the first row (never loaded).
+        let at = |p: u32| o.row(first + if (p as usize) < passes { p * step } else { 0 });
+        KRows { r0: at(0), r1: at(1), r2: at(2), r3: at(3), kk: (tid % per_row) * O::T::LANES }
+    }
+    /// Row context of pass `p` (a constant after unrolling).
+    #[inline(always)]
+    fn get(&self, p: usize) -> &R {
+        match p {
+            0 => &self.r0,
+            1 => &self.r1,
+            2 => &self.r2,
+            _ => &self.r3,
+        }
+    }
+}
+
 /// One thread's share of an operand's K-slab: which elements it moves.
 struct Slab<'r, R> {
     vec: bool,
+    kvec: bool,
+    krows: KRows<R>,
     fast: bool,
     row: &'r R,
     row0: u32,
@@ -151,7 +231,25 @@ impl<R: Copy> Slab<'_, R> {
     unsafe fn copy<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(&self, o: &O, k0: u32, base: usize) {
         let lanes = O::T::LANES;
         let eb = <O::T as Elem>::BYTES;
-        if self.vec {
+        if self.kvec {
+            // One 16-byte vector per row and pass, stored as is: LDS rows are K-contiguous.
+            let per_row = BK / lanes;
+            let step = self.threads / per_row;
+            let kk = self.krows.kk;
+            let k = k0 + kk as u32;
+            let col = o.col(k);
+            for p in 0..KROWS {
+                if p < ROWS * per_row / self.threads {
+                    let r = (self.tid / per_row) + p * step;
+                    let v = if k < self.k_end {
+                        unsafe { o.load_kvec(self.krows.get(p), &col) }
+                    } else {
+                        Default::default()
+                    };
+                    unsafe { arch::lds_st(base + (swizzle(r, lanes) * self.ldk + kk) * eb, v) };
+                }
+            }
+        } else if self.vec {
             // A thread owns `lanes` rows and `passes` consecutive k of the slab,
             // so pairs of k go to LDS as one 4-byte store per row.
             let slots = ROWS / lanes;

@@ -46,6 +46,22 @@ pub trait Operand {
     /// # Safety
     /// As [`Operand::load`]; `row` a multiple of `T::LANES`.
     unsafe fn load_vec(&self, r: &Self::Row, c: &Self::Col) -> <Self::T as Elem>::V16;
+    /// Whether `T::LANES` consecutive reduction indices from a multiple of
+    /// `T::LANES` are always one aligned 16-byte vector with one validity
+    /// (reduction-contiguous operands, e.g. `dY` in backward-data). It implies
+    /// that every range's `k_end` is a multiple of `T::LANES`.
+    fn k_vec_ok(&self) -> bool {
+        false
+    }
+    /// Reduction indices `k .. k + T::LANES` of one row as one vector (only
+    /// when [`Operand::k_vec_ok`]; `c` is the context of `k`).
+    ///
+    /// # Safety
+    /// As [`Operand::load`]; `k` a multiple of `T::LANES`.
+    unsafe fn load_kvec(&self, r: &Self::Row, c: &Self::Col) -> <Self::T as Elem>::V16 {
+        let _ = (r, c);
+        Default::default()
+    }
 }
 
 /// The part of the GEMM one workgroup computes.

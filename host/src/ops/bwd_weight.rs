@@ -8,6 +8,8 @@ use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_types::params::{ConvArgs, FastDiv, flags};
 use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
+pub use super::{LaunchSpec, OpError};
+
 /// How to split the reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SplitK {
@@ -45,36 +47,6 @@ impl Default for BwdWeightConfig {
             instance: None,
         }
     }
-}
-
-/// Errors of planning and running an operation.
-#[derive(Debug, thiserror::Error)]
-pub enum OpError {
-    /// A descriptor is invalid.
-    #[error(transparent)]
-    Desc(#[from] DescError),
-    /// No or a wrong instance.
-    #[error("{0}")]
-    Instance(String),
-    /// Buffers that do not fit the plan.
-    #[error("{0}")]
-    Usage(String),
-    /// The runtime failed.
-    #[error(transparent)]
-    Runtime(#[from] crate::runtime::RuntimeError),
-}
-
-/// A launch of one kernel.
-#[derive(Clone, Copy, Debug)]
-pub struct LaunchSpec {
-    /// Instance.
-    pub instance: &'static Instance,
-    /// Grid.
-    pub grid: [u32; 3],
-    /// Threads per workgroup.
-    pub block: u32,
-    /// LDS bytes.
-    pub lds_bytes: u32,
 }
 
 /// Everything needed to run one backward-weight problem.
@@ -364,28 +336,16 @@ impl<'a> BwdWeightBuffers<'a> {
         d: &[&crate::runtime::DeviceBuffer<W>],
         ds: &'a mut Vec<u64>,
     ) -> Result<Self, OpError> {
-        let need = |name: &'static str, desc: &TensorDesc, t: DType, bytes: usize| {
-            let want = desc.span() as usize * t.bytes();
-            if bytes < want {
-                Err(OpError::Desc(DescError::BufferLength {
-                    tensor: name,
-                    expected: (want / t.bytes()) as u64,
-                    actual: (bytes / t.bytes()) as u64,
-                }))
-            } else {
-                Ok(())
-            }
-        };
+        let need = super::check_buffer;
         need("x", &plan.x, types.act(), x.bytes())?;
         need("dy", &plan.dy, types.act(), dy.bytes())?;
         need("dw", &plan.dw, types.wei(), dw.bytes())?;
-        const NAMES: [&str; 4] = ["d0", "d1", "d2", "d3"];
         if d.len() != plan.ds.len() {
             return Err(OpError::Usage(format!("the epilogue reads {} D tensor(s), {} given", plan.ds.len(), d.len())));
         }
         ds.clear();
         for (i, (b, desc)) in d.iter().zip(&plan.ds).enumerate() {
-            need(NAMES[i], desc, types.wei(), b.bytes())?;
+            need(super::D_NAMES[i], desc, types.wei(), b.bytes())?;
             ds.push(b.device_addr());
         }
         Ok(BwdWeightBuffers { x: x.device_addr(), dy: dy.device_addr(), dw: dw.device_addr(), ds })

@@ -1,5 +1,63 @@
 //! The user-facing operations: each turns a problem into kernel launches.
 //!
 //! - [`bwd_weight`]: grouped backward-weight (split-K, fused Scale/Bilinear).
+//! - [`bwd_data`]: grouped backward-data (stride-residue slices in one
+//!   launch, fused multi-D epilogue).
 
+pub mod bwd_data;
 pub mod bwd_weight;
+
+use convgrad_types::DescError;
+use convgrad_types::instance::Instance;
+
+/// Errors of planning and running an operation.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// A descriptor is invalid.
+    #[error(transparent)]
+    Desc(#[from] DescError),
+    /// No or a wrong instance.
+    #[error("{0}")]
+    Instance(String),
+    /// Buffers that do not fit the plan.
+    #[error("{0}")]
+    Usage(String),
+    /// The runtime failed.
+    #[error(transparent)]
+    Runtime(#[from] crate::runtime::RuntimeError),
+}
+
+/// A launch of one kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchSpec {
+    /// Instance.
+    pub instance: &'static Instance,
+    /// Grid.
+    pub grid: [u32; 3],
+    /// Threads per workgroup.
+    pub block: u32,
+    /// LDS bytes.
+    pub lds_bytes: u32,
+}
+
+
+/// Checks that a buffer of `bytes` covers tensor `name` (`desc`, elements of `t`).
+pub(crate) fn check_buffer(
+    name: &'static str,
+    desc: &convgrad_types::TensorDesc,
+    t: convgrad_types::DType,
+    bytes: usize,
+) -> Result<(), OpError> {
+    let want = desc.span() as usize * t.bytes();
+    if bytes < want {
+        return Err(OpError::Desc(DescError::BufferLength {
+            tensor: name,
+            expected: (want / t.bytes()) as u64,
+            actual: (bytes / t.bytes()) as u64,
+        }));
+    }
+    Ok(())
+}
+
+/// Names of the `D` tensors, by index.
+pub const D_NAMES: [&str; convgrad_types::epilogue::MAX_D] = ["d0", "d1", "d2", "d3"];

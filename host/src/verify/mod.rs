@@ -5,6 +5,7 @@
 //! Used by `cargo xtask verify` and by the test suites, so both exercise the
 //! same path.
 
+pub mod bwd_data;
 pub mod bwd_weight;
 
 use crate::check::ErrorReport;

@@ -1,0 +1,314 @@
+//! Backward-data as implicit GEMMs: `dX = dY conv rot180(W)`, written straight
+//! into `dX` (implicit col2im), without multiplying the zeros that the
+//! transposed strided convolution would insert.
+//!
+//! Per dimension, input pixel `i` receives taps `f` with
+//! `i + P - f*D ≡ 0 (mod S)`. All pixels of one stride residue `r = i mod S`
+//! take the same class of taps, `f = t + tilde*j` (`tilde = S / gcd(S, D)`),
+//! and tap `j` reads output pixel `o = q + base - j*tap_step` for
+//! `i = r + S*q`. Each residue combination is a *slice*, one GEMM per group:
+//! - M: rows `(n, q_z, q_y, q_x)`, `slice_rows` per dim (rows past the input
+//!   are skipped),
+//! - N: input channels `c`,
+//! - reduction: `(j_z, j_y, j_x, k)`, k fastest, `dot` taps per dim.
+//!
+//! Residues no tap reaches (`dot = 0`: strides larger than the filter, or
+//! `gcd(S, D) > 1`) have an empty reduction and still write `f(0, D...)`, so
+//! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
+//! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
+
+use super::{load_args, store_result, vector_axis};
+use crate::arch;
+use crate::atom::MmaAtom;
+use crate::elem::Elem;
+use crate::gemm::{BlockRange, Operand, block};
+use convgrad_types::params::{ConvArgs, FastDiv};
+
+/// One stride-residue slice: its taps and where they read `dY`.
+#[derive(Clone, Copy)]
+pub struct Slice {
+    /// Residue of the slice's input pixels, per dim.
+    pub r: [u32; 3],
+    /// First tap of the class, per dim.
+    pub t: [u32; 3],
+    /// Output pixel of tap `j = 0` for `q = 0` (may be negative: wrapping).
+    pub base: [u32; 3],
+    /// Taps of the class, per dim (0: no tap reaches the slice).
+    pub dot: [u32; 3],
+    /// Divisions by `dot` along y and x (tap index -> per-dim taps).
+    div_dot: [FastDiv; 2],
+    /// Reduction length: `dot_z * dot_y * dot_x * K`.
+    pub gemm_k: u32,
+}
+
+impl Slice {
+    /// The slice of stride residues `r`.
+    #[inline(always)]
+    pub fn new(a: &ConvArgs, r: [u32; 3]) -> Slice {
+        // One call per dim with a literal index: every array stays in registers.
+        let (z, y, x) = (class(a, 0, r[0]), class(a, 1, r[1]), class(a, 2, r[2]));
+        let dot = [z.dot, y.dot, x.dot];
+        Slice {
+            r,
+            t: [z.t, y.t, x.t],
+            base: [z.base, y.base, x.base],
+            dot,
+            div_dot: [y.div, x.div],
+            gemm_k: dot[0] * dot[1] * dot[2] * a.k,
+        }
+    }
+
+    /// Slice number `s` of the launch (grid y): residues with x fastest.
+    #[inline(always)]
+    pub fn of_launch(a: &ConvArgs, s: u32) -> Slice {
+        let (t, rx) = a.div_stride[2].divmod(s);
+        let (rz, ry) = a.div_stride[1].divmod(t);
+        Slice::new(a, [rz, ry, rx])
+    }
+
+    /// Tap index `j` of the class -> per-dim taps.
+    #[inline(always)]
+    pub fn split_tap(&self, j: u32) -> [u32; 3] {
+        let (t, jx) = self.div_dot[1].divmod(j);
+        let (jz, jy) = self.div_dot[0].divmod(t);
+        [jz, jy, jx]
+    }
+
+    /// Row `m` of the slice GEMM -> `(n, q)`.
+    #[inline(always)]
+    pub fn split_row(a: &ConvArgs, m: u32) -> (u32, [u32; 3]) {
+        let (t, qx) = a.div_slice_rows[2].divmod(m);
+        let (t, qy) = a.div_slice_rows[1].divmod(t);
+        let (n, qz) = a.div_slice_rows[0].divmod(t);
+        (n, [qz, qy, qx])
+    }
+
+    /// Input pixel of row position `q`, if it lies inside the input.
+    #[inline(always)]
+    pub fn pixel(&self, a: &ConvArgs, q: [u32; 3]) -> Option<[u32; 3]> {
+        let (r, s) = (&self.r, &a.stride);
+        let i = [r[0] + s[0] * q[0], r[1] + s[1] * q[1], r[2] + s[2] * q[2]];
+        (i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2]).then_some(i)
+    }
+}
+
+/// The tap class of residue `r` along dim `d`.
+struct Class {
+    t: u32,
+    base: u32,
+    dot: u32,
+    div: FastDiv,
+}
+
+/// The class of stride residue `r` along dim `d`: the one `t < tilde` with
+/// `r + P - t*D` divisible by `S` (none: no tap reaches these pixels).
+#[inline(always)]
+fn class(a: &ConvArgs, d: usize, r: u32) -> Class {
+    let (s, dil) = (a.stride[d] as i32, a.dilation[d] as i32);
+    let mut t = 0;
+    let mut found = None;
+    while t < a.tilde[d] {
+        let v = r as i32 + a.lpad[d] as i32 - t as i32 * dil;
+        if v.rem_euclid(s) == 0 {
+            found = Some(v.div_euclid(s) as u32);
+            break;
+        }
+        t += 1;
+    }
+    let more = t < a.filter[d] % a.tilde[d];
+    let div = if more { a.div_dot[1][d] } else { a.div_dot[0][d] };
+    match found {
+        Some(base) => Class { t, base, dot: a.filter[d] / a.tilde[d] + more as u32, div },
+        None => Class { t: 0, base: 0, dot: 0, div },
+    }
+}
+
+/// A operand: `dY[g]` gathered per slice row and tap, `M x (taps * K)`.
+pub struct DyGather<'a, T> {
+    a: &'a ConvArgs,
+    s: &'a Slice,
+    p: *const T,
+    g_off: u32,
+}
+
+/// Row context of [`DyGather`]: batch offset, `q + base` per dim, validity.
+#[derive(Clone, Copy)]
+pub struct PixRow {
+    off: u32,
+    v: [u32; 3],
+    valid: bool,
+}
+
+/// Column context of [`DyGather`]: channel offset and the tap's output shift.
+#[derive(Clone, Copy)]
+pub struct TapK {
+    off: u32,
+    shift: [u32; 3],
+}
+
+impl<T: Elem> DyGather<'_, T> {
+    /// Element offset, or none outside `dY` (or for a skipped row).
+    #[inline(always)]
+    fn offset(&self, r: &PixRow, c: &TapK) -> Option<u32> {
+        let (s, out) = (&self.a.dy_strides, &self.a.output);
+        // Wraps to a huge value below zero: one compare checks both ends.
+        // Spelled out per dim (no loop with early exits): the arrays stay in registers.
+        let o = [r.v[0].wrapping_sub(c.shift[0]), r.v[1].wrapping_sub(c.shift[1]), r.v[2].wrapping_sub(c.shift[2])];
+        if o[0] >= out[0] || o[1] >= out[1] || o[2] >= out[2] {
+            return None;
+        }
+        let off = r.off + c.off + o[0] * s[3] + o[1] * s[4] + o[2] * s[5];
+        r.valid.then_some(off)
+    }
+}
+
+impl<T: Elem> Operand for DyGather<'_, T> {
+    type T = T;
+    type Row = PixRow;
+    type Col = TapK;
+    #[inline(always)]
+    fn rows_fast(&self) -> bool {
+        // Consecutive rows are consecutive output pixels along W.
+        self.a.dy_strides[5] == 1
+    }
+    #[inline(always)]
+    fn vec_ok(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn k_vec_ok(&self) -> bool {
+        vector_axis(&self.a.dy_strides, 2, self.a.k, T::LANES as u32)
+    }
+    #[inline(always)]
+    fn row(&self, m: u32) -> PixRow {
+        let (n, q) = Slice::split_row(self.a, m);
+        let valid = m < self.a.gemm_m && self.s.pixel(self.a, q).is_some();
+        let b = &self.s.base;
+        PixRow {
+            off: self.g_off + n * self.a.dy_strides[1],
+            v: [q[0].wrapping_add(b[0]), q[1].wrapping_add(b[1]), q[2].wrapping_add(b[2])],
+            valid,
+        }
+    }
+    #[inline(always)]
+    fn col(&self, rk: u32) -> TapK {
+        let (j, k) = self.a.div_k.divmod(rk);
+        let j = self.s.split_tap(j);
+        let st = &self.a.tap_step;
+        TapK { off: k * self.a.dy_strides[2], shift: [j[0] * st[0], j[1] * st[1], j[2] * st[2]] }
+    }
+    #[inline(always)]
+    unsafe fn load(&self, r: &PixRow, c: &TapK) -> T {
+        match self.offset(r, c) {
+            Some(o) => unsafe { arch::ld(self.p, o as usize) },
+            None => T::default(),
+        }
+    }
+    #[inline(always)]
+    unsafe fn load_vec(&self, _: &PixRow, _: &TapK) -> T::V16 {
+        T::V16::default()
+    }
+    #[inline(always)]
+    unsafe fn load_kvec(&self, r: &PixRow, c: &TapK) -> T::V16 {
+        match self.offset(r, c) {
+            Some(o) => unsafe { arch::ld(self.p as *const T::V16, o as usize / T::LANES) },
+            None => T::V16::default(),
+        }
+    }
+}
+
+/// B operand: `W[g]` of the slice's taps, transposed: `C x (taps * K)`.
+pub struct WRows<'a, T> {
+    a: &'a ConvArgs,
+    s: &'a Slice,
+    p: *const T,
+    g_off: u32,
+}
+
+/// Row context of [`WRows`]: the channel's offset, or none past C.
+#[derive(Clone, Copy)]
+pub struct WRow(Option<u32>);
+
+impl<T: Elem> Operand for WRows<'_, T> {
+    type T = T;
+    type Row = WRow;
+    type Col = u32;
+    #[inline(always)]
+    fn rows_fast(&self) -> bool {
+        self.a.w_strides[2] == 1
+    }
+    #[inline(always)]
+    fn vec_ok(&self) -> bool {
+        vector_axis(&self.a.w_strides, 2, self.a.c, T::LANES as u32)
+    }
+    #[inline(always)]
+    fn row(&self, c: u32) -> WRow {
+        WRow((c < self.a.c).then(|| self.g_off + c * self.a.w_strides[2]))
+    }
+    #[inline(always)]
+    fn col(&self, rk: u32) -> u32 {
+        let (j, k) = self.a.div_k.divmod(rk);
+        let j = self.s.split_tap(j);
+        let (s, t, tl) = (&self.a.w_strides, &self.s.t, &self.a.tilde);
+        k * s[1] + (t[0] + tl[0] * j[0]) * s[3] + (t[1] + tl[1] * j[1]) * s[4] + (t[2] + tl[2] * j[2]) * s[5]
+    }
+    #[inline(always)]
+    unsafe fn load(&self, r: &WRow, c: &u32) -> T {
+        match r.0 {
+            Some(o) => unsafe { arch::ld(self.p, (o + c) as usize) },
+            None => T::default(),
+        }
+    }
+    #[inline(always)]
+    unsafe fn load_vec(&self, r: &WRow, c: &u32) -> T::V16 {
+        match r.0 {
+            Some(o) => unsafe { arch::ld(self.p as *const T::V16, (o + c) as usize / T::LANES) },
+            None => T::V16::default(),
+        }
+    }
+}
+
+/// Writes `v` (the full reduction) through the epilogue into `dX[g, n, c, i]`.
+#[inline(always)]
+pub(crate) unsafe fn write_dx<Out: Elem>(a: &ConvArgs, g: u32, n: u32, c: u32, i: [u32; 3], v: f32) {
+    unsafe { store_result::<Out>(a, a.x, &a.x_strides, [g, n, c, i[0], i[1], i[2]], v) }
+}
+
+/// The backward-data GEMM kernel body (grid in the module docs).
+///
+/// # Safety
+/// Launch contract of the instance (grid, block, LDS) and a valid argument block.
+#[inline(always)]
+pub unsafe fn kernel<
+    At: MmaAtom,
+    Out: Elem,
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const WM: usize,
+    const WN: usize,
+    const FR: usize,
+    const FC: usize,
+>(
+    args: *const ConvArgs,
+) {
+    let a = unsafe { load_args(args) };
+    let [tile, s, g] = arch::block_id();
+    let (tm, tn) = (tile % a.tiles_m, tile / a.tiles_m);
+    let slice = Slice::of_launch(a, s);
+    let dy = DyGather { a, s: &slice, p: a.dy as *const At::In, g_off: g * a.dy_strides[0] };
+    let w = WRows { a, s: &slice, p: a.w as *const At::In, g_off: g * a.w_strides[0] };
+    let r = BlockRange { m0: tm * BM as u32, n0: tn * BN as u32, k_begin: 0, k_end: slice.gemm_k };
+    let acc = unsafe { block::run::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };
+    let store = |i: usize, j: usize, v: f32| {
+        let (m, c) = (r.m0 + i as u32, r.n0 + j as u32);
+        if m >= a.gemm_m || c >= a.c {
+            return;
+        }
+        let (n, q) = Slice::split_row(a, m);
+        if let Some(px) = slice.pixel(a, q) {
+            unsafe { write_dx::<Out>(a, g, n, c, px, v) }
+        }
+    };
+    unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
+}

@@ -1,0 +1,408 @@
+//! Grouped convolution backward-data with a fused multi-D epilogue:
+//! planning (instance, slices, argument block) and execution.
+//!
+//! `dx = f(conv_transpose(dy, w), D0, D1, ...)`, written once per element.
+//! One launch covers every stride-residue slice (see the device crate's
+//! `conv::bwd_data`): per group and slice a GEMM with `M = N * ceil(I/S)`
+//! pixels, `N = C`, reduction `taps of the slice's class * K`.
+
+use super::{LaunchSpec, OpError, check_buffer};
+use convgrad_types::epilogue::{EpiChain, MAX_D};
+use convgrad_types::instance::{self, Family, Instance, Op};
+use convgrad_types::params::{ConvArgs, FastDiv};
+use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
+
+/// Layout of one `D` tensor of the epilogue. Every `D` is indexed like `dx`
+/// (`G, N, C, spatial`); broadcast layouts repeat values along some axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DLayout {
+    /// Exactly `dx`'s layout (required for a `D` that aliases `dx`).
+    Output,
+    /// A full tensor in the activation layout of a family (`NHWGC`, `GNHWC`,
+    /// `NGCHW`); CK's `G_NHW_C` is the channels-last one.
+    Full(ConvLayout),
+    /// One value per channel (bias), CK's `G_C` (`GC`): `G*C` elements,
+    /// repeated over the batch and the pixels.
+    PerChannel,
+    /// One value per pixel, `G_NHW` (`N, spatial, G` order): repeated over channels.
+    PerPixel,
+}
+
+impl DLayout {
+    /// Parses `output`, `G_C`/`GC`, `G_NHW`/`G_NW`/`G_NDHW`, `G_NHW_C` (and its
+    /// 1D/3D spellings), or an activation layout family name (`nhwgc`, `gnhwc`, `ngchw`).
+    pub fn parse(s: &str) -> Option<DLayout> {
+        let u = s.to_ascii_uppercase();
+        Some(match u.as_str() {
+            "OUTPUT" | "SAME" => DLayout::Output,
+            "G_C" | "GC" | "C" => DLayout::PerChannel,
+            "G_NW" | "G_NHW" | "G_NDHW" => DLayout::PerPixel,
+            "G_NW_C" | "G_NHW_C" | "G_NDHW_C" => DLayout::Full(ConvLayout::NhwgcGkyxcNhwgk),
+            _ => DLayout::Full(ConvLayout::parse(s)?),
+        })
+    }
+
+    /// Name as accepted by [`DLayout::parse`].
+    pub fn name(self) -> &'static str {
+        match self {
+            DLayout::Output => "output",
+            DLayout::PerChannel => "G_C",
+            DLayout::PerPixel => "G_NHW",
+            DLayout::Full(l) => l.name(),
+        }
+    }
+
+    /// The descriptor of a packed `D` of this layout for `p`, with `dx` for [`DLayout::Output`].
+    pub fn desc(self, p: &ConvProblem, dx: &TensorDesc) -> TensorDesc {
+        let lengths = TensorDesc::lengths_of(p, TensorRole::Input);
+        match self {
+            DLayout::Output => *dx,
+            DLayout::Full(l) => TensorDesc::packed(p, l, TensorRole::Input),
+            DLayout::PerChannel => TensorDesc { lengths, strides: [p.c, 0, 1, 0, 0, 0] },
+            DLayout::PerPixel => {
+                // (N, D, H, W, G) packed, channel stride 0.
+                let [g, _, _, d, h, w] = lengths;
+                let strides = [1, d * h * w * g, 0, h * w * g, w * g, g];
+                TensorDesc { lengths, strides }
+            }
+        }
+    }
+}
+
+/// What the user asks for besides the problem.
+#[derive(Clone, Debug)]
+pub struct BwdDataConfig {
+    /// Layout family of dx, w, dy.
+    pub layout: ConvLayout,
+    /// Data types (f32, f16 or bf16; dx, dy, w and the `D` tensors share it).
+    pub types: TypeConfig,
+    /// Fused epilogue: applied in order; each op that reads a `D` takes the next one.
+    pub epilogue: Vec<EpilogueOp>,
+    /// Layout of each `D` tensor, in order (missing entries: [`DLayout::Output`]).
+    pub d_layouts: Vec<DLayout>,
+    /// Force an instance by name.
+    pub instance: Option<String>,
+}
+
+impl Default for BwdDataConfig {
+    fn default() -> Self {
+        BwdDataConfig {
+            layout: ConvLayout::NhwgcGkyxcNhwgk,
+            types: TypeConfig::F16,
+            epilogue: Vec::new(),
+            d_layouts: Vec::new(),
+            instance: None,
+        }
+    }
+}
+
+/// Everything needed to run one backward-data problem.
+#[derive(Clone, Debug)]
+pub struct BwdDataPlan {
+    /// The problem.
+    pub problem: ConvProblem,
+    /// Output gradient.
+    pub dy: TensorDesc,
+    /// Weights.
+    pub w: TensorDesc,
+    /// Input gradient (written).
+    pub dx: TensorDesc,
+    /// `D` tensor descriptors (in dx's canonical axes).
+    pub ds: Vec<TensorDesc>,
+    /// The lowered epilogue.
+    pub chain: EpiChain,
+    /// The launch.
+    pub main: LaunchSpec,
+    /// Stride-residue slices (GEMMs) in the launch; 0 for the direct kernel.
+    pub slices: u32,
+    /// Argument block with pointers left zero; see [`BwdDataPlan::args`].
+    pub args_template: ConvArgs,
+}
+
+/// Taps of the largest residue class, per dim: `ceil(filter / tilde)`.
+fn class_taps(p: &ConvProblem) -> u64 {
+    (0..3).map(|d| p.filter[d].div_ceil(tilde(p, d)) as u64).product()
+}
+
+/// `S / gcd(S, dilation)` along canonical spatial dim `d`.
+fn tilde(p: &ConvProblem, d: usize) -> usize {
+    p.strides[d] / gcd(p.strides[d], p.dilations[d])
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// Picks the instance for `family` (or checks a forced one).
+pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> Result<&'static Instance, OpError> {
+    let fits =
+        |i: &&Instance| matches!(i.op, Op::BwdData | Op::BwdDataDirect) && i.types == cfg.types && i.on(family);
+    if let Some(name) = &cfg.instance {
+        let i = instance::find(name).ok_or_else(|| {
+            OpError::Instance(format!("--instance {name}: no such instance (see `cargo xtask list-instances`)"))
+        })?;
+        if !fits(&i) {
+            return Err(OpError::Instance(format!(
+                "--instance {name} does not apply: it is {:?} {} for {:?}, the problem needs bwd-data {} on {family:?}",
+                i.op,
+                i.types.name(),
+                i.families,
+                cfg.types.name()
+            )));
+        }
+        return Ok(i);
+    }
+    let none = || {
+        OpError::Instance(format!(
+            "no bwd-data instance for {} on {family:?} (bwd-data supports f32, f16 and bf16)",
+            cfg.types.name()
+        ))
+    };
+    let direct = instance::INSTANCES.iter().filter(fits).find(|i| i.op == Op::BwdDataDirect);
+    // GEMM shape of the largest slice: N = C, reduction = class taps * K.
+    let (n, red) = (p.c as u64, class_taps(p) * p.k as u64);
+    // Tiny per-group GEMMs (depthwise, a handful of channels) would run the
+    // matrix unit mostly on padding: the direct kernel wins there.
+    if (n < 8 || red < 8) && direct.is_some() {
+        return direct.ok_or_else(none);
+    }
+    let rows = p.n as u64 * (0..3).map(|d| p.input[d].div_ceil(p.strides[d]) as u64).product::<u64>();
+    let mut tiles: Vec<&'static Instance> =
+        instance::INSTANCES.iter().filter(fits).filter(|i| i.op == Op::BwdData).collect();
+    // Least padding along N (channels) first, then enough workgroups to fill
+    // the GPU (about 2 per CU of a large part), then the largest tile.
+    let pad_n = |i: &Instance| n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64 - n;
+    let blocks = |i: &Instance| {
+        rows.div_ceil(i.tile.bm as u64) * n.div_ceil(i.tile.bn as u64) * p.g as u64 * slice_count(p) as u64
+    };
+    tiles.sort_by_key(|i| (pad_n(i) * 8 / n.max(1), blocks(i) < 512, u32::MAX - i.tile.bm * i.tile.bn));
+    tiles.first().copied().or(direct).ok_or_else(none)
+}
+
+fn slice_count(p: &ConvProblem) -> usize {
+    p.strides.iter().product()
+}
+
+/// Builds the plan for `p` on a device of `family` (packed tensors).
+pub fn plan(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> Result<BwdDataPlan, OpError> {
+    p.validate()?;
+    let dy = TensorDesc::packed(p, cfg.layout, TensorRole::Output);
+    let w = TensorDesc::packed(p, cfg.layout, TensorRole::Weight);
+    let dx = TensorDesc::packed(p, cfg.layout, TensorRole::Input);
+    plan_with(p, cfg, family, dy, w, dx)
+}
+
+/// As [`plan`], with explicit (possibly strided) descriptors of dy, w, dx.
+pub fn plan_with(
+    p: &ConvProblem,
+    cfg: &BwdDataConfig,
+    family: Family,
+    dy: TensorDesc,
+    w: TensorDesc,
+    dx: TensorDesc,
+) -> Result<BwdDataPlan, OpError> {
+    p.validate()?;
+    let chain = EpiChain::from_ops(&cfg.epilogue).ok_or(OpError::Desc(DescError::Unsupported {
+        field: "epilogue",
+        allowed: "at most 8 steps (add-relu counts 2) reading at most 4 D tensors",
+    }))?;
+    if cfg.d_layouts.len() > chain.num_d as usize {
+        return Err(OpError::Usage(format!(
+            "{} D layout(s) given but the epilogue reads {} D tensor(s)",
+            cfg.d_layouts.len(),
+            chain.num_d
+        )));
+    }
+    let ds: Vec<TensorDesc> = (0..chain.num_d as usize)
+        .map(|i| cfg.d_layouts.get(i).copied().unwrap_or(DLayout::Output).desc(p, &dx))
+        .collect();
+    for (t, d) in [("dy", &dy), ("w", &w), ("dx", &dx)] {
+        d.check(t, d.span() as usize)?;
+    }
+    for (i, d) in ds.iter().enumerate() {
+        d.check(super::D_NAMES[i], d.span() as usize)?;
+    }
+    let slices = slice_count(p);
+    if slices > 65535 {
+        return Err(OpError::Desc(DescError::TooLarge {
+            field: "product of the strides (stride-residue slices, grid y)",
+            value: slices as u64,
+            max: 65535,
+        }));
+    }
+    if p.g > 65535 {
+        return Err(OpError::Desc(DescError::TooLarge { field: "G (grid z)", value: p.g as u64, max: 65535 }));
+    }
+    let inst = choose_instance(p, cfg, family)?;
+    let direct = inst.op == Op::BwdDataDirect;
+    let t = inst.tile;
+    let slice_rows: [usize; 3] = std::array::from_fn(|d| p.input[d].div_ceil(p.strides[d]));
+    let gm = p.n as u64 * slice_rows.iter().map(|&r| r as u64).product::<u64>();
+    let gn = p.c as u64;
+    let total = p.g as u64 * p.n as u64 * p.c as u64 * p.input_pixels();
+    let limit = u32::MAX as u64 / 2;
+    for (field, v) in [
+        ("GEMM M (N * input pixels per stride slice)", gm),
+        ("GEMM K (class taps * K)", class_taps(p) * p.k as u64),
+        ("input-gradient elements (G * N * C * pixels)", total),
+    ] {
+        if v > limit {
+            return Err(OpError::Desc(DescError::TooLarge { field, value: v, max: limit }));
+        }
+    }
+    let tiles_m = gm.div_ceil(t.bm as u64) as u32;
+    let tiles_n = gn.div_ceil(t.bn as u64) as u32;
+    if !direct && tiles_m as u64 * tiles_n as u64 > limit {
+        return Err(OpError::Desc(DescError::TooLarge {
+            field: "GEMM tiles (grid x)",
+            value: tiles_m as u64 * tiles_n as u64,
+            max: limit,
+        }));
+    }
+    let u3 = |v: [usize; 3]| v.map(|x| x as u32);
+    let tl: [usize; 3] = std::array::from_fn(|d| tilde(p, d));
+    let dot = |more: bool| -> [FastDiv; 3] {
+        std::array::from_fn(|d| FastDiv::new((p.filter[d] / tl[d] + more as usize) as u32))
+    };
+    let mut args = ConvArgs {
+        abi: ConvArgs::ABI,
+        g: p.g as u32,
+        n: p.n as u32,
+        c: p.c as u32,
+        k: p.k as u32,
+        input: u3(p.input),
+        output: u3(p.output()),
+        filter: u3(p.filter),
+        stride: u3(p.strides),
+        dilation: u3(p.dilations),
+        lpad: u3(p.lpads),
+        x_strides: dx.strides_u32(),
+        w_strides: w.strides_u32(),
+        dy_strides: dy.strides_u32(),
+        gemm_m: gm as u32,
+        gemm_n: gn as u32,
+        gemm_k: (class_taps(p) * p.k as u64) as u32,
+        k_batch: 1,
+        tiles_m,
+        tiles_n,
+        partial_elems: total as u32,
+        epi: chain,
+        div_c: FastDiv::new(p.c as u32),
+        div_g: FastDiv::new(p.g as u32),
+        tilde: u3(tl),
+        tap_step: std::array::from_fn(|d| (p.dilations[d] / gcd(p.strides[d], p.dilations[d])) as u32),
+        slices: slices as u32,
+        slice_rows: u3(slice_rows),
+        div_slice_rows: slice_rows.map(|r| FastDiv::new(r as u32)),
+        div_stride: p.strides.map(|s| FastDiv::new(s as u32)),
+        div_in: p.input.map(|i| FastDiv::new(i as u32)),
+        div_k: FastDiv::new(p.k as u32),
+        div_dot: [dot(false), dot(true)],
+        ..Default::default()
+    };
+    for (i, d) in ds.iter().enumerate().take(MAX_D) {
+        args.d_strides[i] = d.strides_u32();
+    }
+    let grid = if direct {
+        [(total as u32).div_ceil(inst.threads(family)), 1, 1]
+    } else {
+        [tiles_m * tiles_n, slices as u32, p.g as u32]
+    };
+    Ok(BwdDataPlan {
+        problem: *p,
+        dy,
+        w,
+        dx,
+        ds,
+        chain,
+        main: LaunchSpec { instance: inst, grid, block: inst.threads(family), lds_bytes: inst.lds_bytes() },
+        slices: if direct { 0 } else { slices as u32 },
+        args_template: args,
+    })
+}
+
+impl BwdDataPlan {
+    /// The argument block with device addresses filled in.
+    pub fn args(&self, bufs: &BwdDataBuffers<'_>) -> ConvArgs {
+        let mut a = self.args_template;
+        a.x = bufs.dx;
+        a.w = bufs.w;
+        a.dy = bufs.dy;
+        for (i, &d) in bufs.ds.iter().enumerate().take(MAX_D) {
+            a.d[i] = d;
+        }
+        a
+    }
+}
+
+/// Device buffers of one backward-data call, by device address. A `D` may
+/// be `dx` itself (in-place accumulation) when its layout is [`DLayout::Output`].
+#[derive(Clone, Copy, Debug)]
+pub struct BwdDataBuffers<'a> {
+    /// Output gradient (spanning `plan.dy`).
+    pub dy: u64,
+    /// Weights (spanning `plan.w`).
+    pub w: u64,
+    /// Input gradient, written (spanning `plan.dx`).
+    pub dx: u64,
+    /// `D` tensors of the epilogue.
+    pub ds: &'a [u64],
+}
+
+impl<'a> BwdDataBuffers<'a> {
+    /// Takes typed device buffers, checking each one's length against the
+    /// plan (`ds` receives the `D` addresses; a `D` may be `dx` itself).
+    pub fn checked<T: bytemuck::Pod>(
+        plan: &BwdDataPlan,
+        types: TypeConfig,
+        dy: &crate::runtime::DeviceBuffer<T>,
+        w: &crate::runtime::DeviceBuffer<T>,
+        dx: &crate::runtime::DeviceBuffer<T>,
+        d: &[&crate::runtime::DeviceBuffer<T>],
+        ds: &'a mut Vec<u64>,
+    ) -> Result<Self, OpError> {
+        check_buffer("dy", &plan.dy, types.act(), dy.bytes())?;
+        check_buffer("w", &plan.w, types.wei(), w.bytes())?;
+        check_buffer("dx", &plan.dx, types.act(), dx.bytes())?;
+        if d.len() != plan.ds.len() {
+            return Err(OpError::Usage(format!("the epilogue reads {} D tensor(s), {} given", plan.ds.len(), d.len())));
+        }
+        ds.clear();
+        for (i, (b, desc)) in d.iter().zip(&plan.ds).enumerate() {
+            check_buffer(super::D_NAMES[i], desc, types.act(), b.bytes())?;
+            ds.push(b.device_addr());
+        }
+        Ok(BwdDataBuffers { dy: dy.device_addr(), w: w.device_addr(), dx: dx.device_addr(), ds })
+    }
+}
+
+/// Runs a plan: one launch writes every element of `dx`.
+pub fn execute(
+    dev: &crate::runtime::Device,
+    module: &crate::runtime::Module,
+    plan: &BwdDataPlan,
+    bufs: BwdDataBuffers<'_>,
+) -> Result<(), OpError> {
+    if bufs.ds.len() != plan.ds.len() {
+        return Err(OpError::Usage(format!(
+            "the epilogue reads {} D tensor(s), {} given",
+            plan.ds.len(),
+            bufs.ds.len()
+        )));
+    }
+    for (i, (&d, desc)) in bufs.ds.iter().zip(&plan.ds).enumerate() {
+        // In place is safe only element for element: each thread reads the D
+        // value of the element it then writes.
+        if d == bufs.dx && *desc != plan.dx {
+            return Err(OpError::Usage(format!(
+                "{} aliases dx but has another layout ({:?} vs {:?}); an aliasing D must use the `output` layout",
+                super::D_NAMES[i],
+                desc.strides,
+                plan.dx.strides
+            )));
+        }
+    }
+    let k = module.kernel(plan.main.instance.name)?;
+    dev.launch(&k, plan.main.grid, plan.main.block, plan.main.lds_bytes, &plan.args(&bufs))?;
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! Grouped backward-data (plain and with fused multi-D epilogues) on the
+//! emulator, for the gfx942 (MFMA), gfx1100 (WMMA) and sm_90 (mma.sync)
+//! models: every kernel path against the float64 reference, with fresh random
+//! inputs per case and NaN-poisoned outputs (every element must be written,
+//! including pixels that no filter tap reaches).
+
+use convgrad::check::Init;
+use convgrad::ops::bwd_data::{BwdDataConfig, DLayout, plan};
+use convgrad::ops::OpError;
+use convgrad::runtime::{Backend, Device, EmuArch, Module};
+use convgrad::types::instance::{Family, INSTANCES, Op};
+use convgrad::types::{ConvLayout, ConvProblem, EpilogueOp, TypeConfig};
+use convgrad::verify::bwd_data::{Case, run};
+
+/// `ndim G N K C filter input strides dilations lpads rpads` in CK's order.
+fn prob(v: &[usize]) -> ConvProblem {
+    ConvProblem::from_ck_args(v).unwrap_or_else(|e| panic!("bad test problem {v:?}: {e}"))
+}
+
+/// Problems covering dims, strides 1 to 4 (and larger than the filter),
+/// dilations (also sharing a factor with the stride), asymmetric pads, 1x1
+/// with stride 2, groups, depthwise and odd C/K.
+fn problems() -> Vec<(&'static str, ConvProblem)> {
+    vec![
+        ("1d stride2 asym-pad", prob(&[1, 2, 3, 24, 16, 3, 17, 2, 1, 0, 2])),
+        ("1d stride3 dil3 odd C/K", prob(&[1, 1, 2, 5, 3, 4, 20, 3, 3, 2, 1])),
+        ("2d 3x3 pad1", prob(&[2, 1, 2, 40, 24, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("2d groups stride2 dil2", prob(&[2, 3, 2, 16, 8, 3, 3, 11, 10, 2, 2, 2, 2, 1, 2, 2, 0])),
+        ("2d depthwise stride2", prob(&[2, 32, 2, 1, 1, 3, 3, 9, 8, 2, 2, 1, 1, 1, 1, 1, 1])),
+        ("2d 1x1 stride2", prob(&[2, 1, 3, 33, 17, 1, 1, 7, 9, 2, 2, 1, 1, 0, 0, 0, 0])),
+        ("2d stride4 > filter", prob(&[2, 2, 2, 7, 5, 2, 2, 13, 12, 4, 3, 1, 1, 1, 0, 0, 2])),
+        ("2d many channels (multi-tile N)", prob(&[2, 1, 1, 24, 136, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3d 3x3x3 pad1", prob(&[3, 2, 1, 12, 8, 3, 3, 3, 5, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3d stride (2,1,2) asym", prob(&[3, 1, 2, 9, 6, 2, 3, 2, 6, 5, 7, 2, 1, 2, 1, 1, 1, 0, 1, 1, 1, 0, 0])),
+        ("2d small C (direct)", prob(&[2, 4, 2, 4, 3, 3, 3, 10, 9, 1, 2, 1, 1, 1, 1, 0, 1])),
+    ]
+}
+
+/// The emulator model `arch`, or, when `CONVGRAD_TEST_BACKEND` names one
+/// (`cuda`, `hip`), that GPU: the same suite then runs on real hardware.
+fn device(arch: EmuArch) -> (Device, Module) {
+    let backend = match std::env::var("CONVGRAD_TEST_BACKEND") {
+        Ok(b) if !b.is_empty() => Backend::parse(&b, None).expect("CONVGRAD_TEST_BACKEND: auto|hip|cuda|emu"),
+        _ => Backend::Emulator(arch),
+    };
+    let dev = Device::open(backend, 0).expect("device");
+    let module = dev.load_module().expect("module");
+    (dev, module)
+}
+
+/// Epilogues with their D layouts and whether D0 aliases dx.
+fn epilogues() -> Vec<(Vec<EpilogueOp>, Vec<DLayout>, bool)> {
+    use EpilogueOp::*;
+    vec![
+        (vec![], vec![], false),
+        (vec![AddRelu], vec![DLayout::PerChannel], false),
+        (vec![Bilinear(0.75, -1.5)], vec![DLayout::Output], true),
+        (vec![Scale(0.5)], vec![], false),
+        (vec![Add, ReluMask], vec![DLayout::Output, DLayout::PerPixel], false),
+        (vec![ReluMask, Add, Bilinear(2.0, 0.5), AddRelu], vec![
+            DLayout::Full(ConvLayout::GnhwcGkyxcGnhwk),
+            DLayout::PerChannel,
+            DLayout::Output,
+            DLayout::PerPixel,
+        ], false),
+        (vec![Add], vec![DLayout::Output], true),
+    ]
+}
+
+/// Runs the suite on one architecture model; dtypes, layouts and epilogues
+/// rotate over the problems so every combination kind appears.
+fn suite(arch: EmuArch) {
+    let (dev, module) = device(arch);
+    let types = [TypeConfig::F32, TypeConfig::F16, TypeConfig::Bf16];
+    let layouts = ConvLayout::ALL;
+    let epis = epilogues();
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for (i, (name, p)) in problems().into_iter().enumerate() {
+        for j in 0..3 {
+            let t = types[(i + j) % 3];
+            let (epilogue, d_layouts, alias) = epis[(2 * i + j) % epis.len()].clone();
+            let cfg = BwdDataConfig { layout: layouts[(i + 3 * j) % 4], types: t, epilogue, d_layouts, instance: None };
+            let case = Case {
+                problem: p,
+                config: cfg.clone(),
+                seed: 2000 + 17 * i as u64 + j as u64,
+                init: if j % 2 == 0 { Init::Float } else { Init::Int },
+                alias_d0: alias,
+                timed_runs: 0,
+                dump: false,
+            };
+            let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
+            n += 1;
+            let line = format!(
+                "{} {name} [{p}] {} {} {:?} {:?} alias={alias} -> {}: {}",
+                dev.arch(),
+                t.name(),
+                cfg.layout.name(),
+                cfg.epilogue,
+                cfg.d_layouts,
+                o.instance,
+                o.report.summary()
+            );
+            println!("{line}");
+            if !o.passed() {
+                failures.push(line);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {n} cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn bwd_data_gfx942_mfma() {
+    suite(EmuArch::Gfx942);
+}
+
+#[test]
+fn bwd_data_gfx1100_wmma() {
+    suite(EmuArch::Gfx1100);
+}
+
+#[test]
+fn bwd_data_sm90_mma_sync() {
+    suite(EmuArch::Sm90);
+}
+
+/// Every bwd-data instance of every family runs and passes on a strided
+/// problem spanning several tiles in M and N, with a reduction tail.
+#[test]
+fn bwd_data_every_instance() {
+    let p = prob(&[2, 2, 1, 20, 70, 3, 3, 11, 11, 2, 2, 1, 1, 1, 1, 1, 1]);
+    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
+        let (dev, module) = device(arch);
+        for inst in INSTANCES.iter().filter(|i| matches!(i.op, Op::BwdData | Op::BwdDataDirect) && i.on(dev.family())) {
+            let cfg = BwdDataConfig {
+                types: inst.types,
+                instance: Some(inst.name.into()),
+                epilogue: vec![EpilogueOp::AddRelu],
+                d_layouts: vec![DLayout::PerChannel],
+                ..Default::default()
+            };
+            let case =
+                Case { problem: p, config: cfg, seed: 78, init: Init::Float, alias_d0: false, timed_runs: 0, dump: false };
+            let o = run(&dev, &module, &case).unwrap();
+            assert_eq!(o.instance, inst.name);
+            assert!(o.passed(), "{} on {}: {}", inst.name, dev.arch(), o.report.summary());
+        }
+    }
+}
+
+/// Bad requests get errors that name the field, before anything runs.
+#[test]
+fn bwd_data_bad_requests() {
+    let p = prob(&[2, 1, 1, 8, 8, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let err = |cfg: &BwdDataConfig| plan(&p, cfg, Family::Nvidia).unwrap_err().to_string();
+    let e = err(&BwdDataConfig { types: TypeConfig::Bf16F32, ..Default::default() });
+    assert!(e.contains("bf16-f32") && e.contains("f32, f16 and bf16"), "{e}");
+    let e = err(&BwdDataConfig { instance: Some("bwdw_f16_64x64x32_mma16x8".into()), ..Default::default() });
+    assert!(e.contains("does not apply"), "{e}");
+    let e = err(&BwdDataConfig { epilogue: vec![EpilogueOp::Add; 5], ..Default::default() });
+    assert!(e.contains("epilogue"), "{e}");
+    let e = err(&BwdDataConfig { d_layouts: vec![DLayout::PerChannel], ..Default::default() });
+    assert!(e.contains("D layout"), "{e}");
+    // A D that aliases dx in a broadcast layout would race: refused at execute.
+    let (dev, module) = device(EmuArch::Sm90);
+    let cfg = BwdDataConfig { epilogue: vec![EpilogueOp::Add], d_layouts: vec![DLayout::PerChannel], ..Default::default() };
+    let pl = plan(&p, &cfg, dev.family()).unwrap();
+    let buf = dev.alloc::<u16>(pl.dx.span() as usize).unwrap();
+    let ds = [buf.device_addr()];
+    let bufs = convgrad::ops::bwd_data::BwdDataBuffers { dy: buf.device_addr(), w: buf.device_addr(), dx: buf.device_addr(), ds: &ds };
+    let e = convgrad::ops::bwd_data::execute(&dev, &module, &pl, bufs).unwrap_err();
+    assert!(matches!(e, OpError::Usage(_)) && e.to_string().contains("aliases dx"), "{e}");
+}
