@@ -1,8 +1,15 @@
 """Times PyTorch/cuDNN convolution backward passes for `cargo xtask bench`.
 
-Reads a JSON list of shapes from argv[1] and prints a JSON list of median
-milliseconds (one per shape), timed like the project's anchors: channels_last,
-cudnn.benchmark on, TF32 off, CUDA events, median of `iters` after warm-up.
+Reads a JSON list of shapes from argv[1] and prints a JSON object whose "ms" is
+a list of median milliseconds (one per shape, null where PyTorch cannot run it),
+timed like the project's anchors: channels_last, cudnn.benchmark on, TF32 off,
+CUDA events, median of `iters` after warm-up.
+
+Each shape has "op": "bwd-weight" (grad_weight only) or "bwd-data" (grad_input
+only), both through `torch.ops.aten.convolution_backward` with the matching
+output_mask. A bwd-data shape with "epilogue": "add-relu-bias" also adds a
+per-channel bias to grad_input and applies ReLU, unfused (PyTorch's equivalent
+of our fused add-relu on a G_C bias).
 """
 import json
 import sys
@@ -14,9 +21,16 @@ torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
 DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+OPS = ("bwd-weight", "bwd-data")
 
 
 def time_one(s, iters):
+    op = s["op"]
+    if op not in OPS:
+        raise ValueError(f"op {op!r}: allowed {', '.join(OPS)}")
+    epilogue = s.get("epilogue", "none")
+    if epilogue not in ("none", "add-relu-bias") or (epilogue != "none" and op != "bwd-data"):
+        raise ValueError(f"epilogue {epilogue!r} with op {op!r}: only bwd-data takes add-relu-bias")
     nd = len(s["filter"])
     dt = DT[s["dtype"]]
     g, n, c, k = s["G"], s["N"], s["C"], s["K"]
@@ -30,11 +44,16 @@ def time_one(s, iters):
     pad = s["lpads"]
     y = torch.ops.aten.convolution(x, w, None, s["strides"], pad, s["dilations"], False, [0] * nd, g)
     dy = torch.randn_like(y)
-    mask = [s["op"] == "bwd-data", s["op"] == "bwd-weight", False]
+    # grad_input only for bwd-data, grad_weight only for bwd-weight.
+    mask = [op == "bwd-data", op == "bwd-weight", False]
+    bias = torch.randn([1, g * c] + [1] * nd, device=dev, dtype=dt)
 
     def run():
-        return torch.ops.aten.convolution_backward(
+        out = torch.ops.aten.convolution_backward(
             dy, x, w, None, s["strides"], pad, s["dilations"], False, [0] * nd, g, mask)
+        if epilogue == "add-relu-bias":
+            torch.relu_(out[0].add_(bias))
+        return out
 
     for _ in range(5):
         run()

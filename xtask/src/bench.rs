@@ -1,23 +1,30 @@
-//! `cargo xtask bench --op bwd-weight`: times our kernels and PyTorch/cuDNN
-//! (`benches/torch_conv_bwd.py`, run with `python3`) on the same device in the
-//! same run, and prints a table with the ratio per shape and the geometric
-//! means of the dense and the grouped/depthwise shapes.
+//! `cargo xtask bench --op bwd-weight|bwd-data`: times our kernels and
+//! PyTorch/cuDNN (`benches/torch_conv_bwd.py`, run with `python3`) on the same
+//! device in the same run, and prints a table with the ratio per shape and the
+//! geometric means of the dense and the grouped/depthwise shapes.
 //!
-//! Suite: the shapes of the project's performance anchors plus CK's
-//! ResNet-50 layers, in f16 and bf16, NHWGC layout (PyTorch channels_last).
-//! On the emulator (`--backend emu`) it reports emulated throughput instead
-//! (small shapes, no peer).
+//! Suite (both operations): the shapes of the project's performance anchors
+//! plus CK's ResNet-50 layers, in f16 and bf16, NHWGC layout (PyTorch
+//! channels_last). bwd-data adds a fused-epilogue pair, CK example 38 without
+//! and with add-relu on a G_C bias, and reports the fused version's overhead
+//! (outside the geometric means; its peer is PyTorch's unfused
+//! backward-data + bias + ReLU). On the emulator (`--backend emu`) it reports
+//! emulated throughput instead (small shapes, no peer).
 
+use crate::verify::{CK_EXAMPLE_38, EMU_EX38, parse_problem};
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use convgrad::ops::bwd_weight::{self as op, BwdWeightBuffers, BwdWeightConfig, SplitK};
-use convgrad::runtime::{Backend, BackendKind, Device};
-use convgrad_types::{ConvLayout, ConvProblem, TypeConfig};
+use convgrad::check::{Init, fill_random, to_bytes};
+use convgrad::ops::OpError;
+use convgrad::ops::bwd_data::{self as data_op, BwdDataBuffers, BwdDataConfig, DLayout};
+use convgrad::ops::bwd_weight::{self as weight_op, BwdWeightBuffers, BwdWeightConfig, SplitK};
+use convgrad::runtime::{Backend, BackendKind, Device, DeviceBuffer, Module};
+use convgrad_types::{ConvLayout, ConvProblem, DType, EpilogueOp, TypeConfig};
 
 #[derive(Parser, Debug)]
 #[command(name = "cargo xtask bench", about = "Benchmark against PyTorch/cuDNN")]
 struct BenchArgs {
-    /// Operation: bwd-weight.
+    /// Operation: bwd-weight or bwd-data.
     #[arg(long, default_value = "bwd-weight")]
     op: String,
     /// auto, hip, cuda, emu.
@@ -43,86 +50,134 @@ struct BenchArgs {
     json: Option<std::path::PathBuf>,
 }
 
+/// The operations the bench times.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Op {
+    BwdWeight,
+    BwdData,
+}
+
+impl Op {
+    fn parse(s: &str) -> Result<Op> {
+        Ok(match s {
+            "bwd-weight" => Op::BwdWeight,
+            "bwd-data" => Op::BwdData,
+            o => bail!(
+                "--op {o}: allowed bwd-weight, bwd-data (bwd-data includes the fused-epilogue pair)"
+            ),
+        })
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Op::BwdWeight => "bwd-weight",
+            Op::BwdData => "bwd-data",
+        }
+    }
+}
+
 /// Shape kinds, for the two geometric means.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     Dense,
     Grouped,
+    /// The fused-epilogue pair: reported as an overhead, outside the geometric means.
+    Epilogue,
 }
 
 struct Shape {
     name: String,
     kind: Kind,
     p: ConvProblem,
+    /// Fused add-relu on a G_C bias (bwd-data only).
+    fused: bool,
+}
+
+impl Shape {
+    fn new(name: impl Into<String>, kind: Kind, p: ConvProblem) -> Shape {
+        Shape {
+            name: name.into(),
+            kind,
+            p,
+            fused: false,
+        }
+    }
 }
 
 /// A square 2-D problem: `(N, G, C, K)`, filter `f x f`, input `hw x hw`, stride `s`, pad `pad`.
-fn p2((n, g, c, k): (usize, usize, usize, usize), f: usize, hw: usize, s: usize, pad: usize) -> ConvProblem {
+fn p2(
+    (n, g, c, k): (usize, usize, usize, usize),
+    f: usize,
+    hw: usize,
+    s: usize,
+    pad: usize,
+) -> ConvProblem {
     ConvProblem::from_ck_args(&[2, g, n, k, c, f, f, hw, hw, s, s, 1, 1, pad, pad, pad, pad])
         .expect("suite shape")
 }
 
+/// The shared suite: anchors plus CK's ResNet-50 layers.
 fn suite() -> Vec<Shape> {
     use Kind::*;
     let mut v = vec![
-        Shape {
-            name: "seed17 128x128->256 3x3 71 s2".into(),
-            kind: Dense,
-            p: p2((128, 1, 128, 256), 3, 71, 2, 1),
-        },
-        Shape {
-            name: "128x64->64 3x3 56".into(),
-            kind: Dense,
-            p: p2((128, 1, 64, 64), 3, 56, 1, 1),
-        },
-        Shape {
-            name: "128x256->256 3x3 14".into(),
-            kind: Dense,
-            p: p2((128, 1, 256, 256), 3, 14, 1, 1),
-        },
-        Shape {
-            name: "128x512->512 3x3 7".into(),
-            kind: Dense,
-            p: p2((128, 1, 512, 512), 3, 7, 1, 1),
-        },
-        Shape {
-            name: "128x256->64 1x1 56".into(),
-            kind: Dense,
-            p: p2((128, 1, 256, 64), 1, 56, 1, 0),
-        },
-        Shape {
-            name: "resnext 64 g32 4->4 3x3 56".into(),
-            kind: Grouped,
-            p: p2((64, 32, 4, 4), 3, 56, 1, 1),
-        },
-        Shape {
-            name: "resnext 64 g32 16->16 3x3 14".into(),
-            kind: Grouped,
-            p: p2((64, 32, 16, 16), 3, 14, 1, 1),
-        },
-        Shape {
-            name: "depthwise 64 g144 3x3 56".into(),
-            kind: Grouped,
-            p: p2((64, 144, 1, 1), 3, 56, 1, 1),
-        },
-        Shape {
-            name: "depthwise 64 g384 3x3 14".into(),
-            kind: Grouped,
-            p: p2((64, 384, 1, 1), 3, 14, 1, 1),
-        },
-        Shape {
-            name: "3d 4x64->64 3x3x3 16x56x56".into(),
-            kind: Dense,
-            p: ConvProblem::from_ck_args(&[
+        Shape::new(
+            "seed17 128x128->256 3x3 71 s2",
+            Dense,
+            p2((128, 1, 128, 256), 3, 71, 2, 1),
+        ),
+        Shape::new(
+            "128x64->64 3x3 56",
+            Dense,
+            p2((128, 1, 64, 64), 3, 56, 1, 1),
+        ),
+        Shape::new(
+            "128x256->256 3x3 14",
+            Dense,
+            p2((128, 1, 256, 256), 3, 14, 1, 1),
+        ),
+        Shape::new(
+            "128x512->512 3x3 7",
+            Dense,
+            p2((128, 1, 512, 512), 3, 7, 1, 1),
+        ),
+        Shape::new(
+            "128x256->64 1x1 56",
+            Dense,
+            p2((128, 1, 256, 64), 1, 56, 1, 0),
+        ),
+        Shape::new(
+            "resnext 64 g32 4->4 3x3 56",
+            Grouped,
+            p2((64, 32, 4, 4), 3, 56, 1, 1),
+        ),
+        Shape::new(
+            "resnext 64 g32 16->16 3x3 14",
+            Grouped,
+            p2((64, 32, 16, 16), 3, 14, 1, 1),
+        ),
+        Shape::new(
+            "depthwise 64 g144 3x3 56",
+            Grouped,
+            p2((64, 144, 1, 1), 3, 56, 1, 1),
+        ),
+        Shape::new(
+            "depthwise 64 g384 3x3 14",
+            Grouped,
+            p2((64, 384, 1, 1), 3, 14, 1, 1),
+        ),
+        Shape::new(
+            "3d 4x64->64 3x3x3 16x56x56",
+            Dense,
+            ConvProblem::from_ck_args(&[
                 3, 1, 4, 64, 64, 3, 3, 3, 16, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
             ])
-            .unwrap(),
-        },
-        Shape {
-            name: "1d 32x256->256 3 1024".into(),
-            kind: Dense,
-            p: ConvProblem::from_ck_args(&[1, 1, 32, 256, 256, 3, 1024, 1, 1, 1, 1]).unwrap(),
-        },
+            .expect("suite shape"),
+        ),
+        Shape::new(
+            "1d 32x256->256 3 1024",
+            Dense,
+            ConvProblem::from_ck_args(&[1, 1, 32, 256, 256, 3, 1024, 1, 1, 1, 1])
+                .expect("suite shape"),
+        ),
     ];
     // CK's ResNet-50 layers (K, C, filter, Hi=Wi, stride, pad), N = 256.
     let r50: [(usize, usize, usize, usize, usize, usize); 20] = [
@@ -148,106 +203,190 @@ fn suite() -> Vec<Shape> {
         (64, 3, 7, 224, 2, 3),
     ];
     for (k, c, f, hw, s, pad) in r50 {
-        v.push(Shape {
-            name: format!("r50 256x{c}->{k} {f}x{f} {hw} s{s}"),
-            kind: Kind::Dense,
-            p: p2((256, 1, c, k), f, hw, s, pad),
-        });
+        v.push(Shape::new(
+            format!("r50 256x{c}->{k} {f}x{f} {hw} s{s}"),
+            Dense,
+            p2((256, 1, c, k), f, hw, s, pad),
+        ));
     }
     v
 }
 
 fn emu_suite() -> Vec<Shape> {
     vec![
-        Shape {
-            name: "emu 8x64->64 3x3 14".into(),
-            kind: Kind::Dense,
-            p: p2((8, 1, 64, 64), 3, 14, 1, 1),
-        },
-        Shape {
-            name: "emu 4 g8 16->16 3x3 14".into(),
-            kind: Kind::Grouped,
-            p: p2((4, 8, 16, 16), 3, 14, 1, 1),
-        },
-        Shape {
-            name: "emu depthwise 4 g64 3x3 14".into(),
-            kind: Kind::Grouped,
-            p: p2((4, 64, 1, 1), 3, 14, 1, 1),
-        },
+        Shape::new(
+            "emu 8x64->64 3x3 14",
+            Kind::Dense,
+            p2((8, 1, 64, 64), 3, 14, 1, 1),
+        ),
+        Shape::new(
+            "emu 4 g8 16->16 3x3 14",
+            Kind::Grouped,
+            p2((4, 8, 16, 16), 3, 14, 1, 1),
+        ),
+        Shape::new(
+            "emu depthwise 4 g64 3x3 14",
+            Kind::Grouped,
+            p2((4, 64, 1, 1), 3, 14, 1, 1),
+        ),
     ]
 }
 
-/// Median kernel time of one problem (ms), with fresh random inputs.
-fn time_ours(
-    dev: &Device,
-    module: &convgrad::runtime::Module,
-    p: &ConvProblem,
-    t: TypeConfig,
-    iters: usize,
-) -> Result<(f64, String)> {
-    let cfg = BwdWeightConfig {
-        layout: ConvLayout::NhwgcGkyxcNhwgk,
-        types: t,
-        split_k: SplitK::Auto,
-        ..Default::default()
-    };
-    let plan = op::plan(p, &cfg, dev.family(), dev.compute_units())?;
-    let (act, wei) = (t.act(), t.wei());
-    let x = dev.upload(&convgrad::check::to_bytes(
-        act,
-        &convgrad::check::fill_random(1, convgrad::check::Init::Float, act, plan.x.span() as usize),
-    ))?;
-    let dy = dev.upload(&convgrad::check::to_bytes(
-        act,
-        &convgrad::check::fill_random(
-            2,
-            convgrad::check::Init::Float,
-            act,
-            plan.dy.span() as usize,
-        ),
-    ))?;
-    let dw = dev.alloc::<u8>(plan.dw.span() as usize * wei.bytes())?;
-    let ws = if plan.workspace_elems > 0 {
-        Some(dev.alloc::<f32>(plan.workspace_elems)?)
-    } else {
-        None
-    };
-    let bufs = BwdWeightBuffers {
-        x: x.device_addr(),
-        dy: dy.device_addr(),
-        dw: dw.device_addr(),
-        ds: &[],
-    };
-    let go = || op::execute(dev, module, &plan, bufs, ws.as_ref());
+/// The fused-epilogue pair of `problem` (CK example 38's kind): plain, then add-relu + G_C bias.
+fn epilogue_pair(name: &str, problem: &str) -> Result<[Shape; 2]> {
+    let p = parse_problem(problem)?;
+    Ok([
+        Shape::new(name, Kind::Epilogue, p),
+        Shape {
+            name: format!("{name} +bias+relu"),
+            kind: Kind::Epilogue,
+            p,
+            fused: true,
+        },
+    ])
+}
+
+/// The shapes of `op` on a GPU or on the emulator.
+fn shapes(op: Op, emu: bool) -> Result<Vec<Shape>> {
+    let mut v = if emu { emu_suite() } else { suite() };
+    if op == Op::BwdData {
+        v.extend(if emu {
+            epilogue_pair("emu ck38 g4 2x32->32 3x3 10", EMU_EX38)?
+        } else {
+            epilogue_pair("ck38 g32 4x192->192 3x3 28", CK_EXAMPLE_38)?
+        });
+    }
+    Ok(v)
+}
+
+/// A device buffer of `elems` random values of type `t`.
+fn random_buffer(dev: &Device, seed: u64, t: DType, elems: usize) -> Result<DeviceBuffer<u8>> {
+    Ok(dev.upload(&to_bytes(t, &fill_random(seed, Init::Float, t, elems)))?)
+}
+
+/// Median of `iters` timed calls of `go` (ms), after up to 3 warm-up calls.
+fn median_ms(dev: &Device, iters: usize, go: impl Fn() -> Result<(), OpError>) -> Result<f64> {
     for _ in 0..3.min(iters) {
         go()?;
     }
     dev.synchronize()?;
     let mut ts = Vec::with_capacity(iters);
     for _ in 0..iters {
-        let ((), ms) = dev.time(|| {
-            go().map_err(|e| match e {
-                op::OpError::Runtime(r) => r,
-                other => panic!("{other}"),
-            })
+        let mut planned = None;
+        let ((), ms) = dev.time(|| match go() {
+            Err(OpError::Runtime(r)) => Err(r),
+            Err(other) => {
+                planned = Some(other);
+                Ok(())
+            }
+            Ok(()) => Ok(()),
         })?;
+        if let Some(e) = planned {
+            return Err(e.into());
+        }
         ts.push(ms as f64);
     }
     ts.sort_by(f64::total_cmp);
-    Ok((
-        ts[ts.len() / 2],
-        format!("{} kb={}", plan.main.instance.name, plan.k_batch),
-    ))
+    Ok(ts[ts.len() / 2])
 }
 
-fn peer(shapes: &[(&Shape, TypeConfig)], iters: usize) -> Result<(String, Vec<Option<f64>>)> {
+/// Median kernel time of one shape (ms), with fresh random inputs, and the kernel's description.
+fn time_ours(
+    dev: &Device,
+    module: &Module,
+    op: Op,
+    s: &Shape,
+    t: TypeConfig,
+    iters: usize,
+) -> Result<(f64, String)> {
+    let (act, wei) = (t.act(), t.wei());
+    let layout = ConvLayout::NhwgcGkyxcNhwgk;
+    match op {
+        Op::BwdWeight => {
+            let cfg = BwdWeightConfig {
+                layout,
+                types: t,
+                split_k: SplitK::Auto,
+                ..Default::default()
+            };
+            let plan = weight_op::plan(&s.p, &cfg, dev.family(), dev.compute_units())?;
+            let x = random_buffer(dev, 1, act, plan.x.span() as usize)?;
+            let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
+            let dw = dev.alloc::<u8>(plan.dw.span() as usize * wei.bytes())?;
+            let ws = match plan.workspace_elems {
+                0 => None,
+                n => Some(dev.alloc::<f32>(n)?),
+            };
+            let bufs = BwdWeightBuffers {
+                x: x.device_addr(),
+                dy: dy.device_addr(),
+                dw: dw.device_addr(),
+                ds: &[],
+            };
+            let ms = median_ms(dev, iters, || {
+                weight_op::execute(dev, module, &plan, bufs, ws.as_ref())
+            })?;
+            Ok((
+                ms,
+                format!("{} kb={}", plan.main.instance.name, plan.k_batch),
+            ))
+        }
+        Op::BwdData => {
+            let cfg = BwdDataConfig {
+                layout,
+                types: t,
+                epilogue: if s.fused {
+                    vec![EpilogueOp::AddRelu]
+                } else {
+                    vec![]
+                },
+                d_layouts: if s.fused {
+                    vec![DLayout::PerChannel]
+                } else {
+                    vec![]
+                },
+                instance: None,
+            };
+            let plan = data_op::plan(&s.p, &cfg, dev.family())?;
+            let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
+            let w = random_buffer(dev, 3, wei, plan.w.span() as usize)?;
+            let dx = dev.alloc::<u8>(plan.dx.span() as usize * act.bytes())?;
+            let ds = plan
+                .ds
+                .iter()
+                .enumerate()
+                .map(|(i, d)| random_buffer(dev, 4 + i as u64, act, d.span() as usize))
+                .collect::<Result<Vec<_>>>()?;
+            let d_addrs: Vec<u64> = ds.iter().map(|b| b.device_addr()).collect();
+            let bufs = BwdDataBuffers {
+                dy: dy.device_addr(),
+                w: w.device_addr(),
+                dx: dx.device_addr(),
+                ds: &d_addrs,
+            };
+            let ms = median_ms(dev, iters, || data_op::execute(dev, module, &plan, bufs))?;
+            let how = match plan.slices {
+                0 => "direct".to_string(),
+                n => format!("slices={n}"),
+            };
+            Ok((ms, format!("{} {how}", plan.main.instance.name)))
+        }
+    }
+}
+
+/// Times the selected shapes with PyTorch: (who, ms per shape).
+fn peer(
+    op: Op,
+    shapes: &[(&Shape, TypeConfig)],
+    iters: usize,
+) -> Result<(String, Vec<Option<f64>>)> {
     let list: Vec<serde_json::Value> = shapes
         .iter()
         .map(|(s, t)| {
             let sp = s.p.spatial();
-            serde_json::json!({ "op": "bwd-weight", "dtype": t.name(), "G": s.p.g, "N": s.p.n, "C": s.p.c, "K": s.p.k,
+            serde_json::json!({ "op": op.name(), "dtype": t.name(), "G": s.p.g, "N": s.p.n, "C": s.p.c, "K": s.p.k,
                 "filter": sp.filter, "input": sp.input, "strides": sp.strides, "dilations": sp.dilations,
-                "lpads": sp.lpads, "rpads": sp.rpads })
+                "lpads": sp.lpads, "rpads": sp.rpads, "epilogue": if s.fused { "add-relu-bias" } else { "none" } })
         })
         .collect();
     let dir = std::env::temp_dir().join("convgrad-bench");
@@ -271,12 +410,19 @@ fn peer(shapes: &[(&Shape, TypeConfig)], iters: usize) -> Result<(String, Vec<Op
         "PyTorch {} cuDNN {} on {}",
         v["torch"], v["cudnn"], v["device"]
     );
-    let ms = v["ms"]
+    let ms: Vec<Option<f64>> = v["ms"]
         .as_array()
         .context("peer output")?
         .iter()
         .map(|x| x.as_f64())
         .collect();
+    if ms.len() != shapes.len() {
+        bail!(
+            "the PyTorch peer timed {} shapes, {} asked for",
+            ms.len(),
+            shapes.len()
+        );
+    }
     Ok((who, ms))
 }
 
@@ -287,19 +433,7 @@ fn geomean(v: &[f64]) -> Option<f64> {
 /// Entry point of `cargo xtask bench`.
 pub fn run(args: &[String]) -> Result<()> {
     let a = BenchArgs::parse_from(std::iter::once("bench".to_string()).chain(args.iter().cloned()));
-    if a.op != "bwd-weight" {
-        bail!("--op {}: only bwd-weight has kernels so far", a.op);
-    }
-    let dev = Device::open(Backend::parse(&a.backend, a.emu_arch.as_deref())?, 0)?;
-    let module = dev.load_module()?;
-    let emu = dev.backend_kind() == BackendKind::Emulator;
-    println!(
-        "device: {:?} {} ({}) ; {}",
-        dev.backend_kind(),
-        dev.name(),
-        dev.arch(),
-        dev.selection_note()
-    );
+    let op = Op::parse(&a.op)?;
     let types: Vec<TypeConfig> = a
         .dtypes
         .split(',')
@@ -308,7 +442,18 @@ pub fn run(args: &[String]) -> Result<()> {
                 .with_context(|| format!("--dtypes: '{s}' is not f32, f16, bf16, bf16-f32"))
         })
         .collect::<Result<_>>()?;
-    let shapes = if emu { emu_suite() } else { suite() };
+    let dev = Device::open(Backend::parse(&a.backend, a.emu_arch.as_deref())?, 0)?;
+    let module = dev.load_module()?;
+    let emu = dev.backend_kind() == BackendKind::Emulator;
+    println!(
+        "op:     {} ; device: {:?} {} ({}) ; {}",
+        op.name(),
+        dev.backend_kind(),
+        dev.name(),
+        dev.arch(),
+        dev.selection_note()
+    );
+    let shapes = shapes(op, emu)?;
     let sel: Vec<(&Shape, TypeConfig)> = types
         .iter()
         .flat_map(|&t| shapes.iter().map(move |s| (s, t)))
@@ -319,24 +464,30 @@ pub fn run(args: &[String]) -> Result<()> {
         })
         .collect();
     let iters = if emu { 1 } else { a.iters };
-    let (who, theirs) = if emu || a.no_peer {
+    let (who, theirs) = if emu || a.no_peer || sel.is_empty() {
         (String::from("none"), vec![None; sel.len()])
     } else {
-        peer(&sel, iters)?
+        peer(op, &sel, iters)?
     };
     println!("peer:   {who}");
     println!(
-        "{:<34} {:>5} {:>10} {:>9} {:>10} {:>9} {:>7}  kernel",
+        "{:<38} {:>5} {:>10} {:>9} {:>10} {:>9} {:>7}  kernel",
         "shape", "type", "ours ms", "TFLOPS", "peer ms", "TFLOPS", "ratio"
     );
     let mut ratios: [Vec<f64>; 2] = [vec![], vec![]];
     let mut rows = vec![];
+    // (dtype, fused) -> ours ms, for the overhead of the fused epilogue.
+    let mut pair: Vec<(TypeConfig, bool, f64)> = vec![];
     for ((s, t), peer_ms) in sel.iter().zip(&theirs) {
-        let (ms, kern) = time_ours(&dev, &module, &s.p, *t, iters)?;
+        let (ms, kern) = time_ours(&dev, &module, op, s, *t, iters)
+            .with_context(|| format!("{} {} {}", op.name(), s.name, t.name()))?;
         let tf = |ms: f64| s.p.flops() as f64 / ms / 1e9;
         let ratio = peer_ms.map(|p| p / ms);
-        if let Some(r) = ratio {
-            ratios[(s.kind == Kind::Grouped) as usize].push(r);
+        match (s.kind, ratio) {
+            (Kind::Dense, Some(r)) => ratios[0].push(r),
+            (Kind::Grouped, Some(r)) => ratios[1].push(r),
+            (Kind::Epilogue, _) => pair.push((*t, s.fused, ms)),
+            _ => {}
         }
         let emu_note = if emu {
             dev.last_emulator_report()
@@ -351,7 +502,7 @@ pub fn run(args: &[String]) -> Result<()> {
             String::new()
         };
         println!(
-            "{:<34} {:>5} {:>10.4} {:>9.2} {:>10} {:>9} {:>7}  {kern}{emu_note}",
+            "{:<38} {:>5} {:>10.4} {:>9.2} {:>10} {:>9} {:>7}  {kern}{emu_note}",
             s.name,
             t.name(),
             ms,
@@ -361,7 +512,7 @@ pub fn run(args: &[String]) -> Result<()> {
             ratio.map_or("-".into(), |r| format!("{r:.3}x")),
         );
         rows.push(serde_json::json!({ "shape": s.name, "dtype": t.name(), "ours_ms": ms, "peer_ms": peer_ms,
-            "ratio": ratio, "kernel": kern, "kind": format!("{:?}", s.kind) }));
+            "ratio": ratio, "kernel": kern, "kind": format!("{:?}", s.kind), "fused": s.fused }));
     }
     for (i, name) in ["dense", "grouped/depthwise"].iter().enumerate() {
         if let Some(g) = geomean(&ratios[i]) {
@@ -371,11 +522,35 @@ pub fn run(args: &[String]) -> Result<()> {
             );
         }
     }
+    let mut overheads = vec![];
+    for &t in &types {
+        let find = |fused: bool| {
+            pair.iter()
+                .find(|&&(pt, f, _)| pt == t && f == fused)
+                .map(|p| p.2)
+        };
+        if let (Some(plain), Some(fused)) = (find(false), find(true)) {
+            let pct = (fused / plain - 1.0) * 100.0;
+            let verdict = if emu {
+                "emulated wall time, not a GPU measurement"
+            } else if pct < 10.0 {
+                "target < 10%: met"
+            } else {
+                "target < 10%: NOT met"
+            };
+            println!(
+                "fused epilogue (add-relu + G_C bias) overhead, {}: {plain:.4} -> {fused:.4} ms = {pct:+.1}% ({verdict})",
+                t.name()
+            );
+            overheads.push(serde_json::json!({ "dtype": t.name(), "plain_ms": plain, "fused_ms": fused, "overhead_pct": pct }));
+        }
+    }
     if let Some(p) = &a.json {
         std::fs::write(
             p,
             serde_json::to_string_pretty(
-                &serde_json::json!({ "device": dev.name(), "peer": who, "rows": rows }),
+                &serde_json::json!({ "op": op.name(), "device": dev.name(), "peer": who,
+                "rows": rows, "fused_epilogue_overhead": overheads }),
             )?,
         )?;
     }

@@ -126,7 +126,7 @@ fn class(a: &ConvArgs, d: usize, r: u32) -> Class {
 /// A operand: `dY[g]` gathered per slice row and tap, `M x (taps * K)`.
 pub struct DyGather<'a, T> {
     a: &'a ConvArgs,
-    s: &'a Slice,
+    s: Slice,
     p: *const T,
     g_off: u32,
 }
@@ -220,7 +220,7 @@ impl<T: Elem> Operand for DyGather<'_, T> {
 /// B operand: `W[g]` of the slice's taps, transposed: `C x (taps * K)`.
 pub struct WRows<'a, T> {
     a: &'a ConvArgs,
-    s: &'a Slice,
+    s: Slice,
     p: *const T,
     g_off: u32,
 }
@@ -296,8 +296,8 @@ pub unsafe fn kernel<
     let [tile, s, g] = arch::block_id();
     let (tm, tn) = (tile % a.tiles_m, tile / a.tiles_m);
     let slice = Slice::of_launch(a, s);
-    let dy = DyGather { a, s: &slice, p: a.dy as *const At::In, g_off: g * a.dy_strides[0] };
-    let w = WRows { a, s: &slice, p: a.w as *const At::In, g_off: g * a.w_strides[0] };
+    let dy = DyGather { a, s: slice, p: a.dy as *const At::In, g_off: g * a.dy_strides[0] };
+    let w = WRows { a, s: slice, p: a.w as *const At::In, g_off: g * a.w_strides[0] };
     let r = BlockRange { m0: tm * BM as u32, n0: tn * BN as u32, k_begin: 0, k_end: slice.gemm_k };
     let acc = unsafe { block::run::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };
     let store = |i: usize, j: usize, v: f32| {

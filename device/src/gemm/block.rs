@@ -127,17 +127,38 @@ pub unsafe fn run<
     }
     arch::barrier();
 
+    // Vector slabs are fetched into registers before the multiply and stored
+    // after it, so the global loads' latency hides behind the matrix work;
+    // scalar slabs are copied in one go.
+    let (pa, pb) = (sa.staged::<At::In, BM, BK>(), sb.staged::<At::In, BN, BK>());
     for step in 0..steps {
         let cur = (step as usize % 2) * stage;
         let nxt = ((step as usize + 1) % 2) * stage;
-        if step + 1 < steps {
-            let k0 = r.k_begin + (step + 1) * BK as u32;
+        let more = step + 1 < steps;
+        let k0 = r.k_begin + (step + 1) * BK as u32;
+        let fa = if more && pa { unsafe { sa.fetch::<A, BM, BK>(a, k0) } } else { Staged::default() };
+        let fb = if more && pb { unsafe { sb.fetch::<B, BN, BK>(b, k0) } } else { Staged::default() };
+        if more {
             unsafe {
-                sa.copy::<A, BM, BK>(a, k0, nxt);
-                sb.copy::<B, BN, BK>(b, k0, nxt + BM * ldk * e);
+                if !pa {
+                    sa.copy::<A, BM, BK>(a, k0, nxt);
+                }
+                if !pb {
+                    sb.copy::<B, BN, BK>(b, k0, nxt + BM * ldk * e);
+                }
             }
         }
         unsafe { multiply::<At, BM, BN, BK, WM, WN, FR, FC>(&mut acc, cur, lane, wm, wn) };
+        if more {
+            unsafe {
+                if pa {
+                    sa.put::<At::In, BM, BK>(&fa, nxt);
+                }
+                if pb {
+                    sb.put::<At::In, BN, BK>(&fb, nxt + BM * ldk * e);
+                }
+            }
+        }
         arch::barrier();
     }
     acc
@@ -211,6 +232,41 @@ impl<R: Copy> KRows<R> {
     }
 }
 
+/// Most 16-byte vectors a thread stages per operand and step.
+const STAGED: usize = 4;
+
+/// Vectors loaded from global memory and held in registers while the waves
+/// multiply the current stage (named fields: they must stay in registers).
+#[derive(Clone, Copy, Default)]
+struct Staged<V> {
+    v0: V,
+    v1: V,
+    v2: V,
+    v3: V,
+}
+
+impl<V: Copy> Staged<V> {
+    /// Vector `p` (a constant after unrolling).
+    #[inline(always)]
+    fn get(&self, p: usize) -> V {
+        match p {
+            0 => self.v0,
+            1 => self.v1,
+            2 => self.v2,
+            _ => self.v3,
+        }
+    }
+    #[inline(always)]
+    fn set(&mut self, p: usize, v: V) {
+        match p {
+            0 => self.v0 = v,
+            1 => self.v1 = v,
+            2 => self.v2 = v,
+            _ => self.v3 = v,
+        }
+    }
+}
+
 /// One thread's share of an operand's K-slab: which elements it moves.
 struct Slab<'r, R> {
     vec: bool,
@@ -226,72 +282,113 @@ struct Slab<'r, R> {
 }
 
 impl<R: Copy> Slab<'_, R> {
-    /// Global -> LDS (`[ROWS][ldk]` at byte offset `base`) for the K-slab at `k0`.
+    /// Vectors this thread moves per step on a vector path.
     #[inline(always)]
-    unsafe fn copy<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(&self, o: &O, k0: u32, base: usize) {
-        let lanes = O::T::LANES;
-        let eb = <O::T as Elem>::BYTES;
+    fn passes<T: Elem, const ROWS: usize, const BK: usize>(&self) -> usize {
+        if self.kvec { ROWS * (BK / T::LANES) / self.threads } else { (ROWS / T::LANES) * BK / self.threads }
+    }
+
+    /// Whether the slab moves through registers ([`Slab::fetch`] then
+    /// [`Slab::put`]), so its global loads can overlap the multiply.
+    #[inline(always)]
+    fn staged<T: Elem, const ROWS: usize, const BK: usize>(&self) -> bool {
+        (self.kvec || self.vec) && self.passes::<T, ROWS, BK>() <= STAGED
+    }
+
+    /// Issues the global loads of the K-slab at `k0` (vector paths).
+    #[inline(always)]
+    unsafe fn fetch<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(
+        &self,
+        o: &O,
+        k0: u32,
+    ) -> Staged<<O::T as Elem>::V16> {
+        let mut st = Staged::default();
+        let passes = self.passes::<O::T, ROWS, BK>();
         if self.kvec {
-            // One 16-byte vector per row and pass, stored as is: LDS rows are K-contiguous.
-            let per_row = BK / lanes;
-            let step = self.threads / per_row;
-            let kk = self.krows.kk;
-            let k = k0 + kk as u32;
+            let k = k0 + self.krows.kk as u32;
             let col = o.col(k);
-            for p in 0..KROWS {
-                if p < ROWS * per_row / self.threads {
-                    let r = (self.tid / per_row) + p * step;
-                    let v = if k < self.k_end {
-                        unsafe { o.load_kvec(self.krows.get(p), &col) }
-                    } else {
-                        Default::default()
-                    };
-                    unsafe { arch::lds_st(base + (swizzle(r, lanes) * self.ldk + kk) * eb, v) };
+            for p in 0..STAGED {
+                if p < passes && k < self.k_end {
+                    st.set(p, unsafe { o.load_kvec(self.krows.get(p), &col) });
                 }
             }
-        } else if self.vec {
-            // A thread owns `lanes` rows and `passes` consecutive k of the slab,
-            // so pairs of k go to LDS as one 4-byte store per row.
-            let slots = ROWS / lanes;
-            let row = (self.tid % slots) * lanes;
-            let passes = slots * BK / self.threads;
+        } else {
+            // A thread owns `lanes` rows and `passes` consecutive k of the slab.
+            let slots = ROWS / O::T::LANES;
             let kbase = (self.tid / slots) * passes;
-            let load = |kk: usize| {
-                let k = k0 + kk as u32;
-                if k < self.k_end { unsafe { o.load_vec(self.row, &o.col(k)) } } else { Default::default() }
-            };
-            if passes.is_multiple_of(2) {
-                for q in 0..passes / 2 {
-                    let kk = kbase + 2 * q;
-                    let (v0, v1) = (load(kk), load(kk + 1));
+            for p in 0..STAGED {
+                let k = k0 + (kbase + p) as u32;
+                if p < passes && k < self.k_end {
+                    st.set(p, unsafe { o.load_vec(self.row, &o.col(k)) });
+                }
+            }
+        }
+        st
+    }
+
+    /// Stores fetched vectors into LDS (`[ROWS][ldk]` at byte offset `base`).
+    #[inline(always)]
+    unsafe fn put<T: Elem, const ROWS: usize, const BK: usize>(&self, st: &Staged<T::V16>, base: usize) {
+        let (lanes, eb) = (T::LANES, T::BYTES);
+        let passes = self.passes::<T, ROWS, BK>();
+        if self.kvec {
+            // LDS rows are K-contiguous: each vector is stored as it is.
+            let per_row = BK / lanes;
+            let step = self.threads / per_row;
+            for p in 0..STAGED {
+                if p < passes {
+                    let r = (self.tid / per_row) + p * step;
+                    unsafe { arch::lds_st(base + (swizzle(r, lanes) * self.ldk + self.krows.kk) * eb, st.get(p)) };
+                }
+            }
+            return;
+        }
+        let slots = ROWS / lanes;
+        let row = (self.tid % slots) * lanes;
+        let kbase = (self.tid / slots) * passes;
+        if passes.is_multiple_of(2) {
+            // Pairs of k go to LDS as one 4-byte store per row.
+            for q in 0..STAGED / 2 {
+                if 2 * q < passes {
+                    let (v0, v1) = (st.get(2 * q), st.get(2 * q + 1));
                     for e in 0..lanes {
                         let pair = Al4([v0.as_ref()[e], v1.as_ref()[e]]);
                         let r = swizzle(row + e, lanes);
-                        unsafe { arch::lds_st(base + (r * self.ldk + kk) * eb, pair) };
+                        unsafe { arch::lds_st(base + (r * self.ldk + kbase + 2 * q) * eb, pair) };
                     }
                 }
-            } else {
-                for p in 0..passes {
-                    let v = load(kbase + p);
-                    for (e, &x) in v.as_ref().iter().enumerate() {
+            }
+        } else {
+            for p in 0..STAGED {
+                if p < passes {
+                    for (e, &x) in st.get(p).as_ref().iter().enumerate() {
                         let r = swizzle(row + e, lanes);
                         unsafe { arch::lds_st(base + (r * self.ldk + kbase + p) * eb, x) };
                     }
                 }
             }
-        } else {
-            let mut idx = self.tid;
-            while idx < ROWS * BK {
-                let (row, kk) = if self.fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
-                let k = k0 + kk as u32;
-                let v = if k < self.k_end {
-                    unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) }
-                } else {
-                    O::T::default()
-                };
-                unsafe { arch::lds_st(base + (swizzle(row, lanes) * self.ldk + kk) * eb, v) };
-                idx += self.threads;
-            }
+        }
+    }
+
+    /// Global -> LDS (`[ROWS][ldk]` at byte offset `base`) for the K-slab at
+    /// `k0`, in one go: through registers on the vector paths, element by
+    /// element otherwise.
+    #[inline(always)]
+    unsafe fn copy<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(&self, o: &O, k0: u32, base: usize) {
+        if self.staged::<O::T, ROWS, BK>() {
+            let st = unsafe { self.fetch::<O, ROWS, BK>(o, k0) };
+            unsafe { self.put::<O::T, ROWS, BK>(&st, base) };
+            return;
+        }
+        let lanes = O::T::LANES;
+        let eb = <O::T as Elem>::BYTES;
+        let mut idx = self.tid;
+        while idx < ROWS * BK {
+            let (row, kk) = if self.fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
+            let k = k0 + kk as u32;
+            let v = if k < self.k_end { unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) } } else { O::T::default() };
+            unsafe { arch::lds_st(base + (swizzle(row, lanes) * self.ldk + kk) * eb, v) };
+            idx += self.threads;
         }
     }
 }
