@@ -127,38 +127,20 @@ pub unsafe fn run<
     }
     arch::barrier();
 
-    // Vector slabs are fetched into registers before the multiply and stored
-    // after it, so the global loads' latency hides behind the matrix work;
-    // scalar slabs are copied in one go.
-    let (pa, pb) = (sa.staged::<At::In, BM, BK>(), sb.staged::<At::In, BN, BK>());
     for step in 0..steps {
         let cur = (step as usize % 2) * stage;
         let nxt = ((step as usize + 1) % 2) * stage;
-        let more = step + 1 < steps;
-        let k0 = r.k_begin + (step + 1) * BK as u32;
-        let fa = if more && pa { unsafe { sa.fetch::<A, BM, BK>(a, k0) } } else { Staged::default() };
-        let fb = if more && pb { unsafe { sb.fetch::<B, BN, BK>(b, k0) } } else { Staged::default() };
-        if more {
+        if step + 1 < steps {
+            // Copied in one go, before the multiply. Holding the loads in
+            // registers across the multiply (fetch here, put after) measured
+            // slower on the H200: 128x128 tiles spilled (see the README).
+            let k0 = r.k_begin + (step + 1) * BK as u32;
             unsafe {
-                if !pa {
-                    sa.copy::<A, BM, BK>(a, k0, nxt);
-                }
-                if !pb {
-                    sb.copy::<B, BN, BK>(b, k0, nxt + BM * ldk * e);
-                }
+                sa.copy::<A, BM, BK>(a, k0, nxt);
+                sb.copy::<B, BN, BK>(b, k0, nxt + BM * ldk * e);
             }
         }
         unsafe { multiply::<At, BM, BN, BK, WM, WN, FR, FC>(&mut acc, cur, lane, wm, wn) };
-        if more {
-            unsafe {
-                if pa {
-                    sa.put::<At::In, BM, BK>(&fa, nxt);
-                }
-                if pb {
-                    sb.put::<At::In, BN, BK>(&fb, nxt + BM * ldk * e);
-                }
-            }
-        }
         arch::barrier();
     }
     acc
@@ -288,8 +270,7 @@ impl<R: Copy> Slab<'_, R> {
         if self.kvec { ROWS * (BK / T::LANES) / self.threads } else { (ROWS / T::LANES) * BK / self.threads }
     }
 
-    /// Whether the slab moves through registers ([`Slab::fetch`] then
-    /// [`Slab::put`]), so its global loads can overlap the multiply.
+    /// Whether the slab moves as 16-byte vectors ([`Slab::fetch`] then [`Slab::put`]).
     #[inline(always)]
     fn staged<T: Elem, const ROWS: usize, const BK: usize>(&self) -> bool {
         (self.kvec || self.vec) && self.passes::<T, ROWS, BK>() <= STAGED
