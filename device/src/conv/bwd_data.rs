@@ -17,7 +17,7 @@
 //! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
-use super::{load_args, store_result, vector_axis};
+use super::{ChannelRows, load_args, store_result, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -217,57 +217,6 @@ impl<T: Elem> Operand for DyGather<'_, T> {
     }
 }
 
-/// B operand: `W[g]` of the slice's taps, transposed: `C x (taps * K)`.
-pub struct WRows<'a, T> {
-    a: &'a ConvArgs,
-    s: Slice,
-    p: *const T,
-    g_off: u32,
-}
-
-/// Row context of [`WRows`]: the channel's offset, or none past C.
-#[derive(Clone, Copy)]
-pub struct WRow(Option<u32>);
-
-impl<T: Elem> Operand for WRows<'_, T> {
-    type T = T;
-    type Row = WRow;
-    type Col = u32;
-    #[inline(always)]
-    fn rows_fast(&self) -> bool {
-        self.a.w_strides[2] == 1
-    }
-    #[inline(always)]
-    fn vec_ok(&self) -> bool {
-        vector_axis(&self.a.w_strides, 2, self.a.c, T::LANES as u32)
-    }
-    #[inline(always)]
-    fn row(&self, c: u32) -> WRow {
-        WRow((c < self.a.c).then(|| self.g_off + c * self.a.w_strides[2]))
-    }
-    #[inline(always)]
-    fn col(&self, rk: u32) -> u32 {
-        let (j, k) = self.a.div_k.divmod(rk);
-        let j = self.s.split_tap(j);
-        let (s, t, tl) = (&self.a.w_strides, &self.s.t, &self.a.tilde);
-        k * s[1] + (t[0] + tl[0] * j[0]) * s[3] + (t[1] + tl[1] * j[1]) * s[4] + (t[2] + tl[2] * j[2]) * s[5]
-    }
-    #[inline(always)]
-    unsafe fn load(&self, r: &WRow, c: &u32) -> T {
-        match r.0 {
-            Some(o) => unsafe { arch::ld(self.p, (o + c) as usize) },
-            None => T::default(),
-        }
-    }
-    #[inline(always)]
-    unsafe fn load_vec(&self, r: &WRow, c: &u32) -> T::V16 {
-        match r.0 {
-            Some(o) => unsafe { arch::ld(self.p as *const T::V16, (o + c) as usize / T::LANES) },
-            None => T::V16::default(),
-        }
-    }
-}
-
 /// Writes `v` (the full reduction) through the epilogue into `dX[g, n, c, i]`.
 #[inline(always)]
 pub(crate) unsafe fn write_dx<Out: Elem>(a: &ConvArgs, g: u32, n: u32, c: u32, i: [u32; 3], v: f32) {
@@ -297,7 +246,20 @@ pub unsafe fn kernel<
     let (tm, tn) = (tile % a.tiles_m, tile / a.tiles_m);
     let slice = Slice::of_launch(a, s);
     let dy = DyGather { a, s: slice, p: a.dy as *const At::In, g_off: g * a.dy_strides[0] };
-    let w = WRows { a, s: slice, p: a.w as *const At::In, g_off: g * a.w_strides[0] };
+    // B operand: `W[g]` of the slice's taps, transposed: `C x (taps * K)`.
+    let ws = &a.w_strides;
+    let w = ChannelRows {
+        p: a.w as *const At::In,
+        g_off: g * ws[0],
+        strides: ws,
+        rows: a.c,
+        col: move |rk| {
+            let (j, k) = a.div_k.divmod(rk);
+            let j = slice.split_tap(j);
+            let (t, tl) = (&slice.t, &a.tilde);
+            k * ws[1] + (t[0] + tl[0] * j[0]) * ws[3] + (t[1] + tl[1] * j[1]) * ws[4] + (t[2] + tl[2] * j[2]) * ws[5]
+        },
+    };
     let r = BlockRange { m0: tm * BM as u32, n0: tn * BN as u32, k_begin: 0, k_end: slice.gemm_k };
     let acc = unsafe { block::run::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };
     let store = |i: usize, j: usize, v: f32| {

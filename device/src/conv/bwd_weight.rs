@@ -6,7 +6,7 @@
 //! memory: `(z, y, x, c)` with c fastest when C is the weight's innermost axis
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
-use super::{load_args, split_out_pixel, store_result, vector_axis};
+use super::{ChannelRows, load_args, split_out_pixel, store_result, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -32,55 +32,6 @@ pub fn split_filter_col(a: &ConvArgs, n: u32) -> (u32, [u32; 3]) {
     let (t, x) = a.div_x.divmod(t);
     let (z, y) = a.div_y.divmod(t);
     (c, [z, y, x])
-}
-
-/// A operand: `dY[g]` as `K x R` (rows = output channels).
-pub struct DyRows<'a, T> {
-    a: &'a ConvArgs,
-    p: *const T,
-    g_off: u32,
-}
-
-/// Row context of [`DyRows`]: the channel's offset, or none past K.
-#[derive(Clone, Copy)]
-pub struct DyRow(Option<u32>);
-
-impl<T: Elem> Operand for DyRows<'_, T> {
-    type T = T;
-    type Row = DyRow;
-    type Col = u32;
-    #[inline(always)]
-    fn rows_fast(&self) -> bool {
-        self.a.dy_strides[2] == 1
-    }
-    #[inline(always)]
-    fn vec_ok(&self) -> bool {
-        vector_axis(&self.a.dy_strides, 2, self.a.k, T::LANES as u32)
-    }
-    #[inline(always)]
-    fn row(&self, row: u32) -> DyRow {
-        DyRow((row < self.a.k).then(|| self.g_off + row * self.a.dy_strides[2]))
-    }
-    #[inline(always)]
-    fn col(&self, k: u32) -> u32 {
-        let (n, [od, oh, ow]) = split_out_pixel(self.a, k);
-        let s = &self.a.dy_strides;
-        n * s[1] + od * s[3] + oh * s[4] + ow * s[5]
-    }
-    #[inline(always)]
-    unsafe fn load(&self, r: &DyRow, c: &u32) -> T {
-        match r.0 {
-            Some(o) => unsafe { arch::ld(self.p, (o + c) as usize) },
-            None => T::default(),
-        }
-    }
-    #[inline(always)]
-    unsafe fn load_vec(&self, r: &DyRow, c: &u32) -> T::V16 {
-        match r.0 {
-            Some(o) => unsafe { arch::ld(self.p as *const T::V16, (o + c) as usize / T::LANES) },
-            None => T::V16::default(),
-        }
-    }
 }
 
 /// B operand: `im2col(X[g])` transposed, `N x R` (rows = filter columns).
@@ -204,7 +155,18 @@ pub unsafe fn kernel<
     let a = unsafe { load_args(args) };
     let at = splitk::coord(a, arch::block_id(), BM as u32, BN as u32);
     let g = at.g;
-    let dy = DyRows { a, p: a.dy as *const At::In, g_off: g * a.dy_strides[0] };
+    // A operand: `dY[g]` as `K x R` (rows = output channels).
+    let s = &a.dy_strides;
+    let dy = ChannelRows {
+        p: a.dy as *const At::In,
+        g_off: g * s[0],
+        strides: s,
+        rows: a.k,
+        col: move |k| {
+            let (n, [od, oh, ow]) = split_out_pixel(a, k);
+            n * s[1] + od * s[3] + oh * s[4] + ow * s[5]
+        },
+    };
     let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0] };
     let acc = unsafe { block::run::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
     let store = |i: usize, j: usize, v: f32| {

@@ -7,6 +7,7 @@ pub mod bwd_weight_direct;
 
 use crate::arch;
 use crate::elem::Elem;
+use crate::gemm::Operand;
 use convgrad_types::params::ConvArgs;
 
 /// Whether `lanes` consecutive elements along `axis` from a multiple of
@@ -72,4 +73,60 @@ pub unsafe fn load_args<'a>(args: *const ConvArgs) -> &'a ConvArgs {
         crate::arch::trap();
     }
     a
+}
+
+/// A GEMM operand whose rows are the channels of one tensor (axis 2: `dY`'s
+/// K in backward-weight, `W`'s C in backward-data) and whose reduction index
+/// maps to an element offset through `col`.
+pub struct ChannelRows<'a, T, F> {
+    /// Element pointer.
+    pub p: *const T,
+    /// Offset of the group.
+    pub g_off: u32,
+    /// Tensor strides (canonical axes).
+    pub strides: &'a [u32; 6],
+    /// Number of channels (rows).
+    pub rows: u32,
+    /// Offset of reduction index `k`.
+    pub col: F,
+}
+
+/// Row context of [`ChannelRows`]: the channel's offset, or none past the channels.
+#[derive(Clone, Copy)]
+pub struct ChannelRow(Option<u32>);
+
+impl<T: Elem, F: Fn(u32) -> u32> Operand for ChannelRows<'_, T, F> {
+    type T = T;
+    type Row = ChannelRow;
+    type Col = u32;
+    #[inline(always)]
+    fn rows_fast(&self) -> bool {
+        self.strides[2] == 1
+    }
+    #[inline(always)]
+    fn vec_ok(&self) -> bool {
+        vector_axis(self.strides, 2, self.rows, T::LANES as u32)
+    }
+    #[inline(always)]
+    fn row(&self, row: u32) -> ChannelRow {
+        ChannelRow((row < self.rows).then(|| self.g_off + row * self.strides[2]))
+    }
+    #[inline(always)]
+    fn col(&self, k: u32) -> u32 {
+        (self.col)(k)
+    }
+    #[inline(always)]
+    unsafe fn load(&self, r: &ChannelRow, c: &u32) -> T {
+        match r.0 {
+            Some(o) => unsafe { arch::ld(self.p, (o + c) as usize) },
+            None => T::default(),
+        }
+    }
+    #[inline(always)]
+    unsafe fn load_vec(&self, r: &ChannelRow, c: &u32) -> T::V16 {
+        match r.0 {
+            Some(o) => unsafe { arch::ld(self.p as *const T::V16, (o + c) as usize / T::LANES) },
+            None => T::V16::default(),
+        }
+    }
 }
