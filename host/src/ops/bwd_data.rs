@@ -368,14 +368,7 @@ impl<'a> BwdDataBuffers<'a> {
         check_buffer("dy", &plan.dy, types.act(), dy.bytes())?;
         check_buffer("w", &plan.w, types.wei(), w.bytes())?;
         check_buffer("dx", &plan.dx, types.act(), dx.bytes())?;
-        if d.len() != plan.ds.len() {
-            return Err(OpError::Usage(format!("the epilogue reads {} D tensor(s), {} given", plan.ds.len(), d.len())));
-        }
-        ds.clear();
-        for (i, (b, desc)) in d.iter().zip(&plan.ds).enumerate() {
-            check_buffer(super::D_NAMES[i], desc, types.act(), b.bytes())?;
-            ds.push(b.device_addr());
-        }
+        super::collect_ds(&plan.ds, types.act(), d, ds)?;
         Ok(BwdDataBuffers { dy: dy.device_addr(), w: w.device_addr(), dx: dx.device_addr(), ds })
     }
 }
@@ -387,13 +380,7 @@ pub fn execute(
     plan: &BwdDataPlan,
     bufs: BwdDataBuffers<'_>,
 ) -> Result<(), OpError> {
-    if bufs.ds.len() != plan.ds.len() {
-        return Err(OpError::Usage(format!(
-            "the epilogue reads {} D tensor(s), {} given",
-            plan.ds.len(),
-            bufs.ds.len()
-        )));
-    }
+    super::check_d_count(plan.ds.len(), bufs.ds.len())?;
     for (i, (&d, desc)) in bufs.ds.iter().zip(&plan.ds).enumerate() {
         // In place is safe only element for element: each thread reads the D
         // value of the element it then writes.

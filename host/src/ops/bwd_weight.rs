@@ -340,14 +340,7 @@ impl<'a> BwdWeightBuffers<'a> {
         need("x", &plan.x, types.act(), x.bytes())?;
         need("dy", &plan.dy, types.act(), dy.bytes())?;
         need("dw", &plan.dw, types.wei(), dw.bytes())?;
-        if d.len() != plan.ds.len() {
-            return Err(OpError::Usage(format!("the epilogue reads {} D tensor(s), {} given", plan.ds.len(), d.len())));
-        }
-        ds.clear();
-        for (i, (b, desc)) in d.iter().zip(&plan.ds).enumerate() {
-            need(super::D_NAMES[i], desc, types.wei(), b.bytes())?;
-            ds.push(b.device_addr());
-        }
+        super::collect_ds(&plan.ds, types.wei(), d, ds)?;
         Ok(BwdWeightBuffers { x: x.device_addr(), dy: dy.device_addr(), dw: dw.device_addr(), ds })
     }
 }
@@ -377,13 +370,7 @@ pub fn execute(
             )));
         }
     };
-    if bufs.ds.len() != plan.ds.len() {
-        return Err(OpError::Usage(format!(
-            "the epilogue reads {} D tensor(s), {} given",
-            plan.ds.len(),
-            bufs.ds.len()
-        )));
-    }
+    super::check_d_count(plan.ds.len(), bufs.ds.len())?;
     let args = plan.args(bufs.x, bufs.dw, bufs.dy, ws, bufs.ds);
     for spec in std::iter::once(&plan.main).chain(plan.finish.as_ref()) {
         let k = module.kernel(spec.instance.name)?;

@@ -61,3 +61,28 @@ pub(crate) fn check_buffer(
 
 /// Names of the `D` tensors, by index.
 pub const D_NAMES: [&str; convgrad_types::epilogue::MAX_D] = ["d0", "d1", "d2", "d3"];
+
+/// Checks that `given` D tensors were passed for an epilogue reading `want`.
+pub(crate) fn check_d_count(want: usize, given: usize) -> Result<(), OpError> {
+    if want != given {
+        return Err(OpError::Usage(format!("the epilogue reads {want} D tensor(s), {given} given")));
+    }
+    Ok(())
+}
+
+/// Checks the `D` buffers against their descriptors (elements of `t`) and
+/// collects their device addresses into `ds`.
+pub(crate) fn collect_ds<T: bytemuck::Pod>(
+    descs: &[convgrad_types::TensorDesc],
+    t: convgrad_types::DType,
+    d: &[&crate::runtime::DeviceBuffer<T>],
+    ds: &mut Vec<u64>,
+) -> Result<(), OpError> {
+    check_d_count(descs.len(), d.len())?;
+    ds.clear();
+    for (i, (b, desc)) in d.iter().zip(descs).enumerate() {
+        check_buffer(D_NAMES[i], desc, t, b.bytes())?;
+        ds.push(b.device_addr());
+    }
+    Ok(())
+}
