@@ -134,6 +134,23 @@ impl EpiChain {
         Some(c)
     }
 
+    /// Applies the chain to a run of consecutive output elements at once;
+    /// `d(i)` gives the values of `D` tensor `i` at those elements (one
+    /// vector load each where the layout allows).
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)]
+    pub fn apply_run<const L: usize>(&self, mut v: [f32; L], mut d: impl FnMut(usize) -> [f32; L]) -> [f32; L] {
+        for s in &self.steps[..(self.len as usize).min(MAX_STEPS)] {
+            let dv = if s.reads_d() { d(s.d as usize) } else { [0.0; L] };
+            // Index loop (constant trip, unrolled): an array iterator would
+            // keep its state in GPU scratch memory.
+            for i in 0..L {
+                v[i] = s.apply(v[i], dv[i]);
+            }
+        }
+        v
+    }
+
     /// Applies the chain; `d(i)` gives the value of `D` tensor `i` at this element.
     #[inline(always)]
     pub fn apply(&self, mut v: f32, mut d: impl FnMut(usize) -> f32) -> f32 {

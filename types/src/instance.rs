@@ -133,6 +133,46 @@ impl TileConfig {
     /// Padding elements per K-contiguous LDS row (spreads rows over banks,
     /// keeps 16-byte alignment for 2-byte types).
     pub const LDS_PAD: u32 = 8;
+    /// Main-loop stages in flight with `atom`: the asynchronous multistage
+    /// pipeline on NVIDIA (copies run `stages - 1` steps ahead), double
+    /// buffering elsewhere.
+    pub const fn stages(&self, atom: AtomKind) -> u32 {
+        match atom {
+            AtomKind::Mma16x8x16 => {
+                if self.bk >= 64 {
+                    3
+                } else {
+                    4
+                }
+            }
+            _ => 2,
+        }
+    }
+    /// Bytes of one operand's slab of `rows` in the multistage pipeline, which
+    /// keeps the operand's global layout: `[rows][bk + pad]` (K-contiguous) or
+    /// `[bk][rows + pad]` (row-contiguous), whichever is larger.
+    pub const fn slab_bytes(rows: u32, bk: u32, elem_bytes: u32) -> u32 {
+        let (k_major, mn_major) = (rows * (bk + Self::LDS_PAD), bk * (rows + Self::LDS_PAD));
+        (if k_major > mn_major { k_major } else { mn_major }) * elem_bytes
+    }
+    /// Row length (f32) of the epilogue's result tile in LDS. mma.sync's
+    /// accumulators put 8 rows in one store: rows padded to start 4 banks
+    /// apart do not collide (the AMD atoms store along rows: no padding, which
+    /// keeps 128x128 inside 64 KiB).
+    pub const fn epilogue_ld(&self, atom: AtomKind) -> u32 {
+        match atom {
+            AtomKind::Mma16x8x16 => self.bn + 4,
+            _ => self.bn,
+        }
+    }
+    /// LDS bytes of the epilogue's f32 result tile, `[bm][epilogue_ld]`.
+    pub const fn epilogue_bytes(&self, atom: AtomKind) -> u32 {
+        self.bm * self.epilogue_ld(atom) * 4
+    }
+    /// Bytes of one multistage stage (A then B).
+    pub const fn stage_bytes(&self, elem_bytes: u32) -> u32 {
+        Self::slab_bytes(self.bm, self.bk, elem_bytes) + Self::slab_bytes(self.bn, self.bk, elem_bytes)
+    }
 }
 
 /// One kernel instance.
@@ -170,8 +210,12 @@ impl Instance {
             _ => {
                 // Main loop (double-buffered A and B slabs) or the f32 result
                 // tile the epilogue goes through, whichever is larger.
-                let main = self.tile.lds_bytes(self.types.act().bytes() as u32);
-                let tile = self.tile.bm * self.tile.bn * 4;
+                let e = self.types.act().bytes() as u32;
+                let main = match self.atom {
+                    AtomKind::Mma16x8x16 => self.tile.stages(self.atom) * self.tile.stage_bytes(e),
+                    _ => self.tile.lds_bytes(e),
+                };
+                let tile = self.tile.epilogue_bytes(self.atom);
                 if main > tile { main } else { tile }
             }
         }

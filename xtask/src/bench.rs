@@ -48,6 +48,9 @@ struct BenchArgs {
     /// Write the table as JSON here too.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Force this kernel instance (tuning); shapes it cannot run are skipped.
+    #[arg(long)]
+    instance: Option<String>,
 }
 
 /// The operations the bench times.
@@ -298,6 +301,7 @@ fn time_ours(
     s: &Shape,
     t: TypeConfig,
     iters: usize,
+    instance: Option<&str>,
 ) -> Result<(f64, String)> {
     let (act, wei) = (t.act(), t.wei());
     let layout = ConvLayout::NhwgcGkyxcNhwgk;
@@ -307,6 +311,7 @@ fn time_ours(
                 layout,
                 types: t,
                 split_k: SplitK::Auto,
+                instance: instance.map(Into::into),
                 ..Default::default()
             };
             let plan = weight_op::plan(&s.p, &cfg, dev.family(), dev.compute_units())?;
@@ -345,7 +350,7 @@ fn time_ours(
                 } else {
                     vec![]
                 },
-                instance: None,
+                instance: instance.map(Into::into),
             };
             let plan = data_op::plan(&s.p, &cfg, dev.family())?;
             let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
@@ -479,8 +484,16 @@ pub fn run(args: &[String]) -> Result<()> {
     // (dtype, fused) -> ours ms, for the overhead of the fused epilogue.
     let mut pair: Vec<(TypeConfig, bool, f64)> = vec![];
     for ((s, t), peer_ms) in sel.iter().zip(&theirs) {
-        let (ms, kern) = time_ours(&dev, &module, op, s, *t, iters)
-            .with_context(|| format!("{} {} {}", op.name(), s.name, t.name()))?;
+        let timed = time_ours(&dev, &module, op, s, *t, iters, a.instance.as_deref())
+            .with_context(|| format!("{} {} {}", op.name(), s.name, t.name()));
+        let (ms, kern) = match (timed, &a.instance) {
+            (Ok(r), _) => r,
+            (Err(e), Some(_)) => {
+                println!("{:<38} {:>5} skipped: {e:#}", s.name, t.name());
+                continue;
+            }
+            (Err(e), None) => return Err(e),
+        };
         let tf = |ms: f64| s.p.flops() as f64 / ms / 1e9;
         let ratio = peer_ms.map(|p| p / ms);
         match (s.kind, ratio) {

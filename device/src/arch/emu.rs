@@ -39,3 +39,16 @@ pub unsafe fn lds_st<T: Copy>(off: usize, v: T) {
 pub fn trap() -> ! {
     lane::trap()
 }
+
+#[inline(always)]
+pub unsafe fn cp_async16<V: Copy + Default>(off: usize, src: Option<*const V>) {
+    unsafe { super::cp_sync16(off, src) }
+}
+#[inline(always)]
+pub fn cp_async_commit() {}
+#[inline(always)]
+pub fn cp_async_wait(_pending: u32) {}
+#[inline(always)]
+pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize) -> [u32; 4] {
+    unsafe { super::ldmatrix_by_lane::<TRANS>(row) }
+}

@@ -90,6 +90,78 @@ pub unsafe fn lds_st<T: Copy>(off: usize, v: T) {
     unsafe { imp::lds_st(off, v) }
 }
 
+/// Starts copying 16 bytes from global `src` to LDS byte offset `off`
+/// without waiting for them (NVIDIA `cp.async.cg`; elsewhere a plain load and
+/// store), or zero-fills the 16 bytes when `src` is `None`. The copy belongs
+/// to the current group: [`cp_async_commit`] closes it, [`cp_async_wait`]
+/// waits for it.
+///
+/// # Safety
+/// `src` must be a 16-byte aligned vector in an allocation the kernel was
+/// given; `off` must be 16-byte aligned inside the launch's LDS.
+#[inline(always)]
+pub unsafe fn cp_async16<V: Copy + Default>(off: usize, src: Option<*const V>) {
+    const { assert!(core::mem::size_of::<V>() == 16) };
+    unsafe { imp::cp_async16(off, src) }
+}
+
+/// Closes the current group of [`cp_async16`] copies (may be empty).
+#[inline(always)]
+pub fn cp_async_commit() {
+    imp::cp_async_commit()
+}
+
+/// Waits until at most `pending` (0 to 3, a constant after inlining) of this
+/// thread's committed groups are still in flight. Other threads' copies become
+/// visible only after a [`barrier`] that follows their own wait.
+#[inline(always)]
+pub fn cp_async_wait(pending: u32) {
+    imp::cp_async_wait(pending)
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x4(.trans).b16` (warp32): four 8x8 matrices of
+/// 16-bit elements from LDS, one 32-bit register each. `row(i, r)` is the byte
+/// offset of row `r` (16 contiguous bytes) of matrix `i`, a function of `i` and
+/// `r` alone (uniform over the warp). Lane `l` receives elements
+/// `(l/4, 2*(l%4) .. +1)` of each matrix, or with `TRANS` elements
+/// `(2*(l%4) .. +1, l/4)`, low half first.
+///
+/// # Safety
+/// Every lane of the warp must call it together; the rows must lie in LDS.
+#[inline(always)]
+pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize) -> [u32; 4] {
+    unsafe { imp::ldmatrix_x4::<TRANS>(row) }
+}
+
+/// [`ldmatrix_x4`] done lane by lane with plain LDS loads: the emulator's
+/// version (each lane reads what the instruction would hand it, so no lane
+/// needs another's address) and the fallback where no such instruction exists.
+#[cfg_attr(target_arch = "nvptx64", allow(dead_code))]
+#[inline(always)]
+unsafe fn ldmatrix_by_lane<const TRANS: bool>(row: impl Fn(usize, usize) -> usize) -> [u32; 4] {
+    let l = thread_id() as usize % 32;
+    core::array::from_fn(|i| unsafe {
+        if TRANS {
+            let lo: u16 = lds_ld(row(i, 2 * (l % 4)) + 2 * (l / 4));
+            let hi: u16 = lds_ld(row(i, 2 * (l % 4) + 1) + 2 * (l / 4));
+            lo as u32 | (hi as u32) << 16
+        } else {
+            lds_ld::<u32>(row(i, l / 4) + 4 * (l % 4))
+        }
+    })
+}
+
+/// [`cp_async16`] as a synchronous copy (no asynchronous copies on the target).
+#[cfg_attr(target_arch = "nvptx64", allow(dead_code))]
+#[inline(always)]
+unsafe fn cp_sync16<V: Copy + Default>(off: usize, src: Option<*const V>) {
+    let v = match src {
+        Some(p) => unsafe { ld(p, 0) },
+        None => V::default(),
+    };
+    unsafe { lds_st(off, v) }
+}
+
 /// Stops the kernel (a bug: the emulator reports it with the lane).
 #[inline(always)]
 pub fn trap() -> ! {

@@ -7,6 +7,26 @@ use core::arch::nvptx as a;
 unsafe extern "C" {
     /// `atomicrmw fadd ... monotonic` (red.global.add.f32).
     fn convgrad_atomic_add_f32(p: *mut f32, v: f32);
+    /// `cp.async.cg.shared.global [dst], [src], 16`.
+    fn convgrad_cp_async16(dst: *mut u8, src: *const u8);
+    /// The same with source size 0: zero-fills `dst`.
+    fn convgrad_cp_async16_zfill(dst: *mut u8);
+    fn convgrad_cp_async_commit();
+    fn convgrad_cp_async_wait0();
+    fn convgrad_cp_async_wait1();
+    fn convgrad_cp_async_wait2();
+    fn convgrad_cp_async_wait3();
+}
+
+/// Four 32-bit registers, as LLVM's `<4 x i32>`.
+#[repr(simd)]
+#[derive(Clone, Copy)]
+struct U32x4([u32; 4]);
+
+#[allow(improper_ctypes)]
+unsafe extern "unadjusted" {
+    fn convgrad_ldmatrix_x4(p: *const u8) -> U32x4;
+    fn convgrad_ldmatrix_x4_trans(p: *const u8) -> U32x4;
 }
 
 #[inline(always)]
@@ -24,6 +44,38 @@ pub fn barrier() {
 #[inline(always)]
 pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
     unsafe { convgrad_atomic_add_f32(p.add(i), v) }
+}
+
+#[inline(always)]
+pub unsafe fn cp_async16<V: Copy + Default>(off: usize, src: Option<*const V>) {
+    let dst = unsafe { super::raw::lds_base().add(off) };
+    match src {
+        Some(p) => unsafe { convgrad_cp_async16(dst, p as *const u8) },
+        None => unsafe { convgrad_cp_async16_zfill(dst) },
+    }
+}
+#[inline(always)]
+pub fn cp_async_commit() {
+    unsafe { convgrad_cp_async_commit() }
+}
+#[inline(always)]
+pub fn cp_async_wait(pending: u32) {
+    unsafe {
+        match pending {
+            0 => convgrad_cp_async_wait0(),
+            1 => convgrad_cp_async_wait1(),
+            2 => convgrad_cp_async_wait2(),
+            _ => convgrad_cp_async_wait3(),
+        }
+    }
+}
+#[inline(always)]
+pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize) -> [u32; 4] {
+    let l = thread_id() as usize % 32;
+    let lds = super::raw::lds_base();
+    let p = unsafe { lds.add(row(l / 8, l % 8)) };
+    let r = unsafe { if TRANS { convgrad_ldmatrix_x4_trans(p) } else { convgrad_ldmatrix_x4(p) } };
+    unsafe { core::mem::transmute::<U32x4, [u32; 4]>(r) }
 }
 
 pub use super::raw::{ld, lds_ld, lds_st, st, trap};

@@ -11,7 +11,7 @@ pub unsafe fn st<T: Copy>(p: *mut T, i: usize, v: T) {
     unsafe { *p.add(i) = v }
 }
 #[inline(always)]
-fn lds_base() -> *mut u8 {
+pub fn lds_base() -> *mut u8 {
     core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<u8>()
 }
 #[inline(always)]

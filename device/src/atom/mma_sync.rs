@@ -5,7 +5,8 @@
 //! `2t + e%2 + 8*(e/4)`; B slot `e` holds k `2t + e%2 + 8*(e/2)`, column `gid`;
 //! C slot `e` holds row `gid + 8*(e/2)`, column `2t + e%2`.
 
-use super::MmaAtom;
+use super::{LdsTile, MmaAtom};
+use crate::arch;
 use crate::elem::Elem;
 use convgrad_types::instance::AtomKind;
 use core::marker::PhantomData;
@@ -46,10 +47,40 @@ impl<T: MmaSyncInput> MmaAtom for Mma16x8x16<T> {
     fn c_elem(lane: usize, e: usize) -> (usize, usize) {
         (lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2)
     }
+    /// One `ldmatrix.x4`: matrices (rows +0/+8) x (k +0/+8) are registers 0..3
+    /// of the A layout above; `.trans` when the tile is row-contiguous.
+    #[inline(always)]
+    unsafe fn load_a(t: LdsTile, i0: usize, k0: usize, _lane: usize) -> [T; 8] {
+        let row = move |m: usize, r: usize| {
+            let (i, k) = (i0 + 8 * (m % 2), k0 + 8 * (m / 2));
+            if t.mn_major { t.at::<T>(i, k + r) } else { t.at::<T>(i + r, k) }
+        };
+        let v = unsafe { if t.mn_major { arch::ldmatrix_x4::<true>(row) } else { arch::ldmatrix_x4::<false>(row) } };
+        halves(v)
+    }
+    /// One `ldmatrix.x4` for two n8 fragments: matrices (cols +0/+8) x (k +0/+8).
+    #[inline(always)]
+    unsafe fn load_b2(t: LdsTile, j0: usize, k0: usize, _lane: usize) -> [[T; 4]; 2] {
+        let row = move |m: usize, r: usize| {
+            let (j, k) = (j0 + 8 * (m / 2), k0 + 8 * (m % 2));
+            if t.mn_major { t.at::<T>(j, k + r) } else { t.at::<T>(j + r, k) }
+        };
+        let v = unsafe { if t.mn_major { arch::ldmatrix_x4::<true>(row) } else { arch::ldmatrix_x4::<false>(row) } };
+        let h: [T; 8] = halves(v);
+        [[h[0], h[1], h[2], h[3]], [h[4], h[5], h[6], h[7]]]
+    }
     #[inline(always)]
     unsafe fn mma(a: &[T; 8], b: &[T; 4], c: &mut [f32; 4]) {
         unsafe { T::mma_sync(a, b, c) }
     }
+}
+
+/// Registers of 16-bit pairs -> elements, low half first.
+#[inline(always)]
+fn halves<T: Elem>(v: [u32; 4]) -> [T; 8] {
+    const { assert!(core::mem::size_of::<T>() == 2) };
+    // SAFETY: eight 2-byte plain-data elements in sixteen bytes.
+    unsafe { core::mem::transmute_copy::<[u32; 4], [T; 8]>(&v) }
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -12,8 +12,32 @@ pub mod mfma;
 pub mod mma_sync;
 pub mod wmma;
 
+use crate::arch;
 use crate::elem::Elem;
 use convgrad_types::instance::AtomKind;
+
+/// Where an operand tile of 16-bit or 32-bit elements lies in LDS: element
+/// `(row, k)` (row = M for A, N for B) sits at byte offset
+/// `base + (row * ld + k) * E`, or with `mn_major` (rows contiguous, as the
+/// tensor had them) at `base + (k * ld + row) * E`.
+#[derive(Clone, Copy)]
+pub struct LdsTile {
+    /// Byte offset of element (0, 0).
+    pub base: usize,
+    /// Leading dimension in elements (padded).
+    pub ld: usize,
+    /// Whether rows, not reduction indices, are contiguous.
+    pub mn_major: bool,
+}
+
+impl LdsTile {
+    /// Byte offset of element `(row, k)` of `T`.
+    #[inline(always)]
+    pub fn at<T: Elem>(&self, row: usize, k: usize) -> usize {
+        let i = if self.mn_major { k * self.ld + row } else { row * self.ld + k };
+        self.base + i * T::BYTES
+    }
+}
 
 /// Per-lane operand registers of an atom (a fixed-size array).
 pub trait Frag<T>: Copy + Default + AsRef<[T]> + AsMut<[T]> {}
@@ -50,6 +74,42 @@ pub trait MmaAtom {
     fn b_elem(lane: usize, e: usize) -> (usize, usize);
     /// `(i, j)` of the accumulator in slot `e` of `lane`.
     fn c_elem(lane: usize, e: usize) -> (usize, usize);
+    /// The A fragment of rows `i0 ..` and reductions `k0 ..` of an LDS tile
+    /// (element by element through [`MmaAtom::a_elem`]; atoms with a matrix
+    /// load instruction override it).
+    ///
+    /// # Safety
+    /// The whole wave calls it together; the fragment lies in LDS.
+    #[inline(always)]
+    unsafe fn load_a(t: LdsTile, i0: usize, k0: usize, lane: usize) -> Self::A {
+        let mut f = Self::A::default();
+        for (e, x) in f.as_mut().iter_mut().enumerate() {
+            let (i, k) = Self::a_elem(lane, e);
+            *x = unsafe { arch::lds_ld(t.at::<Self::In>(i0 + i, k0 + k)) };
+        }
+        f
+    }
+    /// The B fragment of columns `j0 ..` and reductions `k0 ..` (as [`MmaAtom::load_a`]).
+    ///
+    /// # Safety
+    /// As [`MmaAtom::load_a`].
+    #[inline(always)]
+    unsafe fn load_b(t: LdsTile, j0: usize, k0: usize, lane: usize) -> Self::B {
+        let mut f = Self::B::default();
+        for (e, x) in f.as_mut().iter_mut().enumerate() {
+            let (k, j) = Self::b_elem(lane, e);
+            *x = unsafe { arch::lds_ld(t.at::<Self::In>(j0 + j, k0 + k)) };
+        }
+        f
+    }
+    /// The B fragments of columns `j0 ..` and `j0 + N ..` together.
+    ///
+    /// # Safety
+    /// As [`MmaAtom::load_a`].
+    #[inline(always)]
+    unsafe fn load_b2(t: LdsTile, j0: usize, k0: usize, lane: usize) -> [Self::B; 2] {
+        unsafe { [Self::load_b(t, j0, k0, lane), Self::load_b(t, j0 + Self::N, k0, lane)] }
+    }
     /// `c = a * b + c`, issued by the whole wave.
     ///
     /// # Safety

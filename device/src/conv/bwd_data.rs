@@ -17,11 +17,11 @@
 //! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
-use super::{ChannelRows, load_args, store_result, vector_axis};
+use super::{ChannelRows, load_args, store_result, store_run, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
-use crate::gemm::{BlockRange, Operand, block};
+use crate::gemm::{self, BlockRange, Operand, block};
 use convgrad_types::params::{ConvArgs, FastDiv};
 
 /// One stride-residue slice: its taps and where they read `dY`.
@@ -205,15 +205,8 @@ impl<T: Elem> Operand for DyGather<'_, T> {
         }
     }
     #[inline(always)]
-    unsafe fn load_vec(&self, _: &PixRow, _: &TapK) -> T::V16 {
-        T::V16::default()
-    }
-    #[inline(always)]
-    unsafe fn load_kvec(&self, r: &PixRow, c: &TapK) -> T::V16 {
-        match self.offset(r, c) {
-            Some(o) => unsafe { arch::ld(self.p as *const T::V16, o as usize / T::LANES) },
-            None => T::V16::default(),
-        }
+    fn kvec_src(&self, r: &PixRow, c: &TapK) -> Option<*const T::V16> {
+        self.offset(r, c).map(|o| self.p.wrapping_add(o as usize) as *const T::V16)
     }
 }
 
@@ -261,15 +254,17 @@ pub unsafe fn kernel<
         },
     };
     let r = BlockRange { m0: tm * BM as u32, n0: tn * BN as u32, k_begin: 0, k_end: slice.gemm_k };
-    let acc = unsafe { block::run::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };
-    let store = |i: usize, j: usize, v: f32| {
-        let (m, c) = (r.m0 + i as u32, r.n0 + j as u32);
-        if m >= a.gemm_m || c >= a.c {
+    let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };
+    // One row context per run of channels.
+    let store = |i: usize, j0: usize, v: [f32; block::RUN]| {
+        let (m, c0) = (r.m0 + i as u32, r.n0 + j0 as u32);
+        if m >= a.gemm_m || c0 >= a.c {
             return;
         }
         let (n, q) = Slice::split_row(a, m);
         if let Some(px) = slice.pixel(a, q) {
-            unsafe { write_dx::<Out>(a, g, n, c, px, v) }
+            let idx = [g, n, c0, px[0], px[1], px[2]];
+            unsafe { store_run::<Out, 2>(a, a.x, &a.x_strides, idx, a.c - c0, v) }
         }
     };
     unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };

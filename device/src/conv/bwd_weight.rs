@@ -6,12 +6,12 @@
 //! memory: `(z, y, x, c)` with c fastest when C is the weight's innermost axis
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
-use super::{ChannelRows, load_args, split_out_pixel, store_result, vector_axis};
+use super::{ChannelRows, for_each_in_run, load_args, split_out_pixel, store_result, store_run, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
-use crate::gemm::{Operand, block};
+use crate::gemm::{self, Operand, block};
 use convgrad_types::params::ConvArgs;
 
 /// Whether the GEMM's N index runs `(z, y, x, c)` with c fastest (GKZYXC weights).
@@ -118,11 +118,8 @@ impl<T: Elem> Operand for XCols<'_, T> {
         }
     }
     #[inline(always)]
-    unsafe fn load_vec(&self, r: &XRow, c: &XCol) -> T::V16 {
-        match self.offset(r, c) {
-            Some(o) => unsafe { arch::ld(self.p as *const T::V16, o as usize / T::LANES) },
-            None => T::V16::default(),
-        }
+    fn vec_src(&self, r: &XRow, c: &XCol) -> Option<*const T::V16> {
+        self.offset(r, c).map(|o| self.p.wrapping_add(o as usize) as *const T::V16)
     }
 }
 
@@ -168,20 +165,29 @@ pub unsafe fn kernel<
         },
     };
     let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0] };
-    let acc = unsafe { block::run::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
-    let store = |i: usize, j: usize, v: f32| {
-        let (m, n) = (at.range.m0 + i as u32, at.range.n0 + j as u32);
-        if m >= a.gemm_m || n >= a.gemm_n {
+    let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
+    let ws = a.ws as *mut f32;
+    let store = |i: usize, j0: usize, v: [f32; block::RUN]| {
+        let (m, n0) = (at.range.m0 + i as u32, at.range.n0 + j0 as u32);
+        if m >= a.gemm_m || n0 >= a.gemm_n {
             return;
         }
-        let ws = a.ws as *mut f32;
-        match at.mode {
-            PartialMode::Direct => unsafe { write_dw::<Out>(a, g, m, n, v) },
-            PartialMode::Atomic => unsafe {
-                arch::atomic_add_f32(ws, splitk::ws_index(a, at.mode, at.kb, g, m, n), v)
-            },
-            PartialMode::Store => unsafe { arch::st(ws, splitk::ws_index(a, at.mode, at.kb, g, m, n), v) },
+        let len = (a.gemm_n - n0).min(block::RUN as u32);
+        if at.mode == PartialMode::Direct && c_fastest(a) && a.c.is_multiple_of(block::RUN as u32) {
+            // The run is channels c0.. of one tap: one vector store in GKZYXC.
+            let (c, [z, y, x]) = split_filter_col(a, n0);
+            return unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v) };
         }
+        for_each_in_run(v, len, |e, x| {
+            let n = n0 + e;
+            match at.mode {
+                PartialMode::Direct => unsafe { write_dw::<Out>(a, g, m, n, x) },
+                PartialMode::Atomic => unsafe {
+                    arch::atomic_add_f32(ws, splitk::ws_index(a, at.mode, at.kb, g, m, n), x)
+                },
+                PartialMode::Store => unsafe { arch::st(ws, splitk::ws_index(a, at.mode, at.kb, g, m, n), x) },
+            }
+        });
     };
     unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
 }

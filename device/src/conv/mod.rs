@@ -8,6 +8,7 @@ pub mod bwd_weight_direct;
 use crate::arch;
 use crate::elem::Elem;
 use crate::gemm::Operand;
+use crate::gemm::block::RUN;
 use convgrad_types::params::ConvArgs;
 
 /// Whether `lanes` consecutive elements along `axis` from a multiple of
@@ -36,6 +37,85 @@ pub fn vector_axis(s: &[u32; 6], axis: usize, len: u32, lanes: u32) -> bool {
 pub unsafe fn store_result<Out: Elem>(a: &ConvArgs, out: u64, s: &[u32; 6], idx: [u32; 6], v: f32) {
     let v = a.epi.apply(v, |d| unsafe { arch::ld(a.d[d] as *const Out, offset(&a.d_strides[d], idx)).to_f32() });
     unsafe { arch::st(out as *mut Out, offset(s, idx), Out::from_f32(v)) }
+}
+
+/// Writes a run of `min(len, RUN)` consecutive elements along
+/// canonical axis `AXIS`, from index `idx`, through the epilogue. A whole run
+/// that is contiguous and aligned in the result goes out as 16-byte vectors,
+/// its `D` values read by each `D`'s own strides (vectors, one broadcast
+/// scalar, or element by element); any other run element by element
+/// ([`store_result`]).
+///
+/// # Safety
+/// As [`store_result`], for every element of the run.
+#[inline(always)]
+pub unsafe fn store_run<Out: Elem, const AXIS: usize>(
+    a: &ConvArgs,
+    out: u64,
+    s: &[u32; 6],
+    idx: [u32; 6],
+    len: u32,
+    v: [f32; RUN],
+) {
+    let len = len.min(RUN as u32);
+    let o = offset(s, idx);
+    if len as usize == RUN && s[AXIS] == 1 && o.is_multiple_of(RUN) {
+        let r = a.epi.apply_run(v, |d| unsafe { load_run::<Out, AXIS>(a.d[d] as *const Out, &a.d_strides[d], idx) });
+        unsafe { st_vectors::<Out>(out as *mut Out, o, r) };
+        return;
+    }
+    for_each_in_run(v, len, |e, x| {
+        let mut i = idx;
+        i[AXIS] += e;
+        unsafe { store_result::<Out>(a, out, s, i, x) };
+    });
+}
+
+/// Calls `f(e, v[e])` for `e < min(len, RUN)`. The values shift through
+/// registers: a rolled loop indexing `v` at run time would put it in scratch.
+#[inline(always)]
+pub fn for_each_in_run(v: [f32; RUN], len: u32, mut f: impl FnMut(u32, f32)) {
+    let mut cur = v;
+    for e in 0..(len as usize).min(RUN) as u32 {
+        f(e, cur[0]);
+        cur = core::array::from_fn(|i| if i + 1 < RUN { cur[i + 1] } else { 0.0 });
+    }
+}
+
+/// A `D` tensor's values at a run along `AXIS` from `idx`.
+#[inline(always)]
+unsafe fn load_run<T: Elem, const AXIS: usize>(p: *const T, ds: &[u32; 6], idx: [u32; 6]) -> [f32; RUN] {
+    let o = offset(ds, idx);
+    match ds[AXIS] {
+        1 if o.is_multiple_of(RUN) => {
+            let mut out = [0.0; RUN];
+            let mut e = 0;
+            while e < RUN {
+                let v: T::V16 = unsafe { arch::ld(p.wrapping_add(o + e) as *const T::V16, 0) };
+                for (i, x) in v.as_ref().iter().enumerate() {
+                    out[e + i] = x.to_f32();
+                }
+                e += T::LANES;
+            }
+            out
+        }
+        0 => [unsafe { arch::ld(p, o) }.to_f32(); RUN],
+        st => core::array::from_fn(|e| unsafe { arch::ld(p, o + e * st as usize) }.to_f32()),
+    }
+}
+
+/// Stores a run as 16-byte vectors at element offset `o` (a multiple of [`RUN`]).
+#[inline(always)]
+unsafe fn st_vectors<T: Elem>(p: *mut T, o: usize, v: [f32; RUN]) {
+    let mut e = 0;
+    while e < RUN {
+        let mut w = T::V16::default();
+        for (i, x) in w.as_mut().iter_mut().enumerate() {
+            *x = T::from_f32(v[e + i]);
+        }
+        unsafe { arch::st(p.wrapping_add(o + e) as *mut T::V16, 0, w) };
+        e += T::LANES;
+    }
 }
 
 /// Splits a flat output-pixel index of batch-major `(n, do, ho, wo)` order.
@@ -123,10 +203,7 @@ impl<T: Elem, F: Fn(u32) -> u32> Operand for ChannelRows<'_, T, F> {
         }
     }
     #[inline(always)]
-    unsafe fn load_vec(&self, r: &ChannelRow, c: &u32) -> T::V16 {
-        match r.0 {
-            Some(o) => unsafe { arch::ld(self.p as *const T::V16, (o + c) as usize / T::LANES) },
-            None => T::V16::default(),
-        }
+    fn vec_src(&self, r: &ChannelRow, c: &u32) -> Option<*const T::V16> {
+        r.0.map(|o| self.p.wrapping_add((o + c) as usize) as *const T::V16)
     }
 }

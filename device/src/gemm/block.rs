@@ -15,7 +15,7 @@
 use super::{BlockRange, Operand};
 use crate::arch;
 use crate::atom::MmaAtom;
-use crate::elem::{Al4, Elem};
+use crate::elem::{Al4, Elem, Vec16};
 use convgrad_types::instance::TileConfig;
 
 /// Accumulators of one lane: `FR x FC` atom fragments.
@@ -164,7 +164,7 @@ pub fn swizzle(r: usize, l: usize) -> usize {
 }
 
 /// Most rows a thread keeps in the k-vector path.
-const KROWS: usize = 4;
+pub(super) const KROWS: usize = 4;
 
 /// A thread's rows in the k-vector path: `BK / LANES` threads share a row
 /// (one vector each, k-adjacent), and a thread visits up to [`KROWS`] rows
@@ -172,19 +172,19 @@ const KROWS: usize = 4;
 /// contexts are computed once. Named fields, not an array: an array indexed
 /// in a loop may end up in scratch memory.
 #[derive(Clone, Copy)]
-struct KRows<R> {
+pub(super) struct KRows<R> {
     r0: R,
     r1: R,
     r2: R,
     r3: R,
     /// Element offset of this thread's vector within the slab row.
-    kk: usize,
+    pub(super) kk: usize,
 }
 
 impl<R: Copy> KRows<R> {
     /// Whether a `ROWS x BK` slab splits into whole passes of 16-byte k-vectors.
     #[inline(always)]
-    const fn fits<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) -> bool {
+    pub(super) const fn fits<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) -> bool {
         let per_row = BK / T::LANES;
         BK.is_multiple_of(T::LANES)
             && per_row > 0
@@ -193,18 +193,23 @@ impl<R: Copy> KRows<R> {
             && ROWS * per_row / threads <= KROWS
     }
     #[inline(always)]
-    fn new<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(o: &O, row0: u32, tid: usize, threads: usize) -> Self {
+    pub(super) fn new<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(o: &O, row0: u32, tid: usize, threads: usize) -> Self {
         let per_row = (BK / O::T::LANES).max(1);
         let step = (threads / per_row) as u32;
         let first = row0 + (tid / per_row) as u32;
         let passes = ROWS * per_row / threads;
+        Self::with(o, first, step, passes, (tid % per_row) * O::T::LANES)
+    }
+    /// Rows `first + p * step` for passes `p < passes` (at most [`KROWS`]).
+    #[inline(always)]
+    pub(super) fn with<O: Operand<Row = R>>(o: &O, first: u32, step: u32, passes: usize, kk: usize) -> Self {
         // Slots past the thread's passes repeat the first row (never loaded).
         let at = |p: u32| o.row(first + if (p as usize) < passes { p * step } else { 0 });
-        KRows { r0: at(0), r1: at(1), r2: at(2), r3: at(3), kk: (tid % per_row) * O::T::LANES }
+        KRows { r0: at(0), r1: at(1), r2: at(2), r3: at(3), kk }
     }
     /// Row context of pass `p` (a constant after unrolling).
     #[inline(always)]
-    fn get(&self, p: usize) -> &R {
+    pub(super) fn get(&self, p: usize) -> &R {
         match p {
             0 => &self.r0,
             1 => &self.r1,
@@ -446,18 +451,18 @@ unsafe fn load_frag<T: Elem, R: Copy + AsRef<[T]>>(
     }
 }
 
-/// LDS bytes [`store_tile`] needs: an f32 `BM x BN` tile.
-pub const fn tile_lds_bytes(bm: usize, bn: usize) -> usize {
-    bm * bn * 4
-}
+/// Columns per run handed to the epilogue by [`store_tile`].
+pub const RUN: usize = 8;
 
-/// Writes the accumulators into an f32 `BM x BN` tile in LDS, then calls
-/// `f(m, n, value)` for every element (tile-relative), threads walking rows so
-/// consecutive threads take consecutive `n`.
+/// Writes the accumulators into an f32 `BM x BN` tile in LDS (rows
+/// `TileConfig::epilogue_ld` long), then calls `f(m, n0, values)` for every run of
+/// [`RUN`] consecutive columns `n0 ..` of row `m` (tile-relative), threads
+/// walking rows so that consecutive threads take consecutive runs: the op
+/// computes a row's context once per run and stores whole vectors.
 ///
 /// # Safety
 /// All threads of the workgroup must call it (barriers), after the main loop,
-/// with at least [`tile_lds_bytes`] of LDS.
+/// with at least `TileConfig::epilogue_bytes` of LDS.
 #[inline(always)]
 pub unsafe fn store_tile<
     At: MmaAtom,
@@ -469,8 +474,11 @@ pub unsafe fn store_tile<
     const FC: usize,
 >(
     acc: &Acc<At, FR, FC>,
-    mut f: impl FnMut(usize, usize, f32),
+    mut f: impl FnMut(usize, usize, [f32; RUN]),
 ) {
+    const { assert!(BN.is_multiple_of(RUN)) };
+    let ld = TileConfig { bm: BM as u32, bn: BN as u32, bk: 0, waves_m: WM as u32, waves_n: WN as u32 }
+        .epilogue_ld(At::KIND) as usize;
     let tid = arch::thread_id() as usize;
     let lane = tid % At::WAVE;
     let wave = tid / At::WAVE;
@@ -482,15 +490,20 @@ pub unsafe fn store_tile<
             for (s, &v) in frag.as_ref().iter().enumerate() {
                 let (i, j) = At::c_elem(lane, s);
                 let (m, n) = (wm * tm + fr * At::M + i, wn * tn + fc * At::N + j);
-                unsafe { arch::lds_st((m * BN + n) * 4, v) };
+                unsafe { arch::lds_st((m * ld + n) * 4, v) };
             }
         }
     }
     arch::barrier();
     let threads = WM * WN * At::WAVE;
+    let per_row = BN / RUN;
     let mut idx = tid;
-    while idx < BM * BN {
-        f(idx / BN, idx % BN, unsafe { arch::lds_ld::<f32>(idx * 4) });
+    while idx < BM * per_row {
+        let (m, n0) = (idx / per_row, (idx % per_row) * RUN);
+        let at = (m * ld + n0) * 4;
+        let (lo, hi): (Vec16<[f32; 4]>, Vec16<[f32; 4]>) = unsafe { (arch::lds_ld(at), arch::lds_ld(at + 16)) };
+        let (lo, hi) = (lo.0, hi.0);
+        f(m, n0, [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]);
         idx += threads;
     }
 }

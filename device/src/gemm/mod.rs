@@ -4,15 +4,24 @@
 //! - [`Operand`]: a virtual GEMM operand — element `(row, k)` of A (rows = M)
 //!   or of B transposed (rows = N), computed from a convolution tensor
 //!   (implicit im2col); out-of-range elements read as zero.
-//! - [`block`]: one workgroup's `BM x BN` tile: global -> registers -> LDS
-//!   (double-buffered, one barrier per step) -> per-wave fragments -> atoms.
+//! - [`mainloop`]: one workgroup's `BM x BN` tile, through one of two main
+//!   loops, by the atom's family (`TileConfig::stages`):
+//!   - [`block`]: global -> registers -> LDS, double-buffered (AMD, FMA);
+//!   - [`multistage`]: asynchronous copies, several slabs in flight, matrix
+//!     loads from LDS (NVIDIA).
+//!
+//!   Both end in per-wave fragments fed to the atoms; [`block::store_tile`]
+//!   hands the result to the op's epilogue in runs of columns.
 //! - [`splitk`]: split-K coordinates and the fixed-order reduction of f32 partials.
 //! - Epilogues come from `convgrad_types::epilogue` and are applied by the op's sink.
 
 pub mod block;
+pub mod multistage;
 pub mod splitk;
 
+use crate::atom::MmaAtom;
 use crate::elem::Elem;
+use convgrad_types::instance::TileConfig;
 
 /// A virtual GEMM operand seen by one group: `rows x K` (A: rows = M, B: rows = N).
 ///
@@ -41,11 +50,13 @@ pub trait Operand {
     /// # Safety
     /// The operand's pointers must be valid for the problem it was built from.
     unsafe fn load(&self, r: &Self::Row, c: &Self::Col) -> Self::T;
-    /// Rows `row .. row + T::LANES` at `k` as one vector (only when [`Operand::vec_ok`]).
-    ///
-    /// # Safety
-    /// As [`Operand::load`]; `row` a multiple of `T::LANES`.
-    unsafe fn load_vec(&self, r: &Self::Row, c: &Self::Col) -> <Self::T as Elem>::V16;
+    /// Address of rows `row .. row + T::LANES` at `k` as one aligned 16-byte
+    /// vector, or `None` where they are all zero (padding, past the operand).
+    /// Only asked when [`Operand::vec_ok`]; `row` a multiple of `T::LANES`.
+    fn vec_src(&self, r: &Self::Row, c: &Self::Col) -> Option<*const <Self::T as Elem>::V16> {
+        let _ = (r, c);
+        None
+    }
     /// Whether `T::LANES` consecutive reduction indices from a multiple of
     /// `T::LANES` are always one aligned 16-byte vector with one validity
     /// (reduction-contiguous operands, e.g. `dY` in backward-data). It implies
@@ -53,14 +64,34 @@ pub trait Operand {
     fn k_vec_ok(&self) -> bool {
         false
     }
-    /// Reduction indices `k .. k + T::LANES` of one row as one vector (only
-    /// when [`Operand::k_vec_ok`]; `c` is the context of `k`).
+    /// Address of reduction indices `k .. k + T::LANES` of one row as one
+    /// vector, or `None` where they are zero (only when [`Operand::k_vec_ok`];
+    /// `c` is the context of `k`, a multiple of `T::LANES`).
+    fn kvec_src(&self, r: &Self::Row, c: &Self::Col) -> Option<*const <Self::T as Elem>::V16> {
+        let _ = (r, c);
+        None
+    }
+    /// The vector at [`Operand::vec_src`], loaded (zeros for `None`).
     ///
     /// # Safety
-    /// As [`Operand::load`]; `k` a multiple of `T::LANES`.
+    /// As [`Operand::load`].
+    #[inline(always)]
+    unsafe fn load_vec(&self, r: &Self::Row, c: &Self::Col) -> <Self::T as Elem>::V16 {
+        match self.vec_src(r, c) {
+            Some(p) => unsafe { crate::arch::ld(p, 0) },
+            None => Default::default(),
+        }
+    }
+    /// The vector at [`Operand::kvec_src`], loaded (zeros for `None`).
+    ///
+    /// # Safety
+    /// As [`Operand::load`].
+    #[inline(always)]
     unsafe fn load_kvec(&self, r: &Self::Row, c: &Self::Col) -> <Self::T as Elem>::V16 {
-        let _ = (r, c);
-        Default::default()
+        match self.kvec_src(r, c) {
+            Some(p) => unsafe { crate::arch::ld(p, 0) },
+            None => Default::default(),
+        }
     }
 }
 
@@ -75,4 +106,35 @@ pub struct BlockRange {
     pub k_begin: u32,
     /// One past the last reduction index.
     pub k_end: u32,
+}
+
+/// Runs the main loop of the atom's family for `r` and returns this lane's
+/// accumulators (`FR x FC` atom fragments per wave).
+///
+/// # Safety
+/// All threads of the workgroup must call it (barriers), launched with the
+/// instance's LDS (`Instance::lds_bytes`).
+#[inline(always)]
+pub unsafe fn mainloop<
+    At: MmaAtom,
+    A: Operand<T = At::In>,
+    B: Operand<T = At::In>,
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const WM: usize,
+    const WN: usize,
+    const FR: usize,
+    const FC: usize,
+>(
+    a: &A,
+    b: &B,
+    r: BlockRange,
+) -> block::Acc<At, FR, FC> {
+    let tile = TileConfig { bm: BM as u32, bn: BN as u32, bk: BK as u32, waves_m: WM as u32, waves_n: WN as u32 };
+    if tile.stages(At::KIND) > 2 {
+        unsafe { multistage::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }
+    } else {
+        unsafe { block::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }
+    }
 }

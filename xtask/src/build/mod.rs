@@ -70,7 +70,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Bump when the pipeline's steps 2–5 change in a way that alters their output.
-const PIPELINE_VERSION: &str = "convgrad-pipeline-2";
+const PIPELINE_VERSION: &str = "convgrad-pipeline-3";
 
 /// GPU vendor of an architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,15 +297,26 @@ done
     Ok(path)
 }
 
+/// LLVM options that let the loops over a wave's fragments unroll fully
+/// (NVIDIA: a 64x64 wave tile is 32 atoms a step; rolled, the accumulators
+/// would be indexed at run time and live in local memory).
+fn unroll_args(arch: Arch) -> &'static [&'static str] {
+    match arch.vendor {
+        Vendor::Nvidia => &["-unroll-threshold=2000"],
+        Vendor::Amd => &[],
+    }
+}
+
 /// Step 1: cargo rustc. Returns (module bitcode path, rlibs on rustc's link line).
 fn rustc_step(arch: Arch, stub: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
     let target_dir = util::kernels_build_dir().join(arch.name).join("cargo");
     let family = arch.family().cfg();
-    let rustflags = [
+    let mut rustflags = vec![
         format!("-Ctarget-cpu={}", arch.name),
         "--cfg".into(),
         format!("convgrad_family=\"{family}\""),
     ];
+    rustflags.extend(unroll_args(arch).iter().map(|a| format!("-Cllvm-args={a}")));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let args: Vec<String> = [
         "rustc",
@@ -548,16 +559,10 @@ fn llvm_steps(
     )?;
 
     // 4. opt + llc.
-    tc.run(
-        "opt",
-        [
-            format!("-passes={opt_passes}").into(),
-            p("annotated.ll").into_os_string(),
-            "-o".into(),
-            p("opt.bc").into_os_string(),
-        ],
-    )
-    .context("opt")?;
+    let mut opt_args: Vec<std::ffi::OsString> = vec![format!("-passes={opt_passes}").into()];
+    opt_args.extend(unroll_args(arch).iter().map(Into::into));
+    opt_args.extend([p("annotated.ll").into_os_string(), "-o".into(), p("opt.bc").into_os_string()]);
+    tc.run("opt", opt_args).context("opt")?;
     let triple = format!("-mtriple={}", arch.triple());
     let cpu = format!("-mcpu={}", arch.name);
     let out = arch.object_path();
