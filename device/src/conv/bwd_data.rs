@@ -17,7 +17,7 @@
 //! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
-use super::{ChannelRows, load_args, store_result, store_run, vector_axis};
+use super::{ChannelRows, ColMap, load_args, store_result, store_run, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -92,6 +92,29 @@ impl Slice {
     }
 }
 
+/// A reduction position of a slice GEMM: tap `j` (per dim) and channel `k`.
+/// Moving on by less than `K` is a carry, not three divisions.
+#[derive(Clone, Copy)]
+pub struct TapPos {
+    j: [u32; 3],
+    k: u32,
+}
+
+impl TapPos {
+    /// Position of reduction index `rk`.
+    #[inline(always)]
+    fn at(a: &ConvArgs, s: &Slice, rk: u32) -> TapPos {
+        let (j, k) = a.div_k.divmod(rk);
+        TapPos { j: s.split_tap(j), k }
+    }
+    /// Position of `rk_next = rk + delta`; `None` when the channel stays in
+    /// the same tap (the caller then just adds `delta` channels).
+    #[inline(always)]
+    fn wraps(&self, a: &ConvArgs, s: &Slice, rk_next: u32, delta: u32) -> Option<TapPos> {
+        (self.k + delta >= a.k).then(|| TapPos::at(a, s, rk_next))
+    }
+}
+
 /// The tap class of residue `r` along dim `d`.
 struct Class {
     t: u32,
@@ -144,6 +167,15 @@ pub struct PixRow {
 pub struct TapK {
     off: u32,
     shift: [u32; 3],
+    pos: TapPos,
+}
+
+impl<T: Elem> DyGather<'_, T> {
+    #[inline(always)]
+    fn tap_k(&self, pos: TapPos) -> TapK {
+        let (j, st) = (&pos.j, &self.a.tap_step);
+        TapK { off: pos.k * self.a.dy_strides[2], shift: [j[0] * st[0], j[1] * st[1], j[2] * st[2]], pos }
+    }
 }
 
 impl<T: Elem> DyGather<'_, T> {
@@ -192,10 +224,14 @@ impl<T: Elem> Operand for DyGather<'_, T> {
     }
     #[inline(always)]
     fn col(&self, rk: u32) -> TapK {
-        let (j, k) = self.a.div_k.divmod(rk);
-        let j = self.s.split_tap(j);
-        let st = &self.a.tap_step;
-        TapK { off: k * self.a.dy_strides[2], shift: [j[0] * st[0], j[1] * st[1], j[2] * st[2]] }
+        self.tap_k(TapPos::at(self.a, &self.s, rk))
+    }
+    #[inline(always)]
+    fn col_next(&self, c: &TapK, rk_next: u32, delta: u32) -> TapK {
+        match c.pos.wraps(self.a, &self.s, rk_next, delta) {
+            Some(pos) => self.tap_k(pos),
+            None => TapK { off: c.off + delta * self.a.dy_strides[2], pos: TapPos { k: c.pos.k + delta, ..c.pos }, ..*c },
+        }
     }
     #[inline(always)]
     unsafe fn load(&self, r: &PixRow, c: &TapK) -> T {
@@ -207,6 +243,41 @@ impl<T: Elem> Operand for DyGather<'_, T> {
     #[inline(always)]
     fn kvec_src(&self, r: &PixRow, c: &TapK) -> Option<*const T::V16> {
         self.offset(r, c).map(|o| self.p.wrapping_add(o as usize) as *const T::V16)
+    }
+}
+
+/// Reduction index -> offset in `W[g]` of the slice's tap and channel `k`.
+pub struct WTaps<'a> {
+    a: &'a ConvArgs,
+    s: Slice,
+}
+
+impl WTaps<'_> {
+    #[inline(always)]
+    fn ctx(&self, pos: TapPos) -> (u32, TapPos) {
+        let (ws, t, tl, j) = (&self.a.w_strides, &self.s.t, &self.a.tilde, &pos.j);
+        let off = pos.k * ws[1] + (t[0] + tl[0] * j[0]) * ws[3] + (t[1] + tl[1] * j[1]) * ws[4] + (t[2] + tl[2] * j[2]) * ws[5];
+        (off, pos)
+    }
+}
+
+impl ColMap for WTaps<'_> {
+    type C = (u32, TapPos);
+    #[inline(always)]
+    fn at(&self, rk: u32) -> (u32, TapPos) {
+        self.ctx(TapPos::at(self.a, &self.s, rk))
+    }
+    #[inline(always)]
+    fn next(&self, c: &(u32, TapPos), rk_next: u32, delta: u32) -> (u32, TapPos) {
+        let (off, pos) = *c;
+        match pos.wraps(self.a, &self.s, rk_next, delta) {
+            Some(p) => self.ctx(p),
+            None => (off + delta * self.a.w_strides[1], TapPos { k: pos.k + delta, ..pos }),
+        }
+    }
+    #[inline(always)]
+    fn off(c: &(u32, TapPos)) -> u32 {
+        c.0
     }
 }
 
@@ -246,12 +317,7 @@ pub unsafe fn kernel<
         g_off: g * ws[0],
         strides: ws,
         rows: a.c,
-        col: move |rk| {
-            let (j, k) = a.div_k.divmod(rk);
-            let j = slice.split_tap(j);
-            let (t, tl) = (&slice.t, &a.tilde);
-            k * ws[1] + (t[0] + tl[0] * j[0]) * ws[3] + (t[1] + tl[1] * j[1]) * ws[4] + (t[2] + tl[2] * j[2]) * ws[5]
-        },
+        col: WTaps { a, s: slice },
     };
     let r = BlockRange { m0: tm * BM as u32, n0: tn * BN as u32, k_begin: 0, k_end: slice.gemm_k };
     let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };

@@ -155,6 +155,35 @@ pub unsafe fn load_args<'a>(args: *const ConvArgs) -> &'a ConvArgs {
     a
 }
 
+/// How a reduction index maps to an element offset, with a context the main
+/// loop can advance (a plain `Fn(k) -> offset` recomputes it every time).
+pub trait ColMap {
+    /// The context of one reduction index.
+    type C: Copy;
+    /// Context of reduction index `k`.
+    fn at(&self, k: u32) -> Self::C;
+    /// Context of `k_next = k + delta` from `c`, the context of `k`.
+    #[inline(always)]
+    fn next(&self, c: &Self::C, k_next: u32, delta: u32) -> Self::C {
+        let _ = (c, delta);
+        self.at(k_next)
+    }
+    /// Element offset of a context.
+    fn off(c: &Self::C) -> u32;
+}
+
+impl<F: Fn(u32) -> u32> ColMap for F {
+    type C = u32;
+    #[inline(always)]
+    fn at(&self, k: u32) -> u32 {
+        self(k)
+    }
+    #[inline(always)]
+    fn off(c: &u32) -> u32 {
+        *c
+    }
+}
+
 /// A GEMM operand whose rows are the channels of one tensor (axis 2: `dY`'s
 /// K in backward-weight, `W`'s C in backward-data) and whose reduction index
 /// maps to an element offset through `col`.
@@ -175,10 +204,10 @@ pub struct ChannelRows<'a, T, F> {
 #[derive(Clone, Copy)]
 pub struct ChannelRow(Option<u32>);
 
-impl<T: Elem, F: Fn(u32) -> u32> Operand for ChannelRows<'_, T, F> {
+impl<T: Elem, F: ColMap> Operand for ChannelRows<'_, T, F> {
     type T = T;
     type Row = ChannelRow;
-    type Col = u32;
+    type Col = F::C;
     #[inline(always)]
     fn rows_fast(&self) -> bool {
         self.strides[2] == 1
@@ -192,18 +221,22 @@ impl<T: Elem, F: Fn(u32) -> u32> Operand for ChannelRows<'_, T, F> {
         ChannelRow((row < self.rows).then(|| self.g_off + row * self.strides[2]))
     }
     #[inline(always)]
-    fn col(&self, k: u32) -> u32 {
-        (self.col)(k)
+    fn col(&self, k: u32) -> F::C {
+        self.col.at(k)
     }
     #[inline(always)]
-    unsafe fn load(&self, r: &ChannelRow, c: &u32) -> T {
+    fn col_next(&self, c: &F::C, k_next: u32, delta: u32) -> F::C {
+        self.col.next(c, k_next, delta)
+    }
+    #[inline(always)]
+    unsafe fn load(&self, r: &ChannelRow, c: &F::C) -> T {
         match r.0 {
-            Some(o) => unsafe { arch::ld(self.p, (o + c) as usize) },
+            Some(o) => unsafe { arch::ld(self.p, (o + F::off(c)) as usize) },
             None => T::default(),
         }
     }
     #[inline(always)]
-    fn vec_src(&self, r: &ChannelRow, c: &u32) -> Option<*const T::V16> {
-        r.0.map(|o| self.p.wrapping_add((o + c) as usize) as *const T::V16)
+    fn vec_src(&self, r: &ChannelRow, c: &F::C) -> Option<*const T::V16> {
+        r.0.map(|o| self.p.wrapping_add((o + F::off(c)) as usize) as *const T::V16)
     }
 }

@@ -45,6 +45,14 @@ pub trait Operand {
     fn row(&self, row: u32) -> Self::Row;
     /// Context of reduction index `k`.
     fn col(&self, k: u32) -> Self::Col;
+    /// Context of reduction index `k_next = k + delta` from `c`, the context
+    /// of `k` (the multistage loop walks each thread's reduction indices up by
+    /// `BK` a step): operands override it with a carry instead of divisions.
+    #[inline(always)]
+    fn col_next(&self, c: &Self::Col, k_next: u32, delta: u32) -> Self::Col {
+        let _ = (c, delta);
+        self.col(k_next)
+    }
     /// Element `(row, k)`, zero in padding or past the operand.
     ///
     /// # Safety

@@ -107,14 +107,13 @@ unsafe fn main<
     let wave = tid / At::WAVE;
     let (wm, wn) = (wave % WM, wave / WM);
 
-    let la = Loader::<A::Row, AMN>::new::<A, BM, BK>(a, r.m0, r.k_end, tid, threads);
-    let lb = Loader::<B::Row, BMN>::new::<B, BN, BK>(b, r.n0, r.k_end, tid, threads);
-    let copy = |step: u32, slab: usize| {
-        let k0 = r.k_begin + step * BK as u32;
-        unsafe {
-            la.copy::<A, BM, BK>(a, k0, slab * stage);
-            lb.copy::<B, BN, BK>(b, k0, slab * stage + b_off);
-        }
+    // Copies are issued step after step: each loader walks its reduction
+    // indices up by BK per copy.
+    let mut la = Loader::<A, AMN>::new::<BM, BK>(a, r.m0, r.k_begin, r.k_end, tid, threads);
+    let mut lb = Loader::<B, BMN>::new::<BN, BK>(b, r.n0, r.k_begin, r.k_end, tid, threads);
+    let mut copy = |slab: usize| unsafe {
+        la.copy::<BM, BK>(a, slab * stage);
+        lb.copy::<BN, BK>(b, slab * stage + b_off);
     };
     let ta = |slab: usize| LdsTile { base: slab * stage, ld: if AMN { BM + PAD } else { BK + PAD }, mn_major: AMN };
     let tb = |slab: usize| LdsTile { base: slab * stage + b_off, ld: if BMN { BN + PAD } else { BK + PAD }, mn_major: BMN };
@@ -123,7 +122,7 @@ unsafe fn main<
     let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(BK as u32);
     for s in 0..stages - 1 {
         if (s as u32) < steps {
-            copy(s as u32, s);
+            copy(s);
         }
         arch::cp_async_commit();
     }
@@ -135,7 +134,7 @@ unsafe fn main<
         arch::barrier();
         let ahead = step + stages as u32 - 1;
         if ahead < steps {
-            copy(ahead, wr);
+            copy(wr);
         }
         arch::cp_async_commit();
         unsafe { multiply::<At, BM, BN, BK, WM, WN, FR, FC>(&mut acc, ta(rd), tb(rd), lane, wm, wn) };
@@ -148,24 +147,29 @@ unsafe fn main<
     acc
 }
 
-/// One thread's share of an operand's slab copies.
-struct Loader<R, const MN: bool> {
+/// One thread's share of an operand's slab copies, and where it is in the reduction.
+struct Loader<O: Operand, const MN: bool> {
     /// The thread's rows: row-contiguous slabs, its vector slots (first rows
     /// of `LANES`) at one k; K-contiguous slabs, its rows (vectors along k).
-    krows: KRows<R>,
+    krows: KRows<O::Row>,
     /// K-contiguous slabs: 16-byte k-vectors (else element copies).
     kvec: bool,
+    /// First reduction index of the next slab.
+    k0: u32,
+    /// Context of the thread's reduction index `k0 + krows.kk` (vector paths).
+    col: O::Col,
     row0: u32,
     k_end: u32,
     tid: usize,
     threads: usize,
 }
 
-impl<R: Copy, const MN: bool> Loader<R, MN> {
+impl<O: Operand, const MN: bool> Loader<O, MN> {
     #[inline(always)]
-    fn new<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(
+    fn new<const ROWS: usize, const BK: usize>(
         o: &O,
         row0: u32,
+        k0: u32,
         k_end: u32,
         tid: usize,
         threads: usize,
@@ -181,8 +185,10 @@ impl<R: Copy, const MN: bool> Loader<R, MN> {
             KRows::new::<O, ROWS, BK>(o, row0, tid, threads)
         };
         Loader {
+            col: o.col(k0 + krows.kk as u32),
             krows,
-            kvec: !MN && o.k_vec_ok() && KRows::<R>::fits::<O::T, ROWS, BK>(threads),
+            kvec: !MN && o.k_vec_ok() && KRows::<O::Row>::fits::<O::T, ROWS, BK>(threads),
+            k0,
             row0,
             k_end,
             tid,
@@ -190,28 +196,24 @@ impl<R: Copy, const MN: bool> Loader<R, MN> {
         }
     }
 
-    /// Global -> LDS slab at byte offset `base` for reductions `k0 .. k0 + BK`.
+    /// Global -> LDS: the next slab (`BK` reductions) to byte offset `base`.
     #[inline(always)]
-    unsafe fn copy<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(&self, o: &O, k0: u32, base: usize) {
+    unsafe fn copy<const ROWS: usize, const BK: usize>(&mut self, o: &O, base: usize) {
         let (lanes, eb) = (O::T::LANES, <O::T as Elem>::BYTES);
+        let (k0, kk) = (self.k0, self.krows.kk);
+        let k = k0 + kk as u32;
         if MN {
             let per_k = self.threads / BK;
-            let kk = self.krows.kk;
-            let k = k0 + kk as u32;
-            let col = o.col(k);
             for p in 0..ROWS / lanes / per_k {
                 let row = (self.tid % per_k + p * per_k) * lanes;
-                let src = if k < self.k_end { o.vec_src(self.krows.get(p), &col) } else { None };
+                let src = if k < self.k_end { o.vec_src(self.krows.get(p), &self.col) } else { None };
                 unsafe { arch::cp_async16(base + (kk * (ROWS + PAD) + row) * eb, src) };
             }
         } else if self.kvec {
             let per_row = BK / lanes;
-            let kk = self.krows.kk;
-            let k = k0 + kk as u32;
-            let col = o.col(k);
             for p in 0..ROWS * per_row / self.threads {
                 let row = self.tid / per_row + p * (self.threads / per_row);
-                let src = if k < self.k_end { o.kvec_src(self.krows.get(p), &col) } else { None };
+                let src = if k < self.k_end { o.kvec_src(self.krows.get(p), &self.col) } else { None };
                 unsafe { arch::cp_async16(base + (row * (BK + PAD) + kk) * eb, src) };
             }
         } else {
@@ -224,6 +226,10 @@ impl<R: Copy, const MN: bool> Loader<R, MN> {
                 unsafe { arch::lds_st(base + (row * (BK + PAD) + kk) * eb, v) };
                 idx += self.threads;
             }
+        }
+        self.k0 = k0 + BK as u32;
+        if MN || self.kvec {
+            self.col = o.col_next(&self.col, k + BK as u32, BK as u32);
         }
     }
 }
