@@ -7,21 +7,17 @@ define linkonce_odr hidden void @convgrad_atomic_add_f32(ptr %p, float %v) #0 {
   ret void
 }
 
-; cp.async.cg.shared.global, 16 bytes.
-define linkonce_odr hidden void @convgrad_cp_async16(ptr %dst, ptr %src) #0 {
-  %d = addrspacecast ptr %dst to ptr addrspace(3)
-  %s = addrspacecast ptr %src to ptr addrspace(1)
-  call void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3) %d, ptr addrspace(1) %s, i32 16)
-  ret void
-}
-
-; Zero-fills 16 bytes of LDS through the copy engine (no bytes are read; the
-; source is a valid global address all the same).
+; Copies 16 bytes, or zero-fills them when %valid is false (source size 0,
+; from a valid global address all the same): no branch, so lanes with and
+; without data stay converged.
 @convgrad_zero16 = linkonce_odr hidden addrspace(1) constant [16 x i8] zeroinitializer, align 16
 
-define linkonce_odr hidden void @convgrad_cp_async16_zfill(ptr %dst) #0 {
+define linkonce_odr hidden void @convgrad_cp_async16_if(ptr %dst, ptr %src, i1 %valid) #0 {
   %d = addrspacecast ptr %dst to ptr addrspace(3)
-  call void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3) %d, ptr addrspace(1) @convgrad_zero16, i32 0)
+  %g = addrspacecast ptr %src to ptr addrspace(1)
+  %s = select i1 %valid, ptr addrspace(1) %g, ptr addrspace(1) @convgrad_zero16
+  %n = select i1 %valid, i32 16, i32 0
+  call void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3) %d, ptr addrspace(1) %s, i32 %n)
   ret void
 }
 

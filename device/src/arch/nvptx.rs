@@ -7,10 +7,8 @@ use core::arch::nvptx as a;
 unsafe extern "C" {
     /// `atomicrmw fadd ... monotonic` (red.global.add.f32).
     fn convgrad_atomic_add_f32(p: *mut f32, v: f32);
-    /// `cp.async.cg.shared.global [dst], [src], 16`.
-    fn convgrad_cp_async16(dst: *mut u8, src: *const u8);
-    /// The same with source size 0: zero-fills `dst`.
-    fn convgrad_cp_async16_zfill(dst: *mut u8);
+    /// `cp.async.cg.shared.global [dst], [src], 16, valid ? 16 : 0`.
+    fn convgrad_cp_async16_if(dst: *mut u8, src: *const u8, valid: bool);
     fn convgrad_cp_async_commit();
     fn convgrad_cp_async_wait0();
     fn convgrad_cp_async_wait1();
@@ -49,10 +47,11 @@ pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
 #[inline(always)]
 pub unsafe fn cp_async16<V: Copy + Default>(off: usize, src: Option<*const V>) {
     let dst = unsafe { super::raw::lds_base().add(off) };
-    match src {
-        Some(p) => unsafe { convgrad_cp_async16(dst, p as *const u8) },
-        None => unsafe { convgrad_cp_async16_zfill(dst) },
-    }
+    let (p, valid) = match src {
+        Some(p) => (p as *const u8, true),
+        None => (core::ptr::null(), false),
+    };
+    unsafe { convgrad_cp_async16_if(dst, p, valid) }
 }
 #[inline(always)]
 pub fn cp_async_commit() {
