@@ -215,12 +215,12 @@ pub fn plan_with(
             let col_blocks = cols.div_ceil(block_cols);
             // Enough workgroups for about 4 per compute unit, with streams of
             // at least 32 output pixels (the LDS sum and the partials stay cheap).
-            let most = gk.div_ceil(streams * 32).clamp(1, 4096);
-            let want = match cfg.split_k {
-                SplitK::Auto => (4 * compute_units as u64).div_ceil(col_blocks),
-                SplitK::Fixed(n) => n as u64,
-            };
-            let kb = want.clamp(1, most.min(gk.div_ceil(streams)).max(1));
+            // A fixed split may go down to one pixel per stream.
+            let kb = match cfg.split_k {
+                SplitK::Auto => (4 * compute_units as u64).div_ceil(col_blocks).min(gk.div_ceil(streams * 32)),
+                SplitK::Fixed(n) => (n as u64).min(gk.div_ceil(streams)),
+            }
+            .clamp(1, 4096);
             let len = gk.div_ceil(kb * streams).max(1);
             let kb = gk.div_ceil(len * streams).max(1);
             (mode, vectors, cols, block_cols, col_blocks, len, kb as u32)
