@@ -34,6 +34,8 @@ pub const THREADS: u32 = 256;
 /// Pixels per thread on the channel-vector path: consecutive positions of one
 /// stride-slice row.
 pub const RUN: usize = 8;
+// The run loops are spelled out for 8 pixels (`unroll!`).
+const _: () = assert!(RUN == 8);
 
 /// `VW` lanes of `p` from element `off` (a multiple of `VW`), as f32: one
 /// aligned vector load of `VW * size_of::<T>()` bytes.
@@ -101,6 +103,16 @@ unsafe fn st_lanes<T: Elem, const VW: usize>(p: *mut T, off: usize, v: [T; VW]) 
         }
     }
 }
+
+/// Expands `$body` once per literal index, with `$j` bound to it: loops over
+/// per-thread arrays that must stay in registers on AMD (no scratch) whatever
+/// LLVM's unroller decides.
+macro_rules! unroll {
+    ($j:ident in [$($i:literal),*] => $body:block) => {
+        $( { let $j: usize = $i; $body } )*
+    };
+}
+pub(crate) use unroll;
 
 /// Runs `$f::<In, Out, VW, DW>(a)` with the lane count and lane kind of the
 /// argument block's [`vec_mode`] (a uniform branch), or `$scalar` when off.
@@ -173,8 +185,9 @@ fn class_of(a: &ConvArgs, d: usize, r: u32) -> Class {
 }
 
 /// Writes the `VW` lanes of one pixel through the epilogue: lane `l` is
-/// `[g + l, n, 0, i]` (`DW`) or `[g, n, c + l, i]`. `D` values are read per
-/// lane before the one vector store (a `D` may be `dx` itself).
+/// `[g + l, n, 0, i]` (`DW`) or `[g, n, c + l, i]`. The chain runs step by
+/// step over all lanes (each `D` read per lane before the one vector store:
+/// a `D` may be `dx` itself).
 #[inline(always)]
 unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
     a: &ConvArgs,
@@ -182,20 +195,30 @@ unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
     n: u32,
     c: u32,
     i: [u32; 3],
-    acc: &[f32; VW],
+    acc: [f32; VW],
 ) {
     let idx = [g, n, c, i[0], i[1], i[2]];
     let lane_axis = if DW { 0 } else { 2 };
-    let mut v = [Out::default(); VW];
-    for l in 0..VW {
-        let r = a.epi.apply(acc[l], |d| {
-            let s = &a.d_strides[d];
-            let off = offset(s, idx) + l * s[lane_axis] as usize;
-            unsafe { arch::ld(a.d[d] as *const Out, off) }.to_f32()
-        });
-        v[l] = Out::from_f32(r);
+    let mut v = acc;
+    let chain = &a.epi;
+    for step in &chain.steps[..(chain.len as usize).min(chain.steps.len())] {
+        let mut d = [0.0f32; VW];
+        if step.reads_d() {
+            let s = &a.d_strides[step.d as usize];
+            let (p, off, ls) = (a.d[step.d as usize] as *const Out, offset(s, idx), s[lane_axis] as usize);
+            for l in 0..VW {
+                d[l] = unsafe { arch::ld(p, off + l * ls) }.to_f32();
+            }
+        }
+        for l in 0..VW {
+            v[l] = step.apply(v[l], d[l]);
+        }
     }
-    unsafe { st_lanes::<Out, VW>(a.x as *mut Out, offset(&a.x_strides, idx), v) }
+    let mut out = [Out::default(); VW];
+    for l in 0..VW {
+        out[l] = Out::from_f32(v[l]);
+    }
+    unsafe { st_lanes::<Out, VW>(a.x as *mut Out, offset(&a.x_strides, idx), out) }
 }
 
 /// The channel-vector path (module docs).
@@ -251,8 +274,9 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                         unsafe { ld_gather::<In, VW>(w, wo, w_lane) }
                     };
                     let y_k = y_row + k * ys[2];
-                    for (p, acc) in acc.iter_mut().enumerate() {
+                    unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
                         let ox = ox0.wrapping_add(p as u32);
+                        let acc = &mut acc[p];
                         if ox < out[2] {
                             let off = (y_k + ox * ys[5]) as usize;
                             if DW {
@@ -267,17 +291,17 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                                 }
                             }
                         }
-                    }
+                    });
                 }
             }
         }
     }
-    for (p, acc) in acc.iter().enumerate() {
+    unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
         let ix = rx + a.stride[2] * (qx0 + p as u32);
         if ix < a.input[2] {
-            unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix], acc) }
+            unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix], acc[p]) }
         }
-    }
+    });
 }
 
 /// The scalar path: one thread per element.

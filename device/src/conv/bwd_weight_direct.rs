@@ -21,7 +21,7 @@
 //! GEMM path (`[k_batch][G][K][C*taps]`, f32), or straight through the
 //! epilogue without split-K; no float atomics in deterministic mode.
 
-use super::bwd_data_direct::{dispatch_lanes, ld_lanes};
+use super::bwd_data_direct::{dispatch_lanes, ld_lanes, unroll};
 use super::bwd_weight::{split_filter_col, write_dw};
 use super::{load_args, split_out_pixel};
 use crate::arch;
@@ -34,6 +34,8 @@ pub const THREADS: u32 = 256;
 
 /// Filter taps one thread accumulates on the channel-vector path (a 3x3 filter).
 pub const TAP_BLOCK: usize = 9;
+// The tap loops are spelled out for 9 taps (`unroll!`).
+const _: () = assert!(TAP_BLOCK == 9);
 
 /// Kernel body. Grid: `x = ceil(G*K*C*taps / 256)` (scalar path) or the
 /// column blocks (channel-vector path), `z = k_batch`.
@@ -85,11 +87,11 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     let (dil, str, pad) = (&a.dilation, &a.stride, &a.lpad);
     // Dilated offsets of the block's taps, per dim (past the filter: never read).
     let mut tap = [[0u32; 3]; TAP_BLOCK];
-    for (j, t) in tap.iter_mut().enumerate() {
+    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
         let (r, fx) = a.div_x.divmod(tap0 + j as u32);
         let (fz, fy) = a.div_y.divmod(r);
-        *t = [fz * dil[0], fy * dil[1], fx * dil[2]];
-    }
+        tap[j] = [fz * dil[0], fy * dil[1], fx * dil[2]];
+    });
     let nt = taps.saturating_sub(tap0);
     let mut acc = [[0.0f32; VW]; TAP_BLOCK];
     let stream = kb * streams + s;
@@ -114,16 +116,19 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                 (o[2] * str[2]).wrapping_sub(pad[2]),
             ];
             let x_n = x_g + n * xs[1];
-            for (j, acc) in acc.iter_mut().enumerate() {
+            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+                let acc = &mut acc[j];
                 let i = [org[0].wrapping_add(tap[j][0]), org[1].wrapping_add(tap[j][1]), org[2].wrapping_add(tap[j][2])];
                 if (j as u32) < nt && i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2] {
                     let off = x_n + i[0] * xs[3] + i[1] * xs[4] + i[2] * xs[5];
                     let xv = unsafe { ld_lanes::<In, VW>(x, off as usize) };
-                    for l in 0..VW {
-                        acc[l] = core::intrinsics::fmaf32(yv[l], xv[l], acc[l]);
-                    }
+                    unroll!(l in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                        if l < VW {
+                            acc[l] = core::intrinsics::fmaf32(yv[l], xv[l], acc[l]);
+                        }
+                    });
                 }
-            }
+            });
             // Next output pixel: carry through wo, ho, do, n.
             o[2] += 1;
             if o[2] == a.output[2] {
@@ -142,11 +147,14 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     }
     // Sum the streams of each column, one tap at a time, in stream order.
     let lanes = cb * VW as u32;
-    for (j, acc) in acc.iter().enumerate() {
+    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+        let acc = &acc[j];
         arch::barrier();
-        for (l, &v) in acc.iter().enumerate() {
-            unsafe { arch::lds_st((tid as usize * VW + l) * 4, v) };
-        }
+        unroll!(l in [0, 1, 2, 3, 4, 5, 6, 7] => {
+            if l < VW {
+                unsafe { arch::lds_st((tid as usize * VW + l) * 4, acc[l]) };
+            }
+        });
         arch::barrier();
         let mut e = tid;
         while e < lanes {
@@ -164,7 +172,7 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
             }
             e += THREADS;
         }
-    }
+    });
 }
 
 /// The scalar path: one thread per weight element.

@@ -214,10 +214,10 @@ pub fn plan_with(
             let streams = 256 / block_cols;
             let col_blocks = cols.div_ceil(block_cols);
             // Enough workgroups for about 4 per compute unit, with streams of
-            // at least 32 output pixels (the LDS sum and the partials stay cheap).
+            // at least 16 output pixels (the LDS sum and the partials stay cheap).
             // A fixed split may go down to one pixel per stream.
             let kb = match cfg.split_k {
-                SplitK::Auto => (4 * compute_units as u64).div_ceil(col_blocks).min(gk.div_ceil(streams * 32)),
+                SplitK::Auto => (4 * compute_units as u64).div_ceil(col_blocks).min(gk.div_ceil(streams * 16)),
                 SplitK::Fixed(n) => (n as u64).min(gk.div_ceil(streams)),
             }
             .clamp(1, 4096);
