@@ -22,6 +22,9 @@
 //! decomposition as the GEMM path) and writes every element once, through the
 //! epilogue, reached by a tap or not.
 
+// Lane loops index several same-length arrays by one index, as the GPU code wants.
+#![allow(clippy::needless_range_loop)]
+
 use super::bwd_data::{Slice, write_dx};
 use super::{load_args, offset};
 use crate::arch;

@@ -21,6 +21,9 @@
 //! GEMM path (`[k_batch][G][K][C*taps]`, f32), or straight through the
 //! epilogue without split-K; no float atomics in deterministic mode.
 
+// Lane loops index several same-length arrays by one index, as the GPU code wants.
+#![allow(clippy::needless_range_loop)]
+
 use super::bwd_data_direct::{dispatch_lanes, ld_lanes, unroll};
 use super::bwd_weight::{split_filter_col, write_dw};
 use super::{load_args, split_out_pixel};
