@@ -173,3 +173,88 @@ fn bwd_data_bad_requests() {
     let e = convgrad::ops::bwd_data::execute(&dev, &module, &pl, bufs).unwrap_err();
     assert!(matches!(e, OpError::Usage(_)) && e.to_string().contains("aliases dx"), "{e}");
 }
+
+/// The direct kernel's channel-vector path (depthwise lanes along groups,
+/// small groups along channels, 16- and 8-byte vectors, gathered or vector
+/// weights) and its scalar fallback (channel runs that no vector divides,
+/// channels-first layouts): strides, dilations, asymmetric pads, 1D-3D, every
+/// dtype, epilogues reading broadcast D tensors or dx itself. Every path kind
+/// must have run.
+#[test]
+fn bwd_data_direct_vector_paths() {
+    use convgrad::types::params::vec_mode;
+    let problems = [
+        ("dw 3x3 pad1", prob(&[2, 16, 2, 1, 1, 3, 3, 9, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("dw stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 3, 3, 11, 12, 2, 2, 2, 1, 2, 1, 0, 1])),
+        ("dw 1d stride3 dil2", prob(&[1, 8, 2, 1, 1, 4, 23, 3, 2, 1, 2])),
+        ("dw 3d", prob(&[3, 8, 1, 1, 1, 3, 3, 3, 4, 5, 6, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1])),
+        ("dw G=12 stride4 > filter", prob(&[2, 12, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
+        ("groups C=K=4", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=8 K=3 stride2", prob(&[2, 3, 2, 3, 8, 3, 3, 10, 9, 2, 2, 1, 1, 1, 1, 1, 0])),
+        ("odd C=3", prob(&[2, 4, 2, 4, 3, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
+        ("dw G=6", prob(&[2, 6, 2, 1, 1, 3, 3, 7, 8, 1, 2, 1, 1, 1, 1, 1, 1])),
+    ];
+    let layouts = [
+        ConvLayout::NhwgcGkyxcNhwgk,
+        ConvLayout::NhwgcGkyxcNhwgk,
+        ConvLayout::GnhwcGkyxcGnhwk,
+        ConvLayout::NgchwGkcyxNgkhw,
+    ];
+    let types = [TypeConfig::F32, TypeConfig::F16, TypeConfig::Bf16];
+    let epis = epilogues();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut failures = Vec::new();
+    for arch in [EmuArch::Gfx942, EmuArch::Sm90] {
+        let (dev, module) = device(arch);
+        for (i, (name, p)) in problems.iter().enumerate() {
+            for (j, &t) in types.iter().enumerate() {
+                let (epilogue, d_layouts, alias) = epis[(i + 2 * j) % epis.len()].clone();
+                let cfg = BwdDataConfig {
+                    layout: layouts[(i + j) % layouts.len()],
+                    types: t,
+                    epilogue,
+                    d_layouts,
+                    instance: Some(format!("bwdd_direct_{}", t.name())),
+                };
+                let mode = plan(p, &cfg, dev.family()).unwrap().args_template.vec_mode;
+                seen.insert((t.act().bytes(), if mode == 0 { 0 } else { mode & !vec_mode::W_VEC }));
+                if mode & vec_mode::W_VEC != 0 {
+                    seen.insert((0, vec_mode::W_VEC));
+                }
+                let case = Case {
+                    problem: *p,
+                    config: cfg.clone(),
+                    seed: 4000 + 31 * i as u64 + j as u64,
+                    init: if j % 2 == 0 { Init::Float } else { Init::Int },
+                    alias_d0: alias,
+                    timed_runs: 0,
+                    dump: false,
+                };
+                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
+                let line = format!(
+                    "{} {name} [{p}] {} {} {:?} {:?} alias={alias} vec_mode={mode:#x}: {}",
+                    dev.arch(),
+                    t.name(),
+                    cfg.layout.name(),
+                    cfg.epilogue,
+                    cfg.d_layouts,
+                    o.report.summary()
+                );
+                println!("{line}");
+                if !o.passed() {
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    use vec_mode::{DW, HALF, ON};
+    // Both lane widths of f32 and of the 16-bit types, the fallback, vector weights.
+    for bytes in [2, 4] {
+        for want in [0, ON | DW, ON | DW | HALF, ON, ON | HALF] {
+            assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
+        }
+    }
+    assert!(seen.contains(&(0, vec_mode::W_VEC)));
+}

@@ -191,3 +191,105 @@ fn bwd_weight_bad_requests_are_refused_clearly() {
     let e = ConvProblem::from_ck_args(&[2, 1, 0, 8, 8, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1]).unwrap_err();
     assert_eq!(e.to_string(), "N = 0 is too small: it must be at least 1");
 }
+
+/// The direct kernel's channel-vector path (depthwise lanes along groups,
+/// small groups along channels, 16- and 8-byte vectors, filters of more
+/// than one tap block) and its scalar fallback: strides, dilations,
+/// asymmetric pads, 1D-3D, every type combination, Scale/Bilinear, split-K
+/// atomic and deterministic and none. Every path kind must have run.
+#[test]
+fn bwd_weight_direct_vector_paths() {
+    use convgrad::types::instance::{INSTANCES, Op};
+    use convgrad::types::params::vec_mode;
+    let problems = [
+        ("dw 3x3 pad1", prob(&[2, 16, 2, 1, 1, 3, 3, 9, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("dw 5x5 stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 5, 5, 15, 14, 2, 2, 2, 1, 2, 1, 0, 1])),
+        ("dw 1d stride3", prob(&[1, 8, 3, 1, 1, 4, 23, 3, 2, 1, 2])),
+        ("dw 3d", prob(&[3, 8, 1, 1, 1, 3, 3, 3, 4, 5, 6, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1])),
+        ("dw G=12 stride > filter", prob(&[2, 12, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
+        ("groups C=K=4", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=8 K=3 stride2", prob(&[2, 3, 2, 3, 8, 3, 3, 10, 9, 2, 2, 1, 1, 1, 1, 1, 0])),
+        ("odd C=3", prob(&[2, 4, 2, 4, 3, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
+        ("dw G=6", prob(&[2, 6, 2, 1, 1, 3, 3, 7, 8, 1, 2, 1, 1, 1, 1, 1, 1])),
+    ];
+    let layouts = [
+        ConvLayout::NhwgcGkyxcNhwgk,
+        ConvLayout::NhwgcGkyxcNhwgk,
+        ConvLayout::GnhwcGkyxcGnhwk,
+        ConvLayout::NgchwGkcyxNgkhw,
+    ];
+    let epis = [EpilogueOp::PassThrough, EpilogueOp::Scale(0.5), EpilogueOp::Bilinear(0.75, -1.5)];
+    let splits = [SplitK::Fixed(1), SplitK::Auto, SplitK::Fixed(3)];
+    let mut seen = std::collections::BTreeSet::new();
+    let mut failures = Vec::new();
+    for arch in [EmuArch::Gfx942, EmuArch::Sm90] {
+        let (dev, module) = emu(arch);
+        for (i, (name, p)) in problems.iter().enumerate() {
+            for (j, &t) in TypeConfig::ALL.iter().enumerate() {
+                let inst = INSTANCES.iter().find(|x| x.op == Op::BwdWeightDirect && x.types == t).unwrap();
+                let cfg = BwdWeightConfig {
+                    layout: layouts[(i + j) % layouts.len()],
+                    types: t,
+                    epilogue: epis[(i + j) % 3],
+                    split_k: splits[(2 * i + j) % 3],
+                    deterministic: (i + j) % 2 == 0,
+                    instance: Some(inst.name.into()),
+                };
+                let pl = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap();
+                let mode = pl.args_template.vec_mode;
+                seen.insert((t.act().bytes(), mode));
+                let case = Case {
+                    problem: *p,
+                    config: cfg.clone(),
+                    seed: 5000 + 31 * i as u64 + j as u64,
+                    init: if j % 2 == 0 { Init::Float } else { Init::Int },
+                    timed_runs: 0,
+                    dump: false,
+                };
+                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
+                let line = format!(
+                    "{} {name} [{p}] {} {} {:?} {:?} det={} vec_mode={mode:#x} kb={}: {}",
+                    dev.arch(),
+                    t.name(),
+                    cfg.layout.name(),
+                    cfg.epilogue,
+                    cfg.split_k,
+                    cfg.deterministic,
+                    o.k_batch,
+                    o.report.summary()
+                );
+                println!("{line}");
+                if !o.passed() {
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    use vec_mode::{DW, HALF, ON};
+    // Both lane widths of f32 and of the 16-bit types, and the fallback.
+    for bytes in [2, 4] {
+        for want in [0, ON | DW, ON | DW | HALF, ON, ON | HALF] {
+            assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
+        }
+    }
+}
+
+/// The direct channel-vector path in deterministic split-K mode is bitwise
+/// reproducible (partials summed in LDS and in the workspace in fixed order).
+#[test]
+fn bwd_weight_direct_deterministic_is_bitwise_reproducible() {
+    let p = prob(&[2, 32, 4, 1, 1, 3, 3, 12, 12, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let (dev, module) = emu(EmuArch::Sm90);
+    for t in [TypeConfig::F32, TypeConfig::F16] {
+        let cfg = BwdWeightConfig { types: t, split_k: SplitK::Fixed(5), deterministic: true, ..Default::default() };
+        assert_ne!(plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.vec_mode, 0);
+        let case = Case { problem: p, config: cfg, seed: 9, init: Init::Float, timed_runs: 0, dump: false };
+        let a = run(&dev, &module, &case).unwrap();
+        let b = run(&dev, &module, &case).unwrap();
+        assert!(a.passed() && b.passed());
+        assert_eq!(a.k_batch, 5);
+        assert_eq!(a.output_bytes, b.output_bytes, "{}: deterministic direct split-K differs between runs", t.name());
+    }
+}

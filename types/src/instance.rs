@@ -57,13 +57,15 @@ pub enum Op {
     /// Runtime smoke test: one matrix atom through LDS and a barrier.
     Smoke,
     /// Direct backward-weight for tiny per-group GEMMs (depthwise, small C and K):
-    /// one thread per weight element, groups fastest.
+    /// channel vectors x filter taps per thread, pixel streams summed in LDS
+    /// (or one thread per weight element when the layout has no vector run).
     BwdWeightDirect,
     /// Implicit-GEMM backward-data: one GEMM per stride-residue slice, all
     /// slices in one launch, multi-D epilogue.
     BwdData,
     /// Direct backward-data for tiny per-group GEMMs (depthwise, small C and
-    /// K): one thread per input-gradient element.
+    /// K): channel vectors x a run of pixels per thread (or one thread per
+    /// element when the layout has no vector run).
     BwdDataDirect,
 }
 
@@ -204,7 +206,9 @@ impl Instance {
     /// LDS bytes it is launched with.
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
-            Op::SplitKFinish | Op::BwdWeightDirect | Op::BwdDataDirect => 0,
+            Op::SplitKFinish | Op::BwdDataDirect => 0,
+            // The channel-vector path sums its streams in LDS: 256 threads x 8 f32 lanes.
+            Op::BwdWeightDirect => 256 * 8 * 4,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             _ => {

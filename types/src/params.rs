@@ -17,6 +17,19 @@ pub mod flags {
     pub const SPLITK_STORE: u32 = 2;
 }
 
+/// Bits of [`ConvArgs::vec_mode`]: the direct kernels' channel-vector fast path.
+pub mod vec_mode {
+    /// The fast path is on (else the scalar path runs).
+    pub const ON: u32 = 1;
+    /// Lanes are consecutive groups (depthwise, `C = K = 1`); else consecutive
+    /// channels of one group.
+    pub const DW: u32 = 2;
+    /// Vectors of half the 16-byte width (8 bytes).
+    pub const HALF: u32 = 4;
+    /// Backward-data: the weights' lanes are one aligned vector (else gathered).
+    pub const W_VEC: u32 = 8;
+}
+
 /// Division of `u32` numerators below 2^31 by an invariant divisor, as a
 /// multiply-high, an add and a shift (Granlund-Montgomery), so kernels never
 /// divide at run time. The host computes it once per divisor.
@@ -159,6 +172,19 @@ pub struct ConvArgs {
     /// Division by the taps of one residue class per dim, `[floor, ceil]` of
     /// `filter / tilde` (classes `t < filter % tilde` have the larger count).
     pub div_dot: [[FastDiv; 3]; 2],
+    /// Direct kernels' channel-vector fast path, [`vec_mode`] bits (0: scalar path).
+    pub vec_mode: u32,
+    /// Direct backward-weight: thread columns per workgroup (`256 / vec_block_cols` streams).
+    pub vec_block_cols: u32,
+    /// Direct backward-weight: thread columns in all (channel vectors * K * tap blocks).
+    pub vec_cols: u32,
+    /// Direct backward-weight: output pixels of one reduction stream.
+    pub vec_stream_len: u32,
+    /// Division by the channel vectors (per pixel in backward-data, per `k` in backward-weight).
+    pub div_vec: FastDiv,
+    /// Backward-data: division by the pixel runs per slice row; backward-weight:
+    /// division by the columns per workgroup.
+    pub div_run: FastDiv,
 }
 
 /// FNV-1a over a list of words, usable in constants.
@@ -206,7 +232,9 @@ impl ConvArgs {
             offset_of!(ConvArgs, div_gemm_n) as u32,
             offset_of!(ConvArgs, tilde) as u32,
             offset_of!(ConvArgs, div_dot) as u32,
-            5, // bump when a field's meaning changes
+            offset_of!(ConvArgs, vec_mode) as u32,
+            offset_of!(ConvArgs, div_run) as u32,
+            6, // bump when a field's meaning changes
         ])
     };
 }

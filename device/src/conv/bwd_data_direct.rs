@@ -1,29 +1,315 @@
 //! Direct backward-data for tiny per-group GEMMs (depthwise, small C and K),
 //! where matrix tiles would be almost all padding.
 //!
-//! One thread per input-gradient element. In channels-last layouts
-//! (C innermost) threads run `(n, d, h, w, g, c)` with c fastest, otherwise
-//! `(n, g, c, d, h, w)` with w fastest, so neighbouring threads touch
-//! neighbouring addresses. Each thread visits only the taps of its pixel's
-//! stride class (the same [`Slice`] decomposition as the GEMM path) and
-//! writes its element once, through the epilogue, reached by a tap or not.
+//! Two paths, chosen by the host through [`ConvArgs::vec_mode`]:
+//!
+//! - **Channel vectors** (channels-last `dx`, vector-aligned channel runs):
+//!   one thread writes `VW` consecutive channels (8 or 4 for 16-bit types, 4
+//!   or 2 for f32: 16- or 8-byte vectors) of [`RUN`] pixels that lie on one
+//!   row of a stride-residue slice, so they share their tap class. Lanes are
+//!   consecutive groups for depthwise problems (`C = K = 1`: then `dy` is read
+//!   as vectors too) or consecutive channels of one group (`dy` read as one
+//!   scalar per `k`, broadcast to the lanes). The thread's pixel, class and
+//!   lane context is computed once (multiply-high divisions); per tap and `k`
+//!   it loads the lanes' weights once and reuses them for the run's pixels.
+//!   Threads run `(n, iz, iy, residue x, run, vector)` with the vector
+//!   fastest, so a wave reads and writes contiguous channel runs.
+//! - **Scalar** (any layout): one thread per element. In channels-last
+//!   layouts (C innermost) threads run `(n, d, h, w, g, c)` with c fastest,
+//!   otherwise `(n, g, c, d, h, w)` with w fastest.
+//!
+//! Each thread visits only the taps of its pixel's stride class (the same
+//! decomposition as the GEMM path) and writes every element once, through the
+//! epilogue, reached by a tap or not.
+
+// Lane loops index several same-length arrays by one index, as the GPU code wants.
+#![allow(clippy::needless_range_loop)]
 
 use super::bwd_data::{Slice, write_dx};
-use super::load_args;
+use super::{load_args, offset};
 use crate::arch;
-use crate::elem::Elem;
-use convgrad_types::params::ConvArgs;
+use crate::elem::{Al4, Al8, Elem, Vec16};
+use convgrad_types::params::{ConvArgs, vec_mode};
 
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
-/// Kernel body. Grid: `x = ceil(G*N*C*pixels / 256)`.
+/// Pixels per thread on the channel-vector path: consecutive positions of one
+/// stride-slice row.
+pub const RUN: usize = 8;
+// The run loops are spelled out for 8 pixels (`unroll!`).
+const _: () = assert!(RUN == 8);
+
+/// `VW` lanes of `p` from element `off` (a multiple of `VW`), as f32: one
+/// aligned vector load of `VW * size_of::<T>()` bytes.
+///
+/// # Safety
+/// The lanes must lie in an allocation the kernel was given, `off` aligned.
+#[inline(always)]
+pub(crate) unsafe fn ld_lanes<T: Elem, const VW: usize>(p: *const T, off: usize) -> [f32; VW] {
+    let mut out = [0.0f32; VW];
+    match VW * T::BYTES {
+        16 => {
+            let v = unsafe { arch::ld(p as *const Vec16<[T; VW]>, off / VW) };
+            for l in 0..VW {
+                out[l] = v.0[l].to_f32();
+            }
+        }
+        8 => {
+            let v = unsafe { arch::ld(p as *const Al8<[T; VW]>, off / VW) };
+            for l in 0..VW {
+                out[l] = v.0[l].to_f32();
+            }
+        }
+        4 => {
+            let v = unsafe { arch::ld(p as *const Al4<[T; VW]>, off / VW) };
+            for l in 0..VW {
+                out[l] = v.0[l].to_f32();
+            }
+        }
+        _ => {
+            for l in 0..VW {
+                out[l] = unsafe { arch::ld(p, off + l) }.to_f32();
+            }
+        }
+    }
+    out
+}
+
+/// `VW` elements of `p` at `off + l * stride`, as f32.
+///
+/// # Safety
+/// As [`ld_lanes`].
+#[inline(always)]
+pub(crate) unsafe fn ld_gather<T: Elem, const VW: usize>(p: *const T, off: u32, stride: u32) -> [f32; VW] {
+    let mut out = [0.0f32; VW];
+    for l in 0..VW {
+        out[l] = unsafe { arch::ld(p, (off + l as u32 * stride) as usize) }.to_f32();
+    }
+    out
+}
+
+/// Stores `VW` lanes at element `off` (a multiple of `VW`): one aligned vector store.
+///
+/// # Safety
+/// As [`ld_lanes`].
+#[inline(always)]
+unsafe fn st_lanes<T: Elem, const VW: usize>(p: *mut T, off: usize, v: [T; VW]) {
+    match VW * T::BYTES {
+        16 => unsafe { arch::st(p as *mut Vec16<[T; VW]>, off / VW, Vec16(v)) },
+        8 => unsafe { arch::st(p as *mut Al8<[T; VW]>, off / VW, Al8(v)) },
+        4 => unsafe { arch::st(p as *mut Al4<[T; VW]>, off / VW, Al4(v)) },
+        _ => {
+            for l in 0..VW {
+                unsafe { arch::st(p, off + l, v[l]) }
+            }
+        }
+    }
+}
+
+/// Expands `$body` once per literal index, with `$j` bound to it: loops over
+/// per-thread arrays that must stay in registers on AMD (no scratch) whatever
+/// LLVM's unroller decides.
+macro_rules! unroll {
+    ($j:ident in [$($i:literal),*] => $body:block) => {
+        $( { let $j: usize = $i; $body } )*
+    };
+}
+pub(crate) use unroll;
+
+/// Runs `$f::<In, Out, VW, DW>(a)` with the lane count and lane kind of the
+/// argument block's [`vec_mode`] (a uniform branch), or `$scalar` when off.
+macro_rules! dispatch_lanes {
+    ($a:ident, $in:ty, $out:ty, $f:ident, $scalar:expr) => {{
+        let m = $a.vec_mode;
+        let dw = m & vec_mode::DW != 0;
+        let half = m & vec_mode::HALF != 0;
+        if m & vec_mode::ON == 0 {
+            $scalar
+        } else if <$in as Elem>::LANES == 8 {
+            match (half, dw) {
+                (false, true) => $f::<$in, $out, 8, true>($a),
+                (false, false) => $f::<$in, $out, 8, false>($a),
+                (true, true) => $f::<$in, $out, 4, true>($a),
+                (true, false) => $f::<$in, $out, 4, false>($a),
+            }
+        } else {
+            match (half, dw) {
+                (false, true) => $f::<$in, $out, 4, true>($a),
+                (false, false) => $f::<$in, $out, 4, false>($a),
+                (true, true) => $f::<$in, $out, 2, true>($a),
+                (true, false) => $f::<$in, $out, 2, false>($a),
+            }
+        }
+    }};
+}
+pub(crate) use dispatch_lanes;
+
+/// Kernel body. Grid: `x = ceil(threads / 256)`, threads as in the module docs
+/// (`G*N*C*pixels` on the scalar path).
 ///
 /// # Safety
 /// Launch contract above and a valid argument block.
 #[inline(always)]
 pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
+    unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a)) }
+}
+
+/// The tap class of stride residue `r` along dim `d` (pass a literal `d`).
+#[derive(Clone, Copy)]
+struct Class {
+    /// First tap.
+    t: u32,
+    /// Output pixel of tap 0 for slice position 0 (wrapping below zero).
+    base: u32,
+    /// Taps of the class (0: no tap reaches the residue).
+    dot: u32,
+}
+
+/// The one `t < tilde` with `r + P - t*D ≡ 0 (mod S)`, with multiply-high
+/// divisions only: `r + P + S*D - t*D` stays non-negative.
+#[inline(always)]
+fn class_of(a: &ConvArgs, d: usize, r: u32) -> Class {
+    let (s, dil) = (a.stride[d], a.dilation[d]);
+    let top = r + a.lpad[d] + s * dil;
+    let mut t = 0;
+    while t < a.tilde[d] {
+        let (q, rem) = a.div_stride[d].divmod(top - t * dil);
+        if rem == 0 {
+            // div_dot[1] divides by floor(filter / tilde) + 1 (never 0, so exact).
+            let few = a.div_dot[1][d].div - 1;
+            let more = t < a.filter[d] - few * a.tilde[d];
+            return Class { t, base: q.wrapping_sub(dil), dot: few + more as u32 };
+        }
+        t += 1;
+    }
+    Class { t: 0, base: 0, dot: 0 }
+}
+
+/// Writes the `VW` lanes of one pixel through the epilogue: lane `l` is
+/// `[g + l, n, 0, i]` (`DW`) or `[g, n, c + l, i]`. The chain runs step by
+/// step over all lanes (each `D` read per lane before the one vector store:
+/// a `D` may be `dx` itself).
+#[inline(always)]
+unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
+    a: &ConvArgs,
+    g: u32,
+    n: u32,
+    c: u32,
+    i: [u32; 3],
+    acc: [f32; VW],
+) {
+    let idx = [g, n, c, i[0], i[1], i[2]];
+    let lane_axis = if DW { 0 } else { 2 };
+    let mut v = acc;
+    let chain = &a.epi;
+    for step in &chain.steps[..(chain.len as usize).min(chain.steps.len())] {
+        let mut d = [0.0f32; VW];
+        if step.reads_d() {
+            let s = &a.d_strides[step.d as usize];
+            let (p, off, ls) = (a.d[step.d as usize] as *const Out, offset(s, idx), s[lane_axis] as usize);
+            for l in 0..VW {
+                d[l] = unsafe { arch::ld(p, off + l * ls) }.to_f32();
+            }
+        }
+        for l in 0..VW {
+            v[l] = step.apply(v[l], d[l]);
+        }
+    }
+    let mut out = [Out::default(); VW];
+    for l in 0..VW {
+        out[l] = Out::from_f32(v[l]);
+    }
+    unsafe { st_lanes::<Out, VW>(a.x as *mut Out, offset(&a.x_strides, idx), out) }
+}
+
+/// The channel-vector path (module docs).
+#[inline(always)]
+unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs) {
+    let idx = arch::block_id()[0] * THREADS + arch::thread_id();
+    let (t, v) = a.div_vec.divmod(idx);
+    let (t, run) = a.div_run.divmod(t);
+    let (t, rx) = a.div_stride[2].divmod(t);
+    let (t, iy) = a.div_in[1].divmod(t);
+    let (n, iz) = a.div_in[0].divmod(t);
+    if n >= a.n {
+        return;
+    }
+    let (qz, rz) = a.div_stride[0].divmod(iz);
+    let (qy, ry) = a.div_stride[1].divmod(iy);
+    let (cz, cy, cx) = (class_of(a, 0, rz), class_of(a, 1, ry), class_of(a, 2, rx));
+    let qx0 = run * RUN as u32;
+    let (vz, vy, vx) = (qz.wrapping_add(cz.base), qy.wrapping_add(cy.base), qx0.wrapping_add(cx.base));
+    // Lane 0: group g, channel c; lanes step along G (DW) or C.
+    let (g, c) = if DW { (v * VW as u32, 0) } else { a.div_c.divmod(v * VW as u32) };
+    let (ys, ws) = (&a.dy_strides, &a.w_strides);
+    let (dy, w) = (a.dy as *const In, a.w as *const In);
+    let y_n = g * ys[0] + n * ys[1];
+    let w_g = g * ws[0] + c * ws[2];
+    let w_lane = if DW { ws[0] } else { ws[2] };
+    let w_vec = a.vec_mode & vec_mode::W_VEC != 0;
+    let (out, st, tl) = (&a.output, &a.tap_step, &a.tilde);
+    let mut acc = [[0.0f32; VW]; RUN];
+    for jz in 0..cz.dot {
+        let oz = vz.wrapping_sub(jz * st[0]);
+        if oz >= out[0] {
+            continue;
+        }
+        let fz = cz.t + tl[0] * jz;
+        for jy in 0..cy.dot {
+            let oy = vy.wrapping_sub(jy * st[1]);
+            if oy >= out[1] {
+                continue;
+            }
+            let fy = cy.t + tl[1] * jy;
+            let y_row = y_n + oz * ys[3] + oy * ys[4];
+            for jx in 0..cx.dot {
+                // Output pixel of the run's first position (wrapping below zero).
+                let ox0 = vx.wrapping_sub(jx * st[2]);
+                let fx = cx.t + tl[2] * jx;
+                let w_tap = w_g + fz * ws[3] + fy * ws[4] + fx * ws[5];
+                for k in 0..a.k {
+                    let wo = w_tap + k * ws[1];
+                    let wv: [f32; VW] = if w_vec {
+                        unsafe { ld_lanes::<In, VW>(w, wo as usize) }
+                    } else {
+                        unsafe { ld_gather::<In, VW>(w, wo, w_lane) }
+                    };
+                    let y_k = y_row + k * ys[2];
+                    unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                        let ox = ox0.wrapping_add(p as u32);
+                        let acc = &mut acc[p];
+                        if ox < out[2] {
+                            let off = (y_k + ox * ys[5]) as usize;
+                            if DW {
+                                let yv = unsafe { ld_lanes::<In, VW>(dy, off) };
+                                for l in 0..VW {
+                                    acc[l] = core::intrinsics::fmaf32(yv[l], wv[l], acc[l]);
+                                }
+                            } else {
+                                let yv = unsafe { arch::ld(dy, off) }.to_f32();
+                                for l in 0..VW {
+                                    acc[l] = core::intrinsics::fmaf32(yv, wv[l], acc[l]);
+                                }
+                            }
+                        }
+                    });
+                }
+            }
+        }
+    }
+    unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
+        let ix = rx + a.stride[2] * (qx0 + p as u32);
+        if ix < a.input[2] {
+            unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix], acc[p]) }
+        }
+    });
+}
+
+/// The scalar path: one thread per element.
+#[inline(always)]
+unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
     let idx = arch::block_id()[0] * THREADS + arch::thread_id();
     if idx >= a.partial_elems {
         return;

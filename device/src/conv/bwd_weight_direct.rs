@@ -1,30 +1,186 @@
 //! Direct backward-weight for tiny per-group GEMMs (depthwise, small C and
 //! K), where matrix tiles would be almost all padding.
 //!
-//! One thread per weight element `(g, k, c, tap)`, groups fastest, so that in
-//! channels-last layouts consecutive threads read consecutive channels. Each
-//! thread sums `dy * x` over its k-batch's slice of the reduction
-//! `(n, do, ho, wo)`, walking output pixels with carries instead of divisions.
+//! Two paths, chosen by the host through [`ConvArgs::vec_mode`]:
+//!
+//! - **Channel vectors** (channels-last `x`, vector-aligned channel runs): a
+//!   thread *column* is `(channel vector, k, tap block)`: `VW` consecutive
+//!   channels (groups for depthwise `C = K = 1`, else channels of one group)
+//!   times up to [`TAP_BLOCK`] filter taps, accumulated in registers. A
+//!   workgroup holds `vec_block_cols` columns (vector fastest: a wave reads
+//!   contiguous channel runs) times `256 / vec_block_cols` *streams*; each
+//!   stream walks its own run of `vec_stream_len` output pixels `(n, o)`
+//!   (with carries, no divisions), loading `dy` once per pixel (a vector for
+//!   depthwise, else one scalar) and one `x` vector per tap. The streams are
+//!   then summed in LDS in a fixed order, one tap at a time, and the sum is
+//!   this workgroup's partial (grid z = k-batch).
+//! - **Scalar** (any layout): one thread per weight element `(g, k, c, tap)`,
+//!   groups fastest, summing over its k-batch's slice of the reduction.
+//!
 //! Partials go through the same split-K workspace and finishing kernel as the
-//! GEMM path (`[k_batch][G][K][C*taps]`, f32).
+//! GEMM path (`[k_batch][G][K][C*taps]`, f32), or straight through the
+//! epilogue without split-K; no float atomics in deterministic mode.
 
+// Lane loops index several same-length arrays by one index, as the GPU code wants.
+#![allow(clippy::needless_range_loop)]
+
+use super::bwd_data_direct::{dispatch_lanes, ld_lanes, unroll};
 use super::bwd_weight::{split_filter_col, write_dw};
 use super::{load_args, split_out_pixel};
 use crate::arch;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
-use convgrad_types::params::ConvArgs;
+use convgrad_types::params::{ConvArgs, vec_mode};
 
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
-/// Kernel body. Grid: `x = ceil(G*K*C*taps / 256)`, `z = k_batch`.
+/// Filter taps one thread accumulates on the channel-vector path (a 3x3 filter).
+pub const TAP_BLOCK: usize = 9;
+// The tap loops are spelled out for 9 taps (`unroll!`).
+const _: () = assert!(TAP_BLOCK == 9);
+
+/// Kernel body. Grid: `x = ceil(G*K*C*taps / 256)` (scalar path) or the
+/// column blocks (channel-vector path), `z = k_batch`.
 ///
 /// # Safety
 /// Launch contract above and a valid argument block.
 #[inline(always)]
 pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
+    unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a)) }
+}
+
+/// Writes one reduced partial `v` of weight `(g, k, c, tap)` per the split-K mode.
+#[inline(always)]
+unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32, v: f32) {
+    // The GEMM's filter column (see `bwd_weight::split_filter_col`).
+    let taps = a.div_zyx.div;
+    let col = if a.w_strides[2] == 1 && a.c > 1 { tap * a.c + c } else { c * taps + tap };
+    let mode = splitk::mode(a);
+    let ws = a.ws as *mut f32;
+    match mode {
+        PartialMode::Direct => unsafe { write_dw::<Out>(a, g, k, col, v) },
+        PartialMode::Atomic => unsafe { arch::atomic_add_f32(ws, splitk::ws_index(a, mode, kb, g, k, col), v) },
+        PartialMode::Store => unsafe { arch::st(ws, splitk::ws_index(a, mode, kb, g, k, col), v) },
+    }
+}
+
+/// Column `col` -> `(g, c, k, first tap)` of its lane 0.
+#[inline(always)]
+fn column<const VW: usize, const DW: bool>(a: &ConvArgs, col: u32) -> (u32, u32, u32, u32) {
+    let (t, v) = a.div_vec.divmod(col);
+    let (tb, k) = a.div_k.divmod(t);
+    let (g, c) = if DW { (v * VW as u32, 0) } else { a.div_c.divmod(v * VW as u32) };
+    (g, c, k, tb * TAP_BLOCK as u32)
+}
+
+/// The channel-vector path (module docs).
+#[inline(always)]
+unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs) {
+    let tid = arch::thread_id();
+    let [bx, _, kb] = arch::block_id();
+    let cb = a.vec_block_cols;
+    let streams = a.div_run.div(THREADS);
+    let (s, cl) = a.div_run.divmod(tid);
+    let col = bx * cb + cl;
+    let (g, c, k, tap0) = column::<VW, DW>(a, col);
+    let taps = a.div_zyx.div;
+    let (xs, ys) = (&a.x_strides, &a.dy_strides);
+    let (dil, str, pad) = (&a.dilation, &a.stride, &a.lpad);
+    // Dilated offsets of the block's taps, per dim (past the filter: never read).
+    let mut tap = [[0u32; 3]; TAP_BLOCK];
+    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+        let (r, fx) = a.div_x.divmod(tap0 + j as u32);
+        let (fz, fy) = a.div_y.divmod(r);
+        tap[j] = [fz * dil[0], fy * dil[1], fx * dil[2]];
+    });
+    let nt = taps.saturating_sub(tap0);
+    let mut acc = [[0.0f32; VW]; TAP_BLOCK];
+    let stream = kb * streams + s;
+    let r0 = stream * a.vec_stream_len;
+    let r1 = (r0 + a.vec_stream_len).min(a.gemm_k);
+    if col < a.vec_cols && s < streams && r0 < r1 {
+        let (dy, x) = (a.dy as *const In, a.x as *const In);
+        let x_g = g * xs[0] + c * xs[2];
+        let y_g = g * ys[0] + k * ys[2];
+        let (mut n, mut o) = split_out_pixel(a, r0);
+        for _ in r0..r1 {
+            let y_off = (y_g + n * ys[1] + o[0] * ys[3] + o[1] * ys[4] + o[2] * ys[5]) as usize;
+            let yv: [f32; VW] = if DW {
+                unsafe { ld_lanes::<In, VW>(dy, y_off) }
+            } else {
+                [unsafe { arch::ld(dy, y_off) }.to_f32(); VW]
+            };
+            // Window origin `o * S - P` (wrapping below zero: one compare checks both pads).
+            let org = [
+                (o[0] * str[0]).wrapping_sub(pad[0]),
+                (o[1] * str[1]).wrapping_sub(pad[1]),
+                (o[2] * str[2]).wrapping_sub(pad[2]),
+            ];
+            let x_n = x_g + n * xs[1];
+            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+                let acc = &mut acc[j];
+                let i = [org[0].wrapping_add(tap[j][0]), org[1].wrapping_add(tap[j][1]), org[2].wrapping_add(tap[j][2])];
+                if (j as u32) < nt && i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2] {
+                    let off = x_n + i[0] * xs[3] + i[1] * xs[4] + i[2] * xs[5];
+                    let xv = unsafe { ld_lanes::<In, VW>(x, off as usize) };
+                    unroll!(l in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                        if l < VW {
+                            acc[l] = core::intrinsics::fmaf32(yv[l], xv[l], acc[l]);
+                        }
+                    });
+                }
+            });
+            // Next output pixel: carry through wo, ho, do, n.
+            o[2] += 1;
+            if o[2] == a.output[2] {
+                o[2] = 0;
+                o[1] += 1;
+                if o[1] == a.output[1] {
+                    o[1] = 0;
+                    o[0] += 1;
+                    if o[0] == a.output[0] {
+                        o[0] = 0;
+                        n += 1;
+                    }
+                }
+            }
+        }
+    }
+    // Sum the streams of each column, one tap at a time, in stream order.
+    let lanes = cb * VW as u32;
+    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+        let acc = &acc[j];
+        arch::barrier();
+        unroll!(l in [0, 1, 2, 3, 4, 5, 6, 7] => {
+            if l < VW {
+                unsafe { arch::lds_st((tid as usize * VW + l) * 4, acc[l]) };
+            }
+        });
+        arch::barrier();
+        let mut e = tid;
+        while e < lanes {
+            let (cl, l) = (e / VW as u32, e % VW as u32);
+            let col = bx * cb + cl;
+            let (g, c, k, tap0) = column::<VW, DW>(a, col);
+            let t = tap0 + j as u32;
+            if col < a.vec_cols && t < taps {
+                let mut v = 0.0f32;
+                for s in 0..streams {
+                    v += unsafe { arch::lds_ld::<f32>(((s * cb + cl) as usize * VW + l as usize) * 4) };
+                }
+                let (g, c) = if DW { (g + l, c) } else { (g, c + l) };
+                unsafe { put::<Out>(a, kb, g, k, c, t, v) };
+            }
+            e += THREADS;
+        }
+    });
+}
+
+/// The scalar path: one thread per weight element.
+#[inline(always)]
+unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
     let idx = arch::block_id()[0] * THREADS + arch::thread_id();
     let total = a.g * a.gemm_m * a.gemm_n;
     if idx >= total {

@@ -9,7 +9,8 @@
 use super::{LaunchSpec, OpError, check_buffer};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
-use convgrad_types::params::{ConvArgs, FastDiv};
+use convgrad_types::params::{ConvArgs, FastDiv, vec_mode};
+use convgrad_device::conv::bwd_data_direct::RUN;
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 /// Layout of one `D` tensor of the epilogue. Every `D` is indexed like `dx`
@@ -307,7 +308,27 @@ pub fn plan_with(
     for (i, d) in ds.iter().enumerate().take(MAX_D) {
         args.d_strides[i] = d.strides_u32();
     }
-    let grid = if direct {
+    // The direct kernel's channel-vector path: threads run
+    // `(n, iz, iy, residue x, run of RUN slice positions, channel vector)`.
+    let fast = direct
+        .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), &dx, &dy))
+        .flatten()
+        .map(|(mode, vw)| {
+            let w_vec = if mode & vec_mode::DW == 0 && super::lane_axis(&w, 2, vw) { vec_mode::W_VEC } else { 0 };
+            let vectors = (p.g * p.c / vw) as u64;
+            let runs = slice_rows[2].div_ceil(RUN) as u64;
+            let threads = vectors * runs * p.strides[2] as u64 * (p.n * p.input[0] * p.input[1]) as u64;
+            (mode | w_vec, vectors, runs, threads)
+        })
+        .filter(|f| f.3 <= limit);
+    if let Some((mode, vectors, runs, _)) = fast {
+        args.vec_mode = mode;
+        args.div_vec = FastDiv::new(vectors as u32);
+        args.div_run = FastDiv::new(runs as u32);
+    }
+    let grid = if let Some((.., threads)) = fast {
+        [(threads as u32).div_ceil(inst.threads(family)), 1, 1]
+    } else if direct {
         [(total as u32).div_ceil(inst.threads(family)), 1, 1]
     } else {
         [tiles_m * tiles_n, slices as u32, p.g as u32]

@@ -5,6 +5,7 @@
 
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
+use convgrad_device::conv::bwd_weight_direct::TAP_BLOCK;
 use convgrad_types::params::{ConvArgs, FastDiv, flags};
 use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
@@ -201,6 +202,34 @@ pub fn plan_with(
             max: u32::MAX as u64,
         }));
     }
+    // The direct kernel's channel-vector path: columns (channel vector, k, tap
+    // block) times streams of output pixels per workgroup, summed in LDS.
+    let fast = direct
+        .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), &x, &dy))
+        .flatten()
+        .map(|(mode, vw)| {
+            let vectors = (p.g * p.c / vw) as u64;
+            let cols = vectors * p.k as u64 * p.filter_taps().div_ceil(TAP_BLOCK as u64);
+            let block_cols = cols.min(256);
+            let streams = 256 / block_cols;
+            let col_blocks = cols.div_ceil(block_cols);
+            // Enough workgroups for about 4 per compute unit, with streams of
+            // at least 16 output pixels (the LDS sum and the partials stay cheap).
+            // A fixed split may go down to one pixel per stream.
+            let kb = match cfg.split_k {
+                SplitK::Auto => (4 * compute_units as u64).div_ceil(col_blocks).min(gk.div_ceil(streams * 16)),
+                SplitK::Fixed(n) => (n as u64).min(gk.div_ceil(streams)),
+            }
+            .clamp(1, 4096);
+            let len = gk.div_ceil(kb * streams).max(1);
+            let kb = gk.div_ceil(len * streams).max(1);
+            (mode, vectors, cols, block_cols, col_blocks, len, kb as u32)
+        })
+        .filter(|f| f.6 <= 65535 && (f.6 == 1 || (p.g as u64 * gm * gn) * f.6 as u64 <= u32::MAX as u64));
+    let (k_batch, k_per_batch) = match fast {
+        Some(f) => (f.6, f.5 as u32),
+        None => (k_batch, k_per_batch),
+    };
     let mode = match (k_batch, cfg.deterministic) {
         (1, _) => 0,
         (_, true) => flags::SPLITK_STORE,
@@ -244,7 +273,18 @@ pub fn plan_with(
     for (i, d) in ds.iter().enumerate().take(MAX_D) {
         args.d_strides[i] = d.strides_u32();
     }
-    let grid = if direct {
+    if let Some((vmode, vectors, cols, block_cols, _, len, _)) = fast {
+        args.vec_mode = vmode;
+        args.vec_cols = cols as u32;
+        args.vec_block_cols = block_cols as u32;
+        args.vec_stream_len = len as u32;
+        args.div_vec = FastDiv::new(vectors as u32);
+        args.div_run = FastDiv::new(block_cols as u32);
+        args.div_k = FastDiv::new(p.k as u32);
+    }
+    let grid = if let Some((.., col_blocks, _, kb)) = fast {
+        [col_blocks as u32, 1, kb]
+    } else if direct {
         [(weights as u32).div_ceil(inst.threads(family)), 1, k_batch]
     } else {
         [tiles_m * tiles_n, 1, p.g as u32 * k_batch]

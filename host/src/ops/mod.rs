@@ -41,6 +41,41 @@ pub struct LaunchSpec {
 }
 
 
+/// Whether `vw` consecutive elements along canonical `axis` of `d`, from any
+/// multiple of `vw`, form one aligned vector: unit stride there, a length
+/// that `vw` divides, and every other stride of an axis longer than 1 a
+/// multiple of `vw` (device buffers are at least 16-byte aligned).
+pub(crate) fn lane_axis(d: &convgrad_types::TensorDesc, axis: usize, vw: usize) -> bool {
+    d.strides[axis] == 1
+        && d.lengths[axis].is_multiple_of(vw)
+        && (0..d.lengths.len()).all(|i| i == axis || d.lengths[i] == 1 || d.strides[i].is_multiple_of(vw))
+}
+
+/// The direct kernels' channel-vector mode (`convgrad_types::params::vec_mode`
+/// bits) and lane count for a problem whose activations are `x` (dx or x) and
+/// output gradient `dy` (elements of `bytes`): depthwise problems
+/// (`C = K = 1`) take lanes along the groups of `x` and `dy`, others along the
+/// channels of `x` (`C` a multiple of the lanes); 16-byte vectors first, then
+/// 8-byte ones. `None`: the layout has no such run (the scalar path runs).
+pub(crate) fn direct_vec_mode(
+    p: &convgrad_types::ConvProblem,
+    bytes: usize,
+    x: &convgrad_types::TensorDesc,
+    dy: &convgrad_types::TensorDesc,
+) -> Option<(u32, usize)> {
+    use convgrad_types::params::vec_mode;
+    let lanes = 16 / bytes;
+    for (vw, half) in [(lanes, 0), (lanes / 2, vec_mode::HALF)] {
+        if p.c == 1 && p.k == 1 && lane_axis(x, 0, vw) && lane_axis(dy, 0, vw) {
+            return Some((vec_mode::ON | vec_mode::DW | half, vw));
+        }
+        if lane_axis(x, 2, vw) {
+            return Some((vec_mode::ON | half, vw));
+        }
+    }
+    None
+}
+
 /// Checks that a buffer of `bytes` covers tensor `name` (`desc`, elements of `t`).
 pub(crate) fn check_buffer(
     name: &'static str,
