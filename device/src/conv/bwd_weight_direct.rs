@@ -90,10 +90,13 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     let (dil, str, pad) = (&a.dilation, &a.stride, &a.lpad);
     // Dilated offsets of the block's taps, per dim (past the filter: never read).
     let mut tap = [[0u32; 3]; TAP_BLOCK];
+    // Element offset of each tap from the window origin.
+    let mut tap_off = [0u32; TAP_BLOCK];
     unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
         let (r, fx) = a.div_x.divmod(tap0 + j as u32);
         let (fz, fy) = a.div_y.divmod(r);
         tap[j] = [fz * dil[0], fy * dil[1], fx * dil[2]];
+        tap_off[j] = tap[j][0] * xs[3] + tap[j][1] * xs[4] + tap[j][2] * xs[5];
     });
     let nt = taps.saturating_sub(tap0);
     let mut acc = [[0.0f32; VW]; TAP_BLOCK];
@@ -118,12 +121,16 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                 (o[1] * str[1]).wrapping_sub(pad[1]),
                 (o[2] * str[2]).wrapping_sub(pad[2]),
             ];
-            let x_n = x_g + n * xs[1];
+            // Offset of the window origin (wrapping: only in-bounds taps are used).
+            let x_o = (x_g + n * xs[1])
+                .wrapping_add(org[0].wrapping_mul(xs[3]))
+                .wrapping_add(org[1].wrapping_mul(xs[4]))
+                .wrapping_add(org[2].wrapping_mul(xs[5]));
             unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
                 let acc = &mut acc[j];
                 let i = [org[0].wrapping_add(tap[j][0]), org[1].wrapping_add(tap[j][1]), org[2].wrapping_add(tap[j][2])];
                 if (j as u32) < nt && i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2] {
-                    let off = x_n + i[0] * xs[3] + i[1] * xs[4] + i[2] * xs[5];
+                    let off = x_o.wrapping_add(tap_off[j]);
                     let xv = unsafe { ld_lanes::<In, VW>(x, off as usize) };
                     unroll!(l in [0, 1, 2, 3, 4, 5, 6, 7] => {
                         if l < VW {
