@@ -29,15 +29,4 @@ pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
 
 pub use super::raw::{ld, lds_ld, lds_st, st, trap};
 
-#[inline(always)]
-pub unsafe fn cp_async16<V: Copy + Default>(off: usize, src: Option<*const V>) {
-    unsafe { super::cp_sync16(off, src) }
-}
-#[inline(always)]
-pub fn cp_async_commit() {}
-#[inline(always)]
-pub fn cp_async_wait(_pending: u32) {}
-#[inline(always)]
-pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize) -> [u32; 4] {
-    unsafe { super::ldmatrix_by_lane::<TRANS>(row) }
-}
+pub use super::no_async::{cp_async_commit, cp_async_wait, cp_async16, ldmatrix_x4};

@@ -40,15 +40,4 @@ pub fn trap() -> ! {
     lane::trap()
 }
 
-#[inline(always)]
-pub unsafe fn cp_async16<V: Copy + Default>(off: usize, src: Option<*const V>) {
-    unsafe { super::cp_sync16(off, src) }
-}
-#[inline(always)]
-pub fn cp_async_commit() {}
-#[inline(always)]
-pub fn cp_async_wait(_pending: u32) {}
-#[inline(always)]
-pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize) -> [u32; 4] {
-    unsafe { super::ldmatrix_by_lane::<TRANS>(row) }
-}
+pub use super::no_async::{cp_async_commit, cp_async_wait, cp_async16, ldmatrix_x4};

@@ -133,33 +133,39 @@ pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize
     unsafe { imp::ldmatrix_x4::<TRANS>(row) }
 }
 
-/// [`ldmatrix_x4`] done lane by lane with plain LDS loads: the emulator's
-/// version (each lane reads what the instruction would hand it, so no lane
-/// needs another's address) and the fallback where no such instruction exists.
-#[cfg_attr(target_arch = "nvptx64", allow(dead_code))]
-#[inline(always)]
-unsafe fn ldmatrix_by_lane<const TRANS: bool>(row: impl Fn(usize, usize) -> usize) -> [u32; 4] {
-    let l = thread_id() as usize % 32;
-    core::array::from_fn(|i| unsafe {
-        if TRANS {
-            let lo: u16 = lds_ld(row(i, 2 * (l % 4)) + 2 * (l / 4));
-            let hi: u16 = lds_ld(row(i, 2 * (l % 4) + 1) + 2 * (l / 4));
-            lo as u32 | (hi as u32) << 16
-        } else {
-            lds_ld::<u32>(row(i, l / 4) + 4 * (l % 4))
-        }
-    })
-}
+/// Targets without asynchronous copies or matrix loads (AMD, the emulator):
+/// synchronous copies, and matrix loads done lane by lane with plain LDS
+/// loads (each lane reads what the instruction would hand it, so no lane
+/// needs another's address: exact for the emulator's checks).
+#[cfg(not(target_arch = "nvptx64"))]
+mod no_async {
+    use super::{ld, lds_ld, lds_st, thread_id};
 
-/// [`cp_async16`] as a synchronous copy (no asynchronous copies on the target).
-#[cfg_attr(target_arch = "nvptx64", allow(dead_code))]
-#[inline(always)]
-unsafe fn cp_sync16<V: Copy + Default>(off: usize, src: Option<*const V>) {
-    let v = match src {
-        Some(p) => unsafe { ld(p, 0) },
-        None => V::default(),
-    };
-    unsafe { lds_st(off, v) }
+    #[inline(always)]
+    pub unsafe fn cp_async16<V: Copy + Default>(off: usize, src: Option<*const V>) {
+        let v = match src {
+            Some(p) => unsafe { ld(p, 0) },
+            None => V::default(),
+        };
+        unsafe { lds_st(off, v) }
+    }
+    #[inline(always)]
+    pub fn cp_async_commit() {}
+    #[inline(always)]
+    pub fn cp_async_wait(_pending: u32) {}
+    #[inline(always)]
+    pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize) -> [u32; 4] {
+        let l = thread_id() as usize % 32;
+        core::array::from_fn(|i| unsafe {
+            if TRANS {
+                let lo: u16 = lds_ld(row(i, 2 * (l % 4)) + 2 * (l / 4));
+                let hi: u16 = lds_ld(row(i, 2 * (l % 4) + 1) + 2 * (l / 4));
+                lo as u32 | (hi as u32) << 16
+            } else {
+                lds_ld::<u32>(row(i, l / 4) + 4 * (l % 4))
+            }
+        })
+    }
 }
 
 /// Stops the kernel (a bug: the emulator reports it with the lane).

@@ -100,7 +100,6 @@ pub unsafe fn run<
         vec: va,
         kvec: ka,
         krows: krows_a,
-        fast: a.rows_fast(),
         row: &row_a,
         row0: r.m0,
         k_end: r.k_end,
@@ -112,7 +111,6 @@ pub unsafe fn run<
         vec: vb,
         kvec: kb,
         krows: krows_b,
-        fast: b.rows_fast(),
         row: &row_b,
         row0: r.n0,
         k_end: r.k_end,
@@ -259,7 +257,6 @@ struct Slab<'r, R> {
     vec: bool,
     kvec: bool,
     krows: KRows<R>,
-    fast: bool,
     row: &'r R,
     row0: u32,
     k_end: u32,
@@ -366,14 +363,36 @@ impl<R: Copy> Slab<'_, R> {
             unsafe { self.put::<O::T, ROWS, BK>(&st, base) };
             return;
         }
-        let lanes = O::T::LANES;
+        let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads, base, ldk: self.ldk };
+        unsafe { at.copy::<O, ROWS, BK>(o, |r| swizzle(r, O::T::LANES)) };
+    }
+}
+
+/// Where an element-by-element slab copy goes: operands without 16-byte
+/// vectors, into a K-contiguous `ROWS x BK` slab at byte offset `base`.
+pub(super) struct ElementSlab {
+    pub(super) row0: u32,
+    pub(super) k0: u32,
+    pub(super) k_end: u32,
+    pub(super) tid: usize,
+    pub(super) threads: usize,
+    pub(super) base: usize,
+    pub(super) ldk: usize,
+}
+
+impl ElementSlab {
+    /// Copies the slab, threads walking the operand's contiguous index
+    /// fastest; row `r` lands in LDS row `phys(r)`.
+    #[inline(always)]
+    pub(super) unsafe fn copy<O: Operand, const ROWS: usize, const BK: usize>(&self, o: &O, phys: impl Fn(usize) -> usize) {
+        let fast = o.rows_fast();
         let eb = <O::T as Elem>::BYTES;
         let mut idx = self.tid;
         while idx < ROWS * BK {
-            let (row, kk) = if self.fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
-            let k = k0 + kk as u32;
+            let (row, kk) = if fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
+            let k = self.k0 + kk as u32;
             let v = if k < self.k_end { unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) } } else { O::T::default() };
-            unsafe { arch::lds_st(base + (swizzle(row, lanes) * self.ldk + kk) * eb, v) };
+            unsafe { arch::lds_st(self.base + (phys(row) * self.ldk + kk) * eb, v) };
             idx += self.threads;
         }
     }

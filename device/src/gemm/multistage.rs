@@ -18,7 +18,7 @@
 //! The padding puts the eight 16-byte rows of every `ldmatrix` matrix in
 //! different banks in both layouts.
 
-use super::block::{Acc, KROWS, KRows};
+use super::block::{Acc, ElementSlab, KROWS, KRows};
 use super::{BlockRange, Operand};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
@@ -217,15 +217,8 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
                 unsafe { arch::cp_async16(base + (row * (BK + PAD) + kk) * eb, src) };
             }
         } else {
-            let fast = o.rows_fast();
-            let mut idx = self.tid;
-            while idx < ROWS * BK {
-                let (row, kk) = if fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
-                let k = k0 + kk as u32;
-                let v = if k < self.k_end { unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) } } else { O::T::default() };
-                unsafe { arch::lds_st(base + (row * (BK + PAD) + kk) * eb, v) };
-                idx += self.threads;
-            }
+            let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads, base, ldk: BK + PAD };
+            unsafe { at.copy::<O, ROWS, BK>(o, |r| r) };
         }
         self.k0 = k0 + BK as u32;
         if MN || self.kvec {
