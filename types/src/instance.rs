@@ -123,6 +123,10 @@ pub struct TileConfig {
 }
 
 impl TileConfig {
+    /// The tile of a kernel's const parameters (`BM, BN, BK, WM, WN`).
+    pub const fn of(bm: usize, bn: usize, bk: usize, waves_m: usize, waves_n: usize) -> TileConfig {
+        TileConfig { bm: bm as u32, bn: bn as u32, bk: bk as u32, waves_m: waves_m as u32, waves_n: waves_n as u32 }
+    }
     /// Threads per workgroup for a family's wave size.
     pub const fn threads(&self, wave: u32) -> u32 {
         self.waves_m * self.waves_n * wave

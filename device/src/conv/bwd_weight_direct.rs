@@ -26,7 +26,7 @@
 
 use super::bwd_data_direct::{dispatch_lanes, ld_lanes, unroll};
 use super::bwd_weight::{split_filter_col, write_dw};
-use super::{load_args, split_out_pixel};
+use super::{load_args, next_out_pixel, split_out_pixel};
 use crate::arch;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
@@ -139,20 +139,7 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                     });
                 }
             });
-            // Next output pixel: carry through wo, ho, do, n.
-            o[2] += 1;
-            if o[2] == a.output[2] {
-                o[2] = 0;
-                o[1] += 1;
-                if o[1] == a.output[1] {
-                    o[1] = 0;
-                    o[0] += 1;
-                    if o[0] == a.output[0] {
-                        o[0] = 0;
-                        n += 1;
-                    }
-                }
-            }
+            next_out_pixel(a, &mut n, &mut o);
         }
     }
     // Sum the streams of each column, one tap at a time, in stream order.
@@ -222,20 +209,7 @@ unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
                 let xv = unsafe { arch::ld(x, off as usize) };
                 acc = core::intrinsics::fmaf32(yv.to_f32(), xv.to_f32(), acc);
             }
-            // Next output pixel: carry through wo, ho, do, n.
-            o[2] += 1;
-            if o[2] == a.output[2] {
-                o[2] = 0;
-                o[1] += 1;
-                if o[1] == a.output[1] {
-                    o[1] = 0;
-                    o[0] += 1;
-                    if o[0] == a.output[0] {
-                        o[0] = 0;
-                        n += 1;
-                    }
-                }
-            }
+            next_out_pixel(a, &mut n, &mut o);
         }
     }
     let mode = splitk::mode(a);

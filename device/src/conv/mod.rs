@@ -127,6 +127,25 @@ pub fn split_out_pixel(a: &ConvArgs, idx: u32) -> (u32, [u32; 3]) {
     (n, [dd, ho, wo])
 }
 
+/// Moves `(n, [do, ho, wo])` to the next output pixel of batch-major order,
+/// with carries instead of [`split_out_pixel`]'s divisions.
+#[inline(always)]
+pub fn next_out_pixel(a: &ConvArgs, n: &mut u32, o: &mut [u32; 3]) {
+    o[2] += 1;
+    if o[2] == a.output[2] {
+        o[2] = 0;
+        o[1] += 1;
+        if o[1] == a.output[1] {
+            o[1] = 0;
+            o[0] += 1;
+            if o[0] == a.output[0] {
+                o[0] = 0;
+                *n += 1;
+            }
+        }
+    }
+}
+
 /// Element offset from a canonical 6-axis index and strides.
 #[inline(always)]
 pub fn offset(s: &[u32; 6], i: [u32; 6]) -> usize {

@@ -496,8 +496,7 @@ pub unsafe fn store_tile<
     mut f: impl FnMut(usize, usize, [f32; RUN]),
 ) {
     const { assert!(BN.is_multiple_of(RUN)) };
-    let ld = TileConfig { bm: BM as u32, bn: BN as u32, bk: 0, waves_m: WM as u32, waves_n: WN as u32 }
-        .epilogue_ld(At::KIND) as usize;
+    let ld = TileConfig::of(BM, BN, 0, WM, WN).epilogue_ld(At::KIND) as usize;
     let tid = arch::thread_id() as usize;
     let lane = tid % At::WAVE;
     let wave = tid / At::WAVE;

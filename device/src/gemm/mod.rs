@@ -139,7 +139,7 @@ pub unsafe fn mainloop<
     b: &B,
     r: BlockRange,
 ) -> block::Acc<At, FR, FC> {
-    let tile = TileConfig { bm: BM as u32, bn: BN as u32, bk: BK as u32, waves_m: WM as u32, waves_n: WN as u32 };
+    let tile = TileConfig::of(BM, BN, BK, WM, WN);
     if tile.stages(At::KIND) > 2 {
         unsafe { multistage::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }
     } else {

@@ -96,7 +96,7 @@ unsafe fn main<
     b: &B,
     r: BlockRange,
 ) -> Acc<At, FR, FC> {
-    let tile = TileConfig { bm: BM as u32, bn: BN as u32, bk: BK as u32, waves_m: WM as u32, waves_n: WN as u32 };
+    let tile = TileConfig::of(BM, BN, BK, WM, WN);
     let stages = tile.stages(At::KIND) as usize;
     let e = <At::In as Elem>::BYTES;
     let stage = tile.stage_bytes(e as u32) as usize;
