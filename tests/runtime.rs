@@ -265,20 +265,22 @@ fn amd_metadata_is_checked_against_the_abi() {
 
 #[test]
 fn ptx_params_are_checked_against_the_abi() {
-    let m = ptx::parse(
+    let n = std::mem::size_of::<convgrad_types::params::ConvArgs>();
+    let m = ptx::parse(&format!(
         ".version 8.0\n.target sm_90\n.address_size 64\n\
-         .visible .entry smoke_mma(\n\t.param .u64 .ptr .align 1 smoke_mma_param_0\n)\n.maxntid 32, 1, 1\n{\n\tret;\n}\n\
-         .visible .entry by_value(\n\t.param .align 8 .b8 by_value_param_0[512]\n)\n{\n\tret;\n}\n",
-    )
+         .visible .entry smoke_mma(\n\t.param .align 8 .b8 smoke_mma_param_0[{n}]\n)\n.maxntid 32, 1, 1\n{{\n\tret;\n}}\n\
+         .visible .entry by_value(\n\t.param .align 8 .b8 by_value_param_0[512]\n)\n{{\n\tret;\n}}\n\
+         .visible .entry by_pointer(\n\t.param .u64 .ptr .align 1 by_pointer_param_0\n)\n{{\n\tret;\n}}\n",
+    ))
     .unwrap();
     assert_eq!(m.target, "sm_90");
     meta::check_ptx_abi(&m.kernels[0]).unwrap();
     assert_eq!(m.kernels[0].max_threads, Some(32));
+    // A block of another size, and the old pointer ABI, are refused by name.
     let e = meta::check_ptx_abi(&m.kernels[1]).unwrap_err().to_string();
-    assert!(
-        e.contains("`by_value`") && e.contains("size 512") && e.contains("8 bytes"),
-        "{e}"
-    );
+    assert!(e.contains("`by_value`") && e.contains("size 512") && e.contains("ConvArgs"), "{e}");
+    let e = meta::check_ptx_abi(&m.kernels[2]).unwrap_err().to_string();
+    assert!(e.contains("`by_pointer`") && e.contains("size 8"), "{e}");
 }
 
 /// Every embedded code object (whatever `cargo xtask build-kernels` produced
@@ -609,7 +611,12 @@ fn large_lds_launch() {
 #[test]
 fn cuda_module_errors_are_explained() {
     let Some(d) = gpu(Backend::Cuda) else { return };
-    let bad = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry bad(\n\t.param .u64 bad_param_0\n)\n{\n\tnot_an_instruction %r1;\n\tret;\n}\n";
+    let n = std::mem::size_of::<convgrad_types::params::ConvArgs>();
+    let entry = |name: &str, params: &str, body: &str| {
+        format!(".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry {name}(\n{params}\n)\n{{\n{body}\tret;\n}}\n")
+    };
+    let by_value = |name: &str| format!("\t.param .align 8 .b8 {name}_param_0[{n}]");
+    let bad = entry("bad", &by_value("bad"), "\tnot_an_instruction %r1;\n");
     let e = d.load_module_image(bad.as_bytes()).unwrap_err();
     println!("bad PTX: {e}");
     assert!(
@@ -623,17 +630,21 @@ fn cuda_module_errors_are_explained() {
         "{e}"
     );
     assert!(e.to_string().contains("CUDA_ERROR_"), "{e}");
-    let two = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry two(\n\t.param .u64 a,\n\t.param .u32 b\n)\n{\n\tret;\n}\n";
-    let e = d.load_module_image(two.as_bytes()).unwrap_err();
-    assert!(
-        matches!(&e, RuntimeError::ArgLayout { kernel, .. } if kernel == "two"),
-        "{e}"
-    );
-    let ok = ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry one(\n\t.param .u64 one_param_0\n)\n{\n\tret;\n}\n";
+    for (name, params) in [("two", "\t.param .u64 a,\n\t.param .u32 b"), ("pointer", "\t.param .u64 pointer_param_0")] {
+        let e = d.load_module_image(entry(name, params, "").as_bytes()).unwrap_err();
+        assert!(
+            matches!(&e, RuntimeError::ArgLayout { kernel, .. } if kernel == name),
+            "{e}"
+        );
+    }
+    let ok = entry("one", &by_value("one"), "");
     let m = d.load_module_image(ok.as_bytes()).unwrap();
     let k = m.kernel("one").unwrap();
-    d.launch(&k, [2, 1, 1], 32, 0, &0u64).unwrap();
+    d.launch(&k, [2, 1, 1], 32, 0, &convgrad_types::params::ConvArgs::default()).unwrap();
     d.synchronize().unwrap();
+    // An argument block of another size is refused before the driver sees it.
+    let e = d.launch(&k, [2, 1, 1], 32, 0, &0u64).unwrap_err().to_string();
+    assert!(e.contains("`one`") && e.contains("ConvArgs"), "{e}");
     let e = m.kernel("two").unwrap_err().to_string();
     assert!(e.contains("`two`") && e.contains("one"), "{e}");
 }

@@ -6,7 +6,7 @@
 //! - [`ConvLayout`] / [`TensorDesc`]: the four layout families, and strided tensors.
 //! - [`DType`] / [`TypeConfig`]: element types and their combinations.
 //! - [`EpilogueOp`]: the element-wise operations fused into a kernel's write.
-//! - [`params`]: the `#[repr(C)]` argument blocks kernels receive by pointer.
+//! - [`params`]: the `#[repr(C)]` argument block kernels receive (by value on NVIDIA, by pointer on AMD).
 //! - [`instance`]: the table of kernel instances (tile configurations).
 #![no_std]
 #![deny(missing_docs)]

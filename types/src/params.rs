@@ -1,10 +1,9 @@
-//! Kernel argument blocks. Every kernel takes exactly one argument: a pointer to
-//! one of these `#[repr(C)]` structs in device memory (the gpu-kernel ABI passes
-//! aggregates over 8 bytes by pointer anyway; one pointer keeps the ABI fixed).
-//!
-//! Each block starts with an `abi` word the host sets to the block's
-//! [`ConvArgs::ABI`] layout signature; a kernel built from a different
-//! version of this file sees another signature and refuses to run.
+//! Kernel argument blocks. Every kernel takes exactly one argument, one of these
+//! `#[repr(C)]` structs. The Rust kernels see a pointer (the gpu-kernel ABI
+//! passes aggregates over 8 bytes by pointer). On NVIDIA the build makes it a
+//! by-value parameter (`xtask::build::ir::args_by_value`): the block travels in
+//! the launch's parameter space and field reads are constant-bank operands. On
+//! AMD it stays a pointer to the block in device memory.
 
 use crate::epilogue::{EpiChain, MAX_D};
 use bytemuck::{Pod, Zeroable};

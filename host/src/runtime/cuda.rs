@@ -2,14 +2,14 @@
 //! run time (nothing CUDA is needed to build). Kernels come as PTX, JIT-compiled
 //! by the driver at module load.
 
-use super::driver::{ArgRing, Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel};
+use super::driver::{Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel};
 use super::error::{Result, RuntimeError};
 use super::meta::KernelMeta;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream};
 use std::ffi::{CString, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// `CUDA_ERROR_NAME (description)`, from the driver.
 pub(crate) fn describe(e: &DriverError) -> String {
@@ -46,7 +46,6 @@ pub(crate) struct CudaDriver {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: Info,
-    ring: Mutex<ArgRing>,
 }
 
 /// Whether `libcuda` can be loaded at all (no panic when it cannot).
@@ -102,8 +101,6 @@ pub(crate) fn open(index: usize) -> Result<CudaDriver> {
         // SAFETY: no cudarc CudaSlice is used with this context.
         unsafe { ctx.disable_event_tracking() };
         call("cuCtxSetCurrent", ctx.bind_to_thread())?;
-        // SAFETY: context bound above.
-        let base = call("cuMemAlloc", unsafe { result::malloc_sync(ArgRing::BYTES) })?;
         Ok(CudaDriver {
             info: Info {
                 name,
@@ -114,11 +111,6 @@ pub(crate) fn open(index: usize) -> Result<CudaDriver> {
                 wave_size: warp as u32,
                 ordinal: index,
             },
-            ring: Mutex::new(ArgRing {
-                base,
-                host: vec![0u8; ArgRing::BYTES].into_boxed_slice(),
-                used: 0,
-            }),
             ctx,
             stream,
         })
@@ -153,11 +145,6 @@ impl CudaDriver {
 impl Drop for CudaDriver {
     fn drop(&mut self) {
         let _ = self.sync_stream();
-        let base = self.ring.get_mut().map(|r| r.base).unwrap_or(0);
-        if base != 0 && self.bind().is_ok() {
-            // SAFETY: allocated in `open`, no work in flight.
-            let _ = unsafe { result::free_sync(base) };
-        }
     }
 }
 
@@ -296,18 +283,14 @@ impl Driver for CudaDriver {
         let RawKernel::Gpu(f) = spec.kernel else {
             return Err(RuntimeError::WrongDevice("kernel"));
         };
+        // The kernels take the block by value (`.param .align 8 .b8 [N]`, checked
+        // at module load): the driver copies it into the launch's parameter space.
         self.bind()?;
-        let mut ring = self.ring.lock().unwrap();
-        let at = ring.stage(spec.name, spec.args, || self.sync_stream())?;
-        let mut addr = ring.base + at as u64;
         let stream = self.cu_stream();
-        // SAFETY: the host mirror slot is not rewritten until the stream has drained.
-        call("cuMemcpyHtoDAsync", unsafe {
-            result::memcpy_htod_async(addr, &ring.host[at..at + spec.args.len()], stream)
-        })?;
-        let mut params = [&mut addr as *mut u64 as *mut c_void];
-        // SAFETY: the kernel takes exactly one 8-byte parameter (checked at module load);
-        // `params` lives through the call (the driver copies parameter values).
+        let mut params = [spec.args.as_ptr() as *mut c_void];
+        // SAFETY: the kernel takes exactly one parameter of `spec.args.len()` bytes (checked
+        // at module load and in `Device::launch`); `spec.args`
+        // and `params` live through the call (the driver copies parameter values).
         call("cuLaunchKernel", unsafe {
             result::launch_kernel(
                 f as sys::CUfunction,
@@ -320,10 +303,7 @@ impl Driver for CudaDriver {
         })
     }
     fn synchronize(&self) -> Result<()> {
-        let mut ring = self.ring.lock().unwrap();
-        self.sync_stream()?;
-        ring.reset();
-        Ok(())
+        self.sync_stream()
     }
     fn record(&self) -> Result<RawEvent> {
         let ev = call(

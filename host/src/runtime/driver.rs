@@ -82,7 +82,8 @@ pub(crate) trait Driver: Send + Sync {
     fn fill(&self, addr: u64, value: u8, bytes: usize) -> Result<()>;
     /// Loads a code object image (GPU backends).
     fn load(&self, image: &[u8]) -> Result<Box<dyn LoadedModule>>;
-    /// Queues a launch; uploads `spec.args` to device memory and passes its address.
+    /// Queues a launch of one `ConvArgs` block `spec.args`: CUDA passes it by
+    /// value (parameter space); HIP uploads it and passes its address.
     fn launch(&self, spec: &LaunchSpec<'_>) -> Result<()>;
     /// Waits for all queued work.
     fn synchronize(&self) -> Result<()>;
@@ -103,13 +104,16 @@ pub(crate) trait Driver: Send + Sync {
 
 /// Argument blocks of launches in flight: a device buffer written as a bump
 /// arena (with a host mirror that stays untouched until the stream has
-/// drained), reset when the stream is synchronized.
+/// drained), reset when the stream is synchronized. HIP only: CUDA kernels
+/// take the block by value.
+#[cfg_attr(not(feature = "hip"), allow(dead_code))]
 pub(crate) struct ArgRing {
     pub base: u64,
     pub host: Box<[u8]>,
     pub used: usize,
 }
 
+#[cfg_attr(not(feature = "hip"), allow(dead_code))]
 impl ArgRing {
     /// Bytes per ring.
     pub const BYTES: usize = 1 << 20;

@@ -158,8 +158,8 @@ impl Device {
     }
 
     /// Queues `kernel` on `grid` workgroups of `block` threads with `lds_bytes`
-    /// of dynamic LDS; `args` (the kernel's argument block) is copied to device
-    /// memory and its address is the kernel's one argument.
+    /// of dynamic LDS; `args` (the kernel's argument block, a `ConvArgs`) is its
+    /// one parameter, passed by value.
     pub fn launch<A: bytemuck::Pod>(
         &self,
         kernel: &Kernel,
@@ -177,6 +177,13 @@ impl Device {
                 what,
             })
         };
+        let expect = std::mem::size_of::<convgrad_types::params::ConvArgs>();
+        if std::mem::size_of::<A>() != expect {
+            return bad(format!(
+                "argument block of {} bytes; the kernels take one ConvArgs ({expect} bytes)",
+                std::mem::size_of::<A>()
+            ));
+        }
         if grid.contains(&0) {
             return bad(format!("empty grid {grid:?}"));
         }

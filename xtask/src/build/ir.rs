@@ -1,5 +1,6 @@
 //! LLVM IR text surgery: find kernel definitions, add function attributes to
-//! them, list functions that are declared but not defined.
+//! them, pass their argument block by value, list functions that are declared
+//! but not defined.
 
 use crate::util::Toolchain;
 use anyhow::{Context, Result, bail};
@@ -68,6 +69,59 @@ pub fn annotate(
             "annotated {done} kernel definitions, expected {}",
             attrs.len()
         );
+    }
+    Ok(out)
+}
+
+/// Makes every kernel's one pointer parameter `byval([bytes x i8]) align 8`
+/// (NVIDIA): the argument block travels in the launch's parameter space
+/// (`.param .align 8 .b8 args[N]`, constant bank 0), so every field read is an
+/// operand of the instruction that uses it, not a global load that each store
+/// and barrier would force the compiler to repeat, and the host needs no
+/// per-launch upload. The body is unchanged: it still reads the block through
+/// its pointer.
+///
+/// AMD keeps the pointer: the same change there (a `byref` kernarg wrapper)
+/// hoisted so many fields into SGPRs that kernels spilled.
+pub fn args_by_value(ll: &str, cc: &str, bytes: u32) -> Result<String> {
+    let mut out = String::with_capacity(ll.len() + 4096);
+    for line in ll.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        if !is_kernel_define(body, cc) {
+            out.push_str(line);
+            continue;
+        }
+        let name = function_name(body).unwrap_or_default();
+        let open = body.find('(').map(|i| i + 1);
+        // The list's own `)`: attributes such as `dereferenceable(N)` nest.
+        let close = open.and_then(|o| {
+            let mut depth = 0;
+            body[o..].char_indices().find_map(|(i, c)| match c {
+                '(' => {
+                    depth += 1;
+                    None
+                }
+                ')' if depth == 0 => Some(o + i),
+                ')' => {
+                    depth -= 1;
+                    None
+                }
+                _ => None,
+            })
+        });
+        let (Some(open), Some(close)) = (open, close) else {
+            bail!("kernel `{name}`: no parameter list in `{body}`");
+        };
+        let params = &body[open..close];
+        let one_ptr = params.starts_with("ptr ") && !params.contains(',') && !params.contains("byval");
+        if !one_ptr {
+            bail!("kernel `{name}`: expected one plain pointer parameter, found `({params})`");
+        }
+        let align = if params.contains(" align ") { "" } else { " align 8" };
+        out.push_str(&body[..open]);
+        out.push_str(&format!("ptr byval([{bytes} x i8]){align} {}", &params[4..]));
+        out.push_str(&body[close..]);
+        out.push('\n');
     }
     Ok(out)
 }
@@ -147,5 +201,20 @@ declare i32 @llvm.amdgcn.workitem.id.x() #1\n";
             out.len(),
             LL.len() + " \"amdgpu-flat-work-group-size\"=\"1,256\"".len()
         );
+    }
+
+    #[test]
+    fn passes_args_by_value() {
+        let out = args_by_value(LL, "ptx_kernel", 984).unwrap();
+        assert!(out.contains("define ptx_kernel void @\"k 2\"(ptr byval([984 x i8]) align 8 %p) #0 {\n  ret void"));
+        // Other functions and other calling conventions are left alone.
+        assert!(out.contains("define amdgpu_kernel void @k1(ptr noundef %p)"));
+        assert!(out.contains("define internal void @helper() #1 {"));
+        let nested = "define ptx_kernel void @k(ptr noundef align 8 dereferenceable(984) %a) #0 {\n}\n";
+        let out = args_by_value(nested, "ptx_kernel", 984).unwrap();
+        assert!(out.starts_with("define ptx_kernel void @k(ptr byval([984 x i8]) noundef align 8 dereferenceable(984) %a) #0 {"));
+        let two = "define ptx_kernel void @k(ptr %a, i32 %b) #0 {\n}\n";
+        let e = args_by_value(two, "ptx_kernel", 8).unwrap_err();
+        assert!(e.to_string().contains("one plain pointer"));
     }
 }

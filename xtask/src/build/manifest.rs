@@ -31,7 +31,7 @@ pub const FORMAT: u32 = 1;
 pub struct Manifest {
     /// [`FORMAT`].
     pub format: u32,
-    /// The kernel argument block every kernel takes by pointer.
+    /// The kernel argument block every kernel takes (NVIDIA by value, AMD by pointer).
     pub conv_args: ConvArgsInfo,
     /// Per built architecture.
     pub archs: BTreeMap<String, ArchEntry>,

@@ -32,6 +32,9 @@
 //!    threads and caps a gfx9 kernel at 128 VGPRs. Kernels not in INSTANCES are
 //!    left alone and reported; INSTANCES for the family missing from the module
 //!    are reported too (`cargo xtask inspect` fails on them).
+//!    NVIDIA kernels also get their `ConvArgs` block by value
+//!    (`ir::args_by_value`): in the parameter space, read as constant-bank
+//!    operands instead of global loads repeated after every store and barrier.
 //! 4. **opt + llc** — the linked, annotated module is optimised again (this inlines
 //!    the shim, and the AMDGPU IR passes only now see the launch bounds: a
 //!    gfx942 128x128 tile went from 236 to 167 VGPRs), then compiled for
@@ -70,7 +73,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Bump when the pipeline's steps 2–5 change in a way that alters their output.
-const PIPELINE_VERSION: &str = "convgrad-pipeline-3";
+const PIPELINE_VERSION: &str = "convgrad-pipeline-5";
 
 /// GPU vendor of an architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -534,7 +537,11 @@ fn llvm_steps(
         );
     }
 
-    // 3. launch bounds.
+    // 3. argument block by value (NVIDIA), launch bounds.
+    if arch.vendor == Vendor::Nvidia {
+        let bytes = std::mem::size_of::<convgrad_types::params::ConvArgs>() as u32;
+        linked = ir::args_by_value(&linked, arch.kernel_cc(), bytes)?;
+    }
     let mut attrs: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for k in ir::kernels(&linked, arch.kernel_cc()) {
         if let Some(&t) = bounds.get(k.as_str()) {
@@ -606,9 +613,11 @@ fn llvm_steps(
             util::write_if_changed(&out, &util::read(&p("convgrad.hsaco"))?)?;
         }
         Vendor::Nvidia => {
+            // PTX 7.8 on every arch: with older ISA versions (sm_80's default
+            // is 7.0) llc copies by-value kernel parameters to local memory.
             tc.run(
                 "llc",
-                [triple.as_str(), cpu.as_str(), llc_opt, "-o"]
+                [triple.as_str(), cpu.as_str(), "-mattr=+ptx78", llc_opt, "-o"]
                     .map(Into::into)
                     .into_iter()
                     .chain([

@@ -67,7 +67,7 @@ pub struct KernelMeta {
 pub const EXPECTED_AMD: &str = "exactly one explicit argument at .offset 0, .size 8, .value_kind global_buffer (the device address of the argument block), kernarg_segment_size >= 8";
 /// What every convgrad kernel must declare in PTX, in words.
 pub const EXPECTED_PTX: &str =
-    "exactly one parameter of 8 bytes (.u64/.b64: the device address of the argument block)";
+    "exactly one parameter, the argument block by value: `.param .align 8 .b8 NAME[N]` with N = size_of::<ConvArgs>()";
 
 fn describe(args: &[ArgMeta]) -> String {
     if args.is_empty() {
@@ -111,9 +111,11 @@ pub fn check_amd_abi(k: &KernelMeta) -> Result<(), RuntimeError> {
     })
 }
 
-/// Checks a PTX kernel's parameters against the one-pointer ABI.
+/// Checks a PTX kernel's parameters against the by-value ABI: one `ConvArgs`
+/// block in the parameter space.
 pub fn check_ptx_abi(k: &KernelMeta) -> Result<(), RuntimeError> {
-    let ok = matches!(k.args.as_slice(), [a] if a.size == 8 && !a.kind.contains('['));
+    let bytes = std::mem::size_of::<convgrad_types::params::ConvArgs>() as u64;
+    let ok = matches!(k.args.as_slice(), [a] if a.size == bytes && a.kind.starts_with(".b8["));
     if ok {
         return Ok(());
     }
@@ -167,13 +169,23 @@ mod tests {
 
     #[test]
     fn ptx_abi() {
-        let m = ptx::parse(".target sm_90\n.visible .entry a(.param .u64 a_p0)\n{ ret; }\n.visible .entry b(.param .u32 b_p0, .param .u32 b_p1)\n{ ret; }\n.visible .entry c(.param .align 8 .b8 c_p0[8])\n{ ret; }").unwrap();
+        let n = std::mem::size_of::<convgrad_types::params::ConvArgs>();
+        let m = ptx::parse(&format!(
+            ".target sm_90\n.visible .entry a(.param .align 8 .b8 a_p0[{n}])\n{{ ret; }}\n\
+             .visible .entry b(.param .u32 b_p0, .param .u32 b_p1)\n{{ ret; }}\n\
+             .visible .entry c(.param .u64 c_p0)\n{{ ret; }}\n\
+             .visible .entry d(.param .align 8 .b8 d_p0[{}])\n{{ ret; }}",
+            n - 8
+        ))
+        .unwrap();
         check_ptx_abi(&m.kernels[0]).unwrap();
         let e = check_ptx_abi(&m.kernels[1]).unwrap_err().to_string();
         assert!(
             e.contains("kernel `b`") && e.contains("2 argument(s)"),
             "{e}"
         );
+        // The old pointer ABI and a block of another size are refused.
         assert!(check_ptx_abi(&m.kernels[2]).is_err());
+        assert!(check_ptx_abi(&m.kernels[3]).is_err());
     }
 }
