@@ -154,15 +154,18 @@ pub struct DyGather<'a, T> {
     g_off: u32,
 }
 
-/// Row context of [`DyGather`]: batch offset, `q + base` per dim, validity.
+/// Row context of [`DyGather`]: the offset of the row's output pixel for tap
+/// 0 (`q + base` per dim, may lie outside `dY`), and `q + base` per dim to
+/// check a tap's pixel against the bounds. A skipped row (past the GEMM or
+/// the input) gets a `v[0]` no tap brings back inside.
 #[derive(Clone, Copy)]
 pub struct PixRow {
     off: u32,
     v: [u32; 3],
-    valid: bool,
 }
 
-/// Column context of [`DyGather`]: channel offset and the tap's output shift.
+/// Column context of [`DyGather`]: channel offset minus the tap's output
+/// shift (so a row's offset plus this is the element's), and the shift per dim.
 #[derive(Clone, Copy)]
 pub struct TapK {
     off: u32,
@@ -173,24 +176,21 @@ pub struct TapK {
 impl<T: Elem> DyGather<'_, T> {
     #[inline(always)]
     fn tap_k(&self, pos: TapPos) -> TapK {
-        let (j, st) = (&pos.j, &self.a.tap_step);
-        TapK { off: pos.k * self.a.dy_strides[2], shift: [j[0] * st[0], j[1] * st[1], j[2] * st[2]], pos }
+        let (j, st, s) = (&pos.j, &self.a.tap_step, &self.a.dy_strides);
+        let shift = [j[0] * st[0], j[1] * st[1], j[2] * st[2]];
+        let back = shift[0] * s[3] + shift[1] * s[4] + shift[2] * s[5];
+        TapK { off: (pos.k * s[2]).wrapping_sub(back), shift, pos }
     }
-}
 
-impl<T: Elem> DyGather<'_, T> {
-    /// Element offset, or none outside `dY` (or for a skipped row).
+    /// Element offset, or none outside `dY` (or for a skipped row). Branch
+    /// free: two adds for the offset, one compare per dim for the bounds.
     #[inline(always)]
     fn offset(&self, r: &PixRow, c: &TapK) -> Option<u32> {
-        let (s, out) = (&self.a.dy_strides, &self.a.output);
+        let out = &self.a.output;
         // Wraps to a huge value below zero: one compare checks both ends.
-        // Spelled out per dim (no loop with early exits): the arrays stay in registers.
         let o = [r.v[0].wrapping_sub(c.shift[0]), r.v[1].wrapping_sub(c.shift[1]), r.v[2].wrapping_sub(c.shift[2])];
-        if o[0] >= out[0] || o[1] >= out[1] || o[2] >= out[2] {
-            return None;
-        }
-        let off = r.off + c.off + o[0] * s[3] + o[1] * s[4] + o[2] * s[5];
-        r.valid.then_some(off)
+        let inside = (o[0] < out[0]) & (o[1] < out[1]) & (o[2] < out[2]);
+        inside.then_some(r.off.wrapping_add(c.off))
     }
 }
 
@@ -215,11 +215,13 @@ impl<T: Elem> Operand for DyGather<'_, T> {
     fn row(&self, m: u32) -> PixRow {
         let (n, q) = Slice::split_row(self.a, m);
         let valid = m < self.a.gemm_m && self.s.pixel(self.a, q).is_some();
-        let b = &self.s.base;
+        let (b, s) = (&self.s.base, &self.a.dy_strides);
+        let v = [q[0].wrapping_add(b[0]), q[1].wrapping_add(b[1]), q[2].wrapping_add(b[2])];
+        let at_tap0 = v[0].wrapping_mul(s[3]).wrapping_add(v[1].wrapping_mul(s[4])).wrapping_add(v[2].wrapping_mul(s[5]));
         PixRow {
-            off: self.g_off + n * self.a.dy_strides[1],
-            v: [q[0].wrapping_add(b[0]), q[1].wrapping_add(b[1]), q[2].wrapping_add(b[2])],
-            valid,
+            off: (self.g_off + n * s[1]).wrapping_add(at_tap0),
+            // Past any extent after any tap's shift (extents and shifts stay below 2^31).
+            v: [if valid { v[0] } else { u32::MAX }, v[1], v[2]],
         }
     }
     #[inline(always)]
@@ -230,7 +232,7 @@ impl<T: Elem> Operand for DyGather<'_, T> {
     fn col_next(&self, c: &TapK, rk_next: u32, delta: u32) -> TapK {
         match c.pos.wraps(self.a, &self.s, rk_next, delta) {
             Some(pos) => self.tap_k(pos),
-            None => TapK { off: c.off + delta * self.a.dy_strides[2], pos: TapPos { k: c.pos.k + delta, ..c.pos }, ..*c },
+            None => TapK { off: c.off.wrapping_add(delta * self.a.dy_strides[2]), pos: TapPos { k: c.pos.k + delta, ..c.pos }, ..*c },
         }
     }
     #[inline(always)]

@@ -41,7 +41,9 @@ pub struct XCols<'a, T> {
     g_off: u32,
 }
 
-/// Row context of [`XCols`]: channel offset and dilated tap offsets, or none past N.
+/// Row context of [`XCols`]: the offset of the channel at the dilated tap
+/// (relative to the window origin), the tap per dim, and whether the row is
+/// a filter column at all.
 #[derive(Clone, Copy)]
 pub struct XRow {
     off: u32,
@@ -49,8 +51,8 @@ pub struct XRow {
     valid: bool,
 }
 
-/// Column context of [`XCols`]: batch offset and the window's origin
-/// (`o * stride - lpad`, wrapping below zero).
+/// Column context of [`XCols`]: offset of the window's origin
+/// (`o * stride - lpad` per dim, wrapping below zero) and the origin itself.
 #[derive(Clone, Copy)]
 pub struct XCol {
     off: u32,
@@ -58,20 +60,15 @@ pub struct XCol {
 }
 
 impl<T: Elem> XCols<'_, T> {
-    /// Element offset, or none in the padding.
+    /// Element offset, or none in the padding. Branch free: one add for the
+    /// offset, one compare per dim for the bounds.
     #[inline(always)]
     fn offset(&self, r: &XRow, c: &XCol) -> Option<u32> {
-        let s = &self.a.x_strides;
-        let mut off = r.off + c.off;
-        for d in 0..3 {
-            // Wraps to a huge value in the left pad, so one compare checks both sides.
-            let i = c.origin[d].wrapping_add(r.tap[d]);
-            if i >= self.a.input[d] {
-                return None;
-            }
-            off += i * s[3 + d];
-        }
-        r.valid.then_some(off)
+        let n = &self.a.input;
+        // Wraps to a huge value in the left pad, so one compare checks both sides.
+        let i = [c.origin[0].wrapping_add(r.tap[0]), c.origin[1].wrapping_add(r.tap[1]), c.origin[2].wrapping_add(r.tap[2])];
+        let inside = (i[0] < n[0]) & (i[1] < n[1]) & (i[2] < n[2]) & r.valid;
+        inside.then_some(r.off.wrapping_add(c.off))
     }
 }
 
@@ -90,25 +87,28 @@ impl<T: Elem> Operand for XCols<'_, T> {
     #[inline(always)]
     fn row(&self, row: u32) -> XRow {
         let (c, f) = split_filter_col(self.a, row);
-        let d = &self.a.dilation;
+        let (d, xs) = (&self.a.dilation, &self.a.x_strides);
+        let tap = [f[0] * d[0], f[1] * d[1], f[2] * d[2]];
         XRow {
-            off: self.g_off + c * self.a.x_strides[2],
-            tap: [f[0] * d[0], f[1] * d[1], f[2] * d[2]],
+            off: (self.g_off + c * xs[2])
+                .wrapping_add(tap[0].wrapping_mul(xs[3]))
+                .wrapping_add(tap[1].wrapping_mul(xs[4]))
+                .wrapping_add(tap[2].wrapping_mul(xs[5])),
+            tap,
             valid: row < self.a.gemm_n,
         }
     }
     #[inline(always)]
     fn col(&self, k: u32) -> XCol {
         let (n, o) = split_out_pixel(self.a, k);
-        let (s, p) = (&self.a.stride, &self.a.lpad);
-        XCol {
-            off: n * self.a.x_strides[1],
-            origin: [
-                (o[0] * s[0]).wrapping_sub(p[0]),
-                (o[1] * s[1]).wrapping_sub(p[1]),
-                (o[2] * s[2]).wrapping_sub(p[2]),
-            ],
-        }
+        let (s, p, xs) = (&self.a.stride, &self.a.lpad, &self.a.x_strides);
+        let origin = [
+            (o[0] * s[0]).wrapping_sub(p[0]),
+            (o[1] * s[1]).wrapping_sub(p[1]),
+            (o[2] * s[2]).wrapping_sub(p[2]),
+        ];
+        let at = origin[0].wrapping_mul(xs[3]).wrapping_add(origin[1].wrapping_mul(xs[4])).wrapping_add(origin[2].wrapping_mul(xs[5]));
+        XCol { off: (n * xs[1]).wrapping_add(at), origin }
     }
     #[inline(always)]
     unsafe fn load(&self, r: &XRow, c: &XCol) -> T {
