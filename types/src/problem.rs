@@ -159,8 +159,20 @@ impl ConvProblem {
                     return Err(DescError::TooLarge { field: names[i], value: v as u64, max: MAX_SPAN });
                 }
             }
-            let padded = (self.input[a] + self.lpads[a] + self.rpads[a]) as u64;
-            let dilated = ((self.filter[a] - 1) * self.dilations[a] + 1) as u64;
+            let padded = self.input[a] as u64 + self.lpads[a] as u64 + self.rpads[a] as u64;
+            let dilated = (self.filter[a] as u64 - 1) * self.dilations[a] as u64 + 1;
+            // The kernels index windows and tap shifts in 32 bits.
+            const SPANS: [[&str; 2]; 3] = [
+                ["input[0] + lpads[0] + rpads[0]", "(filter[0] - 1) * dilations[0] + 1"],
+                ["input[1] + lpads[1] + rpads[1]", "(filter[1] - 1) * dilations[1] + 1"],
+                ["input[2] + lpads[2] + rpads[2]", "(filter[2] - 1) * dilations[2] + 1"],
+            ];
+            let spans = SPANS[a.saturating_sub(self.first_axis()).min(2)];
+            for (field, v) in [(spans[0], padded), (spans[1], dilated)] {
+                if v > MAX_SPAN {
+                    return Err(DescError::TooLarge { field, value: v, max: MAX_SPAN });
+                }
+            }
             if padded < dilated {
                 return Err(DescError::EmptyOutput {
                     axis: a - self.first_axis().min(a),
@@ -304,5 +316,36 @@ impl core::fmt::Display for ConvProblem {
         list(f, s.lpads, ",")?;
         f.write_str(" rpad=")?;
         list(f, s.rpads, ",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_d(input: usize, filter: usize, dil: usize, pads: [usize; 2]) -> Result<ConvProblem, DescError> {
+        ConvProblem::new(2, 1, 1, 8, 8, Spatial {
+            filter: &[3, filter],
+            input: &[9, input],
+            strides: &[1, 1],
+            dilations: &[1, dil],
+            lpads: &[1, pads[0]],
+            rpads: &[1, pads[1]],
+        })
+    }
+
+    #[test]
+    fn spans_that_overflow_32_bit_indexing_are_refused_by_name() {
+        two_d(9, 3, 1, [1, 1]).unwrap();
+        let big = MAX_SPAN as usize;
+        // Each pad fits, their sum with the input does not.
+        let e = two_d(9, 3, 1, [big, big]).unwrap_err();
+        assert!(matches!(e, DescError::TooLarge { field: "input[1] + lpads[1] + rpads[1]", .. }), "{e:?}");
+        // A dilated filter wider than 32-bit indexing allows.
+        let e = two_d(9, 3, big, [big - 100, 0]).unwrap_err();
+        assert!(matches!(e, DescError::TooLarge { field: "(filter[1] - 1) * dilations[1] + 1", .. }), "{e:?}");
+        // Still the usual message for a window larger than the padded input.
+        let e = two_d(9, 12, 1, [0, 0]).unwrap_err();
+        assert!(matches!(e, DescError::EmptyOutput { .. }), "{e:?}");
     }
 }

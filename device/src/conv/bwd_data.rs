@@ -220,7 +220,8 @@ impl<T: Elem> Operand for DyGather<'_, T> {
         let at_tap0 = v[0].wrapping_mul(s[3]).wrapping_add(v[1].wrapping_mul(s[4])).wrapping_add(v[2].wrapping_mul(s[5]));
         PixRow {
             off: (self.g_off + n * s[1]).wrapping_add(at_tap0),
-            // Past any extent after any tap's shift (extents and shifts stay below 2^31).
+            // Past any extent after any tap's shift: both stay below 2^31
+            // (`ConvProblem::validate` bounds padded inputs and dilated filters).
             v: [if valid { v[0] } else { u32::MAX }, v[1], v[2]],
         }
     }
