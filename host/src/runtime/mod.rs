@@ -27,9 +27,11 @@
 //!   [`Device::selection_note`] says what was tried and why it was passed over.
 //!
 //! # Kernel ABI
-//! Every kernel takes one argument: the device address of a `#[repr(C)]`
-//! argument block ([`convgrad_types::params::ConvArgs`]). [`Device::launch`]
-//! uploads the block and passes its address; at module load each kernel's
+//! Every kernel takes one `#[repr(C)]` argument block
+//! ([`convgrad_types::params::ConvArgs`]). On CUDA it is the kernel's one
+//! parameter, by value (`.param .align 8 .b8 [N]`: constant-bank operands in
+//! the kernel); on HIP [`Device::launch`] uploads it and passes its device
+//! address; the emulator passes a host pointer. At module load each kernel's
 //! argument list in the code object's metadata is checked against that
 //! ([`meta`]).
 //!
