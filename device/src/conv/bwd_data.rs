@@ -17,7 +17,7 @@
 //! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
-use super::{ChannelRows, ColMap, load_args, store_result, store_run, vector_axis};
+use super::{ChannelRows, ColMap, load_args, spatial_off, store_result, store_run, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -178,8 +178,7 @@ impl<T: Elem> DyGather<'_, T> {
     fn tap_k(&self, pos: TapPos) -> TapK {
         let (j, st, s) = (&pos.j, &self.a.tap_step, &self.a.dy_strides);
         let shift = [j[0] * st[0], j[1] * st[1], j[2] * st[2]];
-        let back = shift[0] * s[3] + shift[1] * s[4] + shift[2] * s[5];
-        TapK { off: (pos.k * s[2]).wrapping_sub(back), shift, pos }
+        TapK { off: (pos.k * s[2]).wrapping_sub(spatial_off(shift, s)), shift, pos }
     }
 
     /// Element offset, or none outside `dY` (or for a skipped row). Branch
@@ -217,9 +216,8 @@ impl<T: Elem> Operand for DyGather<'_, T> {
         let valid = m < self.a.gemm_m && self.s.pixel(self.a, q).is_some();
         let (b, s) = (&self.s.base, &self.a.dy_strides);
         let v = [q[0].wrapping_add(b[0]), q[1].wrapping_add(b[1]), q[2].wrapping_add(b[2])];
-        let at_tap0 = v[0].wrapping_mul(s[3]).wrapping_add(v[1].wrapping_mul(s[4])).wrapping_add(v[2].wrapping_mul(s[5]));
         PixRow {
-            off: (self.g_off + n * s[1]).wrapping_add(at_tap0),
+            off: (self.g_off + n * s[1]).wrapping_add(spatial_off(v, s)),
             // Past any extent after any tap's shift: both stay below 2^31
             // (`ConvProblem::validate` bounds padded inputs and dilated filters).
             v: [if valid { v[0] } else { u32::MAX }, v[1], v[2]],

@@ -6,7 +6,9 @@
 //! memory: `(z, y, x, c)` with c fastest when C is the weight's innermost axis
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
-use super::{ChannelRows, for_each_in_run, load_args, split_out_pixel, store_result, store_run, vector_axis};
+use super::{
+    ChannelRows, for_each_in_run, load_args, spatial_off, split_out_pixel, store_result, store_run, vector_axis,
+};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -90,10 +92,7 @@ impl<T: Elem> Operand for XCols<'_, T> {
         let (d, xs) = (&self.a.dilation, &self.a.x_strides);
         let tap = [f[0] * d[0], f[1] * d[1], f[2] * d[2]];
         XRow {
-            off: (self.g_off + c * xs[2])
-                .wrapping_add(tap[0].wrapping_mul(xs[3]))
-                .wrapping_add(tap[1].wrapping_mul(xs[4]))
-                .wrapping_add(tap[2].wrapping_mul(xs[5])),
+            off: (self.g_off + c * xs[2]).wrapping_add(spatial_off(tap, xs)),
             tap,
             valid: row < self.a.gemm_n,
         }
@@ -107,8 +106,7 @@ impl<T: Elem> Operand for XCols<'_, T> {
             (o[1] * s[1]).wrapping_sub(p[1]),
             (o[2] * s[2]).wrapping_sub(p[2]),
         ];
-        let at = origin[0].wrapping_mul(xs[3]).wrapping_add(origin[1].wrapping_mul(xs[4])).wrapping_add(origin[2].wrapping_mul(xs[5]));
-        XCol { off: (n * xs[1]).wrapping_add(at), origin }
+        XCol { off: (n * xs[1]).wrapping_add(spatial_off(origin, xs)), origin }
     }
     #[inline(always)]
     unsafe fn load(&self, r: &XRow, c: &XCol) -> T {

@@ -146,6 +146,14 @@ pub fn next_out_pixel(a: &ConvArgs, n: &mut u32, o: &mut [u32; 3]) {
     }
 }
 
+/// Offset of spatial position `v` (`[d, h, w]`) under the spatial strides
+/// `s[3..6]`, wrapping: `v` may be a shifted or padded position whose
+/// offset only makes sense added to another (a row's plus a column's).
+#[inline(always)]
+pub fn spatial_off(v: [u32; 3], s: &[u32; 6]) -> u32 {
+    v[0].wrapping_mul(s[3]).wrapping_add(v[1].wrapping_mul(s[4])).wrapping_add(v[2].wrapping_mul(s[5]))
+}
+
 /// Element offset from a canonical 6-axis index and strides.
 #[inline(always)]
 pub fn offset(s: &[u32; 6], i: [u32; 6]) -> usize {

@@ -159,7 +159,8 @@ impl Device {
 
     /// Queues `kernel` on `grid` workgroups of `block` threads with `lds_bytes`
     /// of dynamic LDS; `args` (the kernel's argument block, a `ConvArgs`) is its
-    /// one parameter, passed by value.
+    /// one argument: by value on CUDA, uploaded and passed by address on HIP
+    /// (see the module docs).
     pub fn launch<A: bytemuck::Pod>(
         &self,
         kernel: &Kernel,
