@@ -253,6 +253,9 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_64x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mma16x8x16);
+        // A narrow tile for grouped problems with few output channels per group (K = 16).
+        $m!($($extra,)* bwdw_f16_16x64x32_mma16x8, [Nvidia], BwdWeight, F16, 16, 64, 32, 1, 2, Mma16x8x16);
+        $m!($($extra,)* bwdw_bf16_16x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mma16x8x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).
@@ -271,6 +274,9 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_f16_64x64x32_mma16x8, [Nvidia], BwdData, F16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_64x64x32_mma16x8, [Nvidia], BwdData, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
+        // Narrow tiles for grouped problems with few channels per group (C = 16).
+        $m!($($extra,)* bwdd_f16_128x16x32_mma16x8, [Nvidia], BwdData, F16, 128, 16, 32, 4, 1, Mma16x8x16);
+        $m!($($extra,)* bwdd_bf16_128x16x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 16, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdData, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-data, direct path (depthwise, small C and K).
         $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);
