@@ -256,6 +256,10 @@ macro_rules! for_each_instance {
         // A narrow tile for grouped problems with few output channels per group (K = 16).
         $m!($($extra,)* bwdw_f16_16x64x32_mma16x8, [Nvidia], BwdWeight, F16, 16, 64, 32, 1, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mma16x8x16);
+        $m!($($extra,)* bwdw_f16_16x64x32_mfma16, [Cdna], BwdWeight, F16, 16, 64, 32, 1, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdw_bf16_16x64x32_mfma16, [Cdna], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdw_f16_16x64x32_wmma16, [Rdna3], BwdWeight, F16, 16, 64, 32, 1, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_bf16_16x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 16, 64, 32, 1, 2, Wmma16x16x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).
@@ -277,6 +281,10 @@ macro_rules! for_each_instance {
         // Narrow tiles for grouped problems with few channels per group (C = 16).
         $m!($($extra,)* bwdd_f16_128x16x32_mma16x8, [Nvidia], BwdData, F16, 128, 16, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 16, 32, 4, 1, Mma16x8x16);
+        $m!($($extra,)* bwdd_f16_128x16x32_mfma16, [Cdna], BwdData, F16, 128, 16, 32, 4, 1, Mfma16x16x16);
+        $m!($($extra,)* bwdd_bf16_128x16x32_mfma16, [Cdna], BwdData, Bf16, 128, 16, 32, 4, 1, Mfma16x16x16);
+        $m!($($extra,)* bwdd_f16_128x16x32_wmma16, [Rdna3], BwdData, F16, 128, 16, 32, 4, 1, Wmma16x16x16);
+        $m!($($extra,)* bwdd_bf16_128x16x32_wmma16, [Rdna3], BwdData, Bf16, 128, 16, 32, 4, 1, Wmma16x16x16);
         $m!($($extra,)* bwdd_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdData, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-data, direct path (depthwise, small C and K).
         $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);
