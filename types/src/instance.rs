@@ -278,13 +278,19 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_f16_64x64x32_mma16x8, [Nvidia], BwdData, F16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_64x64x32_mma16x8, [Nvidia], BwdData, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
-        // Narrow tiles for grouped problems with few channels per group (C = 16).
+        // Narrow tiles for grouped problems with few channels per group (C = 16, 32).
         $m!($($extra,)* bwdd_f16_128x16x32_mma16x8, [Nvidia], BwdData, F16, 128, 16, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 16, 32, 4, 1, Mma16x8x16);
+        $m!($($extra,)* bwdd_f16_128x32x32_mma16x8, [Nvidia], BwdData, F16, 128, 32, 32, 4, 1, Mma16x8x16);
+        $m!($($extra,)* bwdd_bf16_128x32x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 32, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_f16_128x16x32_mfma16, [Cdna], BwdData, F16, 128, 16, 32, 4, 1, Mfma16x16x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_mfma16, [Cdna], BwdData, Bf16, 128, 16, 32, 4, 1, Mfma16x16x16);
         $m!($($extra,)* bwdd_f16_128x16x32_wmma16, [Rdna3], BwdData, F16, 128, 16, 32, 4, 1, Wmma16x16x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_wmma16, [Rdna3], BwdData, Bf16, 128, 16, 32, 4, 1, Wmma16x16x16);
+        $m!($($extra,)* bwdd_f16_128x32x32_mfma16, [Cdna], BwdData, F16, 128, 32, 32, 4, 1, Mfma16x16x16);
+        $m!($($extra,)* bwdd_bf16_128x32x32_mfma16, [Cdna], BwdData, Bf16, 128, 32, 32, 4, 1, Mfma16x16x16);
+        $m!($($extra,)* bwdd_f16_128x32x32_wmma16, [Rdna3], BwdData, F16, 128, 32, 32, 4, 1, Wmma16x16x16);
+        $m!($($extra,)* bwdd_bf16_128x32x32_wmma16, [Rdna3], BwdData, Bf16, 128, 32, 32, 4, 1, Wmma16x16x16);
         $m!($($extra,)* bwdd_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdData, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-data, direct path (depthwise, small C and K).
         $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);

@@ -171,8 +171,15 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     if (n * red < 512 || n < 8) && direct.is_some() {
         return direct.ok_or_else(none);
     }
-    let mut tiles: Vec<&'static Instance> =
-        instance::INSTANCES.iter().filter(fits).filter(|i| i.op == Op::BwdData).collect();
+    // Narrow tiles (under 64 columns) only where C fits one of them: per
+    // useful column they are slower (H200, G32 C=K=32 28x28 f16: 128x32
+    // 0.289 ms, 64x64 0.482 ms, 128x16 0.895 ms; C = 16: 128x16 0.073 ms,
+    // 64x64 0.090 ms).
+    let mut tiles: Vec<&'static Instance> = instance::INSTANCES
+        .iter()
+        .filter(fits)
+        .filter(|i| i.op == Op::BwdData && (i.tile.bn >= 64 || n <= i.tile.bn as u64))
+        .collect();
     // The largest tile whose N (channel) padding stays within 20% of the
     // tile, else the smallest padding. Measured on the H200 (bench suite,
     // f16): 128x128 beats 64x64 on every shape without padding, also with
