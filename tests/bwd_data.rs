@@ -258,3 +258,22 @@ fn bwd_data_direct_vector_paths() {
     }
     assert!(seen.contains(&(0, vec_mode::W_VEC)));
 }
+
+/// The tile heuristic's measured decisions, per family: a narrow tile only
+/// where C fits one (16, 32 channels per group), 64x64 for C = 48 (the narrow
+/// tiles are slower per useful channel), the widest unpadded tile for C = 256,
+/// the direct kernel for 4 channels per group. (H200 timings in
+/// `ops::bwd_data::choose_instance`.)
+#[test]
+fn bwd_data_tile_choice() {
+    for family in [Family::Cdna, Family::Rdna3, Family::Nvidia] {
+        let wide = if family == Family::Rdna3 { 64 } else { 128 };
+        for (c, want) in [(16, Some(16)), (32, Some(32)), (48, Some(64)), (256, Some(wide)), (4, None)] {
+            let p = prob(&[2, 32, 4, c, c, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
+            let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
+            let inst = plan(&p, &cfg, family).unwrap().main.instance;
+            let got = (inst.op == Op::BwdData).then_some(inst.tile.bn);
+            assert_eq!(got, want, "{family:?} C=K={c}: chose {}", inst.name);
+        }
+    }
+}

@@ -293,3 +293,20 @@ fn bwd_weight_direct_deterministic_is_bitwise_reproducible() {
         assert_eq!(a.output_bytes, b.output_bytes, "{}: deterministic direct split-K differs between runs", t.name());
     }
 }
+
+/// The tile heuristic's measured decisions, per family: the 16-row tile only
+/// where K fits it (K = 16), 64 rows for K = 32 (faster than 16 or 32 rows on
+/// the H200), the direct kernel below 8 output channels per group.
+#[test]
+fn bwd_weight_tile_choice() {
+    use convgrad::types::instance::Op;
+    for family in [Family::Cdna, Family::Rdna3, Family::Nvidia] {
+        for (k, want) in [(16, Some(16)), (32, Some(64)), (4, None)] {
+            let p = prob(&[2, 32, 4, k, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
+            let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
+            let inst = plan(&p, &cfg, family, 100).unwrap().main.instance;
+            let got = (inst.op == Op::BwdWeight).then_some(inst.tile.bm);
+            assert_eq!(got, want, "{family:?} K={k}: chose {}", inst.name);
+        }
+    }
+}
