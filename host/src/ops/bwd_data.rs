@@ -178,7 +178,7 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     let mut tiles: Vec<&'static Instance> = instance::INSTANCES
         .iter()
         .filter(fits)
-        .filter(|i| i.op == Op::BwdData && (i.tile.bn >= 64 || n <= i.tile.bn as u64))
+        .filter(|i| i.op == Op::BwdData && super::narrow_tile_fits(n, i.tile.bn))
         .collect();
     // The largest tile whose N (channel) padding stays within 20% of the
     // tile, else the smallest padding. Measured on the H200 (bench suite,

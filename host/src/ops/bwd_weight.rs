@@ -110,7 +110,7 @@ pub fn choose_instance(
     let mut tiles: Vec<&'static Instance> = instance::INSTANCES
         .iter()
         .filter(fits)
-        .filter(|i| i.op == Op::BwdWeight && (i.tile.bm >= 64 || m <= i.tile.bm as u64))
+        .filter(|i| i.op == Op::BwdWeight && super::narrow_tile_fits(m, i.tile.bm))
         .collect();
     let padded =
         |i: &Instance| m.div_ceil(i.tile.bm as u64) * i.tile.bm as u64 * n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;

@@ -51,6 +51,13 @@ pub(crate) fn lane_axis(d: &convgrad_types::TensorDesc, axis: usize, vw: usize) 
         && (0..d.lengths.len()).all(|i| i == axis || d.lengths[i] == 1 || d.strides[i].is_multiple_of(vw))
 }
 
+/// Whether a tile `tile_len` wide along a per-group channel count `len` may
+/// be chosen: tiles under 64 are only taken where the channels fit one of
+/// them (per useful channel they are slower; timings at the callers).
+pub(crate) fn narrow_tile_fits(len: u64, tile_len: u32) -> bool {
+    tile_len >= 64 || len <= tile_len as u64
+}
+
 /// The direct kernels' channel-vector mode (`convgrad_types::params::vec_mode`
 /// bits) and lane count for a problem whose activations are `x` (dx or x) and
 /// output gradient `dy` (elements of `bytes`): depthwise problems
