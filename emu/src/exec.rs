@@ -7,7 +7,8 @@
 
 use crate::fiber::{Fiber, LaneYielder, Outcome, Resume, Suspend};
 use crate::lds::Lds;
-use crate::matrix::{self, MatrixOp};
+use crate::matrix::wgmma::{self, Desc};
+use crate::matrix::{self, MatrixOp, WgmmaOp};
 use crate::memory::{Alloc, MemView};
 use crate::{EmuArch, Launch, Violation};
 use std::cell::{Cell, UnsafeCell};
@@ -25,10 +26,44 @@ pub(crate) struct MmaCall {
     pub d: *mut f32,
 }
 
+/// A `wgmma.mma_async` a lane issued: descriptors (decoded without error by
+/// `lane::wgmma`) and its accumulators (on the lane's stack, `op.regs()` long).
+#[derive(Clone, Copy)]
+pub(crate) struct WgmmaCall {
+    pub op: WgmmaOp,
+    pub desc_a: u64,
+    pub desc_b: u64,
+    pub c: *const f32,
+    pub d: *mut f32,
+}
+
+impl WgmmaCall {
+    /// What every lane of a warp must pass alike.
+    fn key(&self) -> (WgmmaOp, u64, u64) {
+        (self.op, self.desc_a, self.desc_b)
+    }
+}
+
+/// The wave-collective matrix instruction a lane waits at.
+#[derive(Clone, Copy)]
+pub(crate) enum Call {
+    Mma(MmaCall),
+    Wgmma(WgmmaCall),
+}
+
+impl Call {
+    fn mnemonic(&self) -> String {
+        match self {
+            Call::Mma(c) => c.op.mnemonic().to_string(),
+            Call::Wgmma(c) => c.op.mnemonic(),
+        }
+    }
+}
+
 /// Per lane slot: what the lane's fiber and the scheduler exchange.
 pub(crate) struct Slot {
     pub yielder: Cell<*const LaneYielder>,
-    pub mma: Cell<Option<MmaCall>>,
+    pub call: Cell<Option<Call>>,
 }
 
 /// One worker thread's state, reached by the running lane through [`current`].
@@ -134,7 +169,7 @@ pub(crate) fn worker_main(shared: &Shared<'_>) {
         arch: shared.arch,
         block_id: Cell::new([0; 3]),
         cur: Cell::new(0),
-        slots: (0..block).map(|_| Slot { yielder: Cell::new(std::ptr::null()), mma: Cell::new(None) }).collect(),
+        slots: (0..block).map(|_| Slot { yielder: Cell::new(std::ptr::null()), call: Cell::new(None) }).collect(),
         lds: UnsafeCell::new(Lds::new(l.lds_bytes)),
         mem: MemView::new(shared.allocs.clone()),
     };
@@ -271,21 +306,43 @@ impl Sched<'_> {
         if !self.state[lanes.clone()].iter().all(|&s| s == State::Mma) {
             return Ok(false);
         }
-        let first = self.w.slots[lanes.start].mma.get().unwrap();
-        let op = first.op;
-        let r = op.regs();
-        for (i, lane) in lanes.clone().enumerate() {
-            let call = self.w.slots[lane].mma.get().unwrap();
-            if call.op != op {
-                let what = format!(
+        let first = self.w.slots[lanes.start].call.get().unwrap();
+        for lane in lanes.clone() {
+            let call = self.w.slots[lane].call.get().unwrap();
+            let what = match (first, call) {
+                (Call::Mma(f), Call::Mma(c)) if f.op == c.op => continue,
+                (Call::Wgmma(f), Call::Wgmma(c)) if f.key() == c.key() => continue,
+                (Call::Wgmma(f), Call::Wgmma(c)) if f.op == c.op => format!(
+                    "warp {} passes different wgmma descriptors: lane {lane} A {:#018x} B {:#018x}, lane {} A {:#018x} B {:#018x} (every lane of a warp must pass the same)",
+                    lane / self.wave,
+                    c.desc_a,
+                    c.desc_b,
+                    lanes.start,
+                    f.desc_a,
+                    f.desc_b
+                ),
+                _ => format!(
                     "wave {} mixes matrix instructions: lane {lane} issued {} while lane {} issued {}",
                     lane / self.wave,
-                    call.op.mnemonic(),
+                    call.mnemonic(),
                     lanes.start,
-                    op.mnemonic()
-                );
-                return Err(self.violation(lane, what));
-            }
+                    first.mnemonic()
+                ),
+            };
+            return Err(self.violation(lane, what));
+        }
+        match first {
+            Call::Mma(f) => self.exec_mma(lanes, f.op)?,
+            Call::Wgmma(f) => self.exec_wgmma(lanes, f)?,
+        }
+        Ok(true)
+    }
+
+    /// Executes a wave's register-operand instruction (MFMA, WMMA, mma.sync).
+    fn exec_mma(&mut self, lanes: std::ops::Range<usize>, op: MatrixOp) -> Result<(), Stop> {
+        let r = op.regs();
+        for (i, lane) in lanes.clone().enumerate() {
+            let Some(Call::Mma(call)) = self.w.slots[lane].call.get() else { unreachable!() };
             // SAFETY: lengths were checked by `lane::mma`; the lane is suspended
             // inside it, so its operand registers are alive.
             unsafe {
@@ -303,27 +360,69 @@ impl Sched<'_> {
             return Err(self.violation(lanes.start + e.lane as usize, e.what));
         }
         for (i, lane) in lanes.clone().enumerate() {
-            let call = self.w.slots[lane].mma.take().unwrap();
+            let Some(Call::Mma(call)) = self.w.slots[lane].call.take() else { unreachable!() };
             // SAFETY: as above; `d` is the lane's own output registers.
             unsafe { std::slice::from_raw_parts_mut(call.d, r.c) }.copy_from_slice(&self.d[i * r.c..(i + 1) * r.c]);
             self.state[lane] = State::Ready;
         }
         self.flops += op.flops();
-        Ok(true)
+        Ok(())
+    }
+
+    /// Executes one warp's part of a `wgmma.mma_async`: its 16 rows of A and all
+    /// of B come from LDS through the checked loads, read on behalf of the warp's
+    /// first lane (so the race and unwritten checks apply as to an LDS load of
+    /// that lane).
+    fn exec_wgmma(&mut self, lanes: std::ops::Range<usize>, call: WgmmaCall) -> Result<(), Stop> {
+        let (op, h, n) = (call.op, call.op.regs(), call.op.n as usize);
+        let warp = (lanes.start / self.wave % 4) as u32;
+        // Checked by `lane::wgmma` before it suspended.
+        let (da, db) = (Desc::decode(call.desc_a).unwrap(), Desc::decode(call.desc_b).unwrap());
+        for (v, len) in [(&mut self.a, 256), (&mut self.b, 16 * n)] {
+            v.resize(v.len().max(len), 0);
+        }
+        for v in [&mut self.c, &mut self.d] {
+            v.resize(v.len().max(32 * h), 0.0);
+        }
+        // SAFETY: no lane is running.
+        let lds = unsafe { &mut *self.w.lds.get() };
+        let reader = lanes.start as u32;
+        let read = wgmma::gather(op, warp, (&da, &db), &mut self.a[..256], &mut self.b[..16 * n], |off| {
+            let mut v = 0u16;
+            lds.load(reader, off, (&raw mut v).cast(), 2, 2).map(|()| v)
+        });
+        if let Err(what) = read {
+            let wv = lanes.start / self.wave;
+            return Err(self.violation(lanes.start, format!("warp {wv} (warpgroup warp {warp}): {what}")));
+        }
+        for (i, lane) in lanes.clone().enumerate() {
+            let Some(Call::Wgmma(call)) = self.w.slots[lane].call.get() else { unreachable!() };
+            // SAFETY: `lane::wgmma` checked the length; the lane is suspended inside it.
+            self.c[i * h..(i + 1) * h].copy_from_slice(unsafe { std::slice::from_raw_parts(call.c, h) });
+        }
+        wgmma::execute(op, &self.a[..256], &self.b[..16 * n], &self.c[..32 * h], &mut self.d[..32 * h]);
+        for (i, lane) in lanes.clone().enumerate() {
+            let Some(Call::Wgmma(call)) = self.w.slots[lane].call.take() else { unreachable!() };
+            // SAFETY: as above; `d` is the lane's own accumulators.
+            unsafe { std::slice::from_raw_parts_mut(call.d, h) }.copy_from_slice(&self.d[i * h..(i + 1) * h]);
+            self.state[lane] = State::Ready;
+        }
+        self.flops += op.flops();
+        Ok(())
     }
 
     /// A lane waits at a matrix instruction its whole wave never reaches.
     fn stuck_mma(&self, lane: usize) -> Stop {
         let wave = lane / self.wave;
         let lanes = wave * self.wave..(wave + 1) * self.wave;
-        let op = self.w.slots[lane].mma.get().unwrap().op;
+        let call = self.w.slots[lane].call.get().unwrap();
         let other = lanes.clone().find(|&l| self.state[l] != State::Mma).unwrap();
         let where_ = if self.state[other] == State::Done { "has returned from the kernel" } else { "waits at a barrier" };
         self.violation(
             lane,
             format!(
                 "lane {lane} issued {} but lane {other} of the same wave {where_}: a wave-collective matrix instruction needs all {} lanes of wave {wave}",
-                op.mnemonic(),
+                call.mnemonic(),
                 self.wave
             ),
         )
@@ -365,7 +464,7 @@ impl Sched<'_> {
             }
         }
         for s in self.w.slots.iter() {
-            s.mma.set(None);
+            s.call.set(None);
         }
     }
 }

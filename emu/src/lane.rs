@@ -5,9 +5,10 @@
 //! naming kernel, workgroup, lane, buffer and index. The fast paths take no lock
 //! and allocate nothing; only barriers and matrix instructions switch fibers.
 
-use crate::exec::{MmaCall, current};
+use crate::exec::{Call, MmaCall, WgmmaCall, current};
 use crate::fiber::{Resume, Suspend, abort_lane, raise};
-use crate::matrix::MatrixOp;
+use crate::matrix::wgmma::Desc;
+use crate::matrix::{MatrixOp, WgmmaOp};
 use crate::memory::MemView;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -187,8 +188,86 @@ pub fn mma(op: MatrixOp, a: &[u16], b: &[u16], c: &[f32], d: &mut [f32]) {
         ))
     }
     let call = MmaCall { op, a: a.as_ptr(), b: b.as_ptr(), c: c.as_ptr(), d: d.as_mut_ptr() };
-    w.slots[w.cur.get() as usize].mma.set(Some(call));
+    w.slots[w.cur.get() as usize].call.set(Some(Call::Mma(call)));
     wait(Suspend::Mma)
+}
+
+/// One warp's part of a warpgroup `wgmma.mma_async` (D = A*B + C), executed when all 32 lanes of the warp called it.
+///
+/// `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}.{f16,bf16}` with A (64 x 16)
+/// and B (16 x N) in LDS, described by the shared-memory matrix descriptors
+/// `desc_a`, `desc_b`: start address `(d & 0x3FFF) << 4`, LBO `((d >> 16) & 0x3FFF) << 4`,
+/// SBO `((d >> 32) & 0x3FFF) << 4` bytes, every other bit 0 (no swizzle, base offset 0).
+/// Element (mn, k) (mn = row m of A, column n of B) lies at byte
+/// `start + (mn%8)*16 + (mn/8)*SBO + (k%8)*2 + (k/8)*LBO` when K-major, and
+/// `start + (mn%8)*2 + (mn/8)*SBO + (k%8)*16 + (k/8)*LBO` when MN-major
+/// (`op.tnsp_a` / `op.tnsp_b`).
+///
+/// Warp `w` (warp index in the workgroup mod 4) of the warpgroup owns rows
+/// `16w..16w+15` of D; lane `l`'s slot `e` of `c`/`d` (`n/2` each) is
+/// D[16w + l/4 + 8*((e/2)%2)][8*(e/4) + 2*(l%4) + e%2]. The emulator executes a
+/// warp's part as soon as its 32 lanes called it, reading its 16 rows of A and all
+/// of B through the checked LDS loads (bounds, unwritten bytes, races), on behalf
+/// of the warp's first lane. Numerics as mma.sync: exact products, f32 sum
+/// `C + p_0 + ... + p_15` in that order.
+///
+/// Violations: an arch without wgmma (only sm_90 has it), a workgroup that is not
+/// whole warpgroups (a multiple of 128 threads), a bad N, `c`/`d` not `n/2` long,
+/// a swizzled or otherwise unsupported descriptor, lanes of one warp passing
+/// different ops or descriptors, a warp mixing it with [`mma`], a lane of the warp
+/// that never gets there, an LDS read out of bounds or of unwritten bytes.
+pub fn wgmma(op: WgmmaOp, desc_a: u64, desc_b: u64, c: &[f32], d: &mut [f32]) {
+    let w = current();
+    if !w.arch.has_wgmma() {
+        raise(format!("{} is not an instruction of {} (wgmma needs sm_90)", op.mnemonic(), w.arch.name()))
+    }
+    if !w.slots.len().is_multiple_of(128) {
+        raise(format!(
+            "{}: the workgroup has {} threads; wgmma needs whole warpgroups (a multiple of 128 threads)",
+            op.mnemonic(),
+            w.slots.len()
+        ))
+    }
+    if let Err(what) = op.check() {
+        raise(what)
+    }
+    if (c.len(), d.len()) != (op.regs(), op.regs()) {
+        raise(format!(
+            "{} takes per lane c: {n}, d: {n} elements (N/2); got {}, {}",
+            op.mnemonic(),
+            c.len(),
+            d.len(),
+            n = op.regs()
+        ))
+    }
+    for (name, desc) in [("A", desc_a), ("B", desc_b)] {
+        if let Err(what) = Desc::decode(desc) {
+            raise(format!("{} operand {name}: {what}", op.mnemonic()))
+        }
+    }
+    let call = WgmmaCall { op, desc_a, desc_b, c: c.as_ptr(), d: d.as_mut_ptr() };
+    w.slots[w.cur.get() as usize].call.set(Some(Call::Wgmma(call)));
+    wait(Suspend::Mma)
+}
+
+/// `wgmma.fence.sync.aligned`: a no-op here. The emulator executes a wgmma when
+/// its warp issues it (reading LDS and writing the accumulators at once), so no
+/// ordering against register or LDS accesses is needed.
+pub fn wgmma_fence() {
+    let _ = current();
+}
+
+/// `wgmma.commit_group.sync.aligned`: a no-op here (see [`wgmma_wait`]).
+pub fn wgmma_commit() {
+    let _ = current();
+}
+
+/// `wgmma.wait_group.sync.aligned pending`: a no-op here. The emulator executes
+/// each wgmma at issue time, so a kernel that overwrites the operands' LDS or
+/// reads the accumulators before waiting for its group is not caught here; the
+/// GPU runs catch it.
+pub fn wgmma_wait(pending: u32) {
+    let _ = (current(), pending);
 }
 
 /// Aborts the kernel with a violation naming this lane.

@@ -39,7 +39,7 @@ pub enum EmuArch {
     Gfx1100,
     /// A100: warp32, 164 KiB shared memory, mma.sync.
     Sm80,
-    /// H100: warp32, 227 KiB shared memory, mma.sync.
+    /// H100: warp32, 227 KiB shared memory, mma.sync and wgmma.
     Sm90,
 }
 
@@ -57,6 +57,10 @@ impl EmuArch {
             EmuArch::Sm80 => 163 * 1024,
             EmuArch::Sm90 => 227 * 1024,
         }
+    }
+    /// Whether it has Hopper's warpgroup `wgmma.mma_async` ([`matrix::WgmmaOp`]).
+    pub const fn has_wgmma(self) -> bool {
+        matches!(self, EmuArch::Sm90)
     }
     /// Kernel family whose matrix instructions it executes.
     pub const fn family(self) -> Family {

@@ -5,10 +5,16 @@
 //! Registers are described per lane in LLVM vector element order: `a`, `b` hold
 //! 16-bit elements (f16 or bf16 bits), `c`, `d` f32. [`execute`] runs one
 //! instruction over a whole wave's registers, laid out lane-major.
+//!
+//! Hopper's `wgmma.mma_async` reads its operands from LDS, not registers: see
+//! [`WgmmaOp`] and `lane::wgmma`.
 
 mod mfma;
 mod mma_sync;
+pub(crate) mod wgmma;
 mod wmma;
+
+pub use wgmma::WgmmaOp;
 
 use convgrad_types::instance::Family;
 

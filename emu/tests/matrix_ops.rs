@@ -55,7 +55,7 @@ fn arch_of(op: MatrixOp) -> EmuArch {
     match op.family() {
         convgrad_types::instance::Family::Cdna => EmuArch::Gfx942,
         convgrad_types::instance::Family::Rdna3 => EmuArch::Gfx1100,
-        convgrad_types::instance::Family::Nvidia => EmuArch::Sm90,
+        convgrad_types::instance::Family::Nvidia | convgrad_types::instance::Family::Hopper => EmuArch::Sm90,
     }
 }
 

@@ -14,18 +14,21 @@ pub enum Family {
     Cdna,
     /// AMD RDNA3 (gfx1100): wave32, WMMA.
     Rdna3,
-    /// NVIDIA sm_80 / sm_90: warp32, mma.sync.
+    /// NVIDIA sm_80: warp32, mma.sync.
     Nvidia,
+    /// NVIDIA sm_90 (Hopper): every [`Family::Nvidia`] kernel, plus warpgroup
+    /// kernels on `wgmma.mma_async` (built for `sm_90a` only).
+    Hopper,
 }
 
 impl Family {
     /// All families.
-    pub const ALL: [Family; 3] = [Family::Cdna, Family::Rdna3, Family::Nvidia];
+    pub const ALL: [Family; 4] = [Family::Cdna, Family::Rdna3, Family::Nvidia, Family::Hopper];
     /// Threads per wave (warp).
     pub const fn wave(self) -> u32 {
         match self {
             Family::Cdna => 64,
-            Family::Rdna3 | Family::Nvidia => 32,
+            Family::Rdna3 | Family::Nvidia | Family::Hopper => 32,
         }
     }
     /// The `convgrad_family` cfg value the device crate is built with.
@@ -33,15 +36,26 @@ impl Family {
         match self {
             Family::Cdna => "cdna",
             Family::Rdna3 => "rdna3",
-            Family::Nvidia => "nvidia",
+            Family::Nvidia | Family::Hopper => "nvidia",
         }
+    }
+    /// Whether a kernel built for `other` runs here (Hopper runs NVIDIA's).
+    pub const fn runs(self, other: Family) -> bool {
+        matches!(
+            (self, other),
+            (Family::Cdna, Family::Cdna)
+                | (Family::Rdna3, Family::Rdna3)
+                | (Family::Nvidia, Family::Nvidia)
+                | (Family::Hopper, Family::Nvidia | Family::Hopper)
+        )
     }
     /// Family of a build architecture (`gfx90a`, `gfx942`, `gfx1100`, `sm_80`, `sm_90`).
     pub fn of_arch(arch: &str) -> Option<Family> {
         match arch {
             "gfx90a" | "gfx942" => Some(Family::Cdna),
             "gfx1100" => Some(Family::Rdna3),
-            "sm_80" | "sm_90" => Some(Family::Nvidia),
+            "sm_80" => Some(Family::Nvidia),
+            "sm_90" => Some(Family::Hopper),
             _ => None,
         }
     }
@@ -80,6 +94,9 @@ pub enum AtomKind {
     Wmma16x16x16,
     /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`, warp32.
     Mma16x8x16,
+    /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.{f16,bf16}`: one warpgroup
+    /// (4 warps, 128 threads), both operands in LDS.
+    Wgmma64x128x16,
     /// Scalar f32 FMA per thread (f32 data, and the finishing kernels).
     Fma,
 }
@@ -91,6 +108,7 @@ impl AtomKind {
             AtomKind::Mfma32x32x8 => (32, 32, 8),
             AtomKind::Mfma16x16x16 | AtomKind::Wmma16x16x16 => (16, 16, 16),
             AtomKind::Mma16x8x16 => (16, 8, 16),
+            AtomKind::Wgmma64x128x16 => (64, 128, 16),
             AtomKind::Fma => (1, 1, 1),
         }
     }
@@ -101,6 +119,7 @@ impl AtomKind {
             AtomKind::Mfma16x16x16 => Some("v_mfma_f32_16x16x16"),
             AtomKind::Wmma16x16x16 => Some("v_wmma_f32_16x16x16"),
             AtomKind::Mma16x8x16 => Some("mma.sync.aligned.m16n8k16"),
+            AtomKind::Wgmma64x128x16 => Some("wgmma.mma_async.sync.aligned.m64n128k16"),
             AtomKind::Fma => None,
         }
     }
@@ -144,6 +163,8 @@ impl TileConfig {
     /// buffering elsewhere.
     pub const fn stages(&self, atom: AtomKind) -> u32 {
         match atom {
+            // Copies 3 steps ahead, plus the slab the instructions in flight read.
+            AtomKind::Wgmma64x128x16 => 5,
             AtomKind::Mma16x8x16 => {
                 if self.bk >= 64 {
                     3
@@ -167,7 +188,7 @@ impl TileConfig {
     /// keeps 128x128 inside 64 KiB).
     pub const fn epilogue_ld(&self, atom: AtomKind) -> u32 {
         match atom {
-            AtomKind::Mma16x8x16 => self.bn + 4,
+            AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 => self.bn + 4,
             _ => self.bn,
         }
     }
@@ -204,6 +225,8 @@ impl Instance {
         match self.atom {
             // The FMA atom is one thread: its "waves" are single threads.
             AtomKind::Fma => self.tile.waves_m * self.tile.waves_n,
+            // Its "waves" are warpgroups.
+            AtomKind::Wgmma64x128x16 => self.tile.waves_m * self.tile.waves_n * 128,
             _ => self.tile.threads(family.wave()),
         }
     }
@@ -220,7 +243,9 @@ impl Instance {
                 // tile the epilogue goes through, whichever is larger.
                 let e = self.types.act().bytes() as u32;
                 let main = match self.atom {
-                    AtomKind::Mma16x8x16 => self.tile.stages(self.atom) * self.tile.stage_bytes(e),
+                    AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 => {
+                        self.tile.stages(self.atom) * self.tile.stage_bytes(e)
+                    }
                     _ => self.tile.lds_bytes(e),
                 };
                 let tile = self.tile.epilogue_bytes(self.atom);
@@ -230,7 +255,7 @@ impl Instance {
     }
     /// Whether the instance is built for `family`.
     pub fn on(&self, family: Family) -> bool {
-        self.families.contains(&family)
+        self.families.iter().any(|&f| family.runs(f))
     }
 }
 
@@ -253,6 +278,10 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_64x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mma16x8x16);
+        // Hopper: two warpgroups of 64x128 on wgmma, operands in LDS.
+        $m!($($extra,)* bwdw_f16_128x128x32_wgmma, [Hopper], BwdWeight, F16, 128, 128, 32, 2, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdw_bf16_128x128x32_wgmma, [Hopper], BwdWeight, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdw_bf16f32_128x128x32_wgmma, [Hopper], BwdWeight, Bf16F32, 128, 128, 32, 2, 1, Wgmma64x128x16);
         // A narrow tile for grouped problems with few output channels per group (K = 16).
         $m!($($extra,)* bwdw_f16_16x64x32_mma16x8, [Nvidia], BwdWeight, F16, 16, 64, 32, 1, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mma16x8x16);
@@ -278,6 +307,8 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_f16_64x64x32_mma16x8, [Nvidia], BwdData, F16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_64x64x32_mma16x8, [Nvidia], BwdData, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdd_f16_128x128x32_wgmma, [Hopper], BwdData, F16, 128, 128, 32, 2, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdd_bf16_128x128x32_wgmma, [Hopper], BwdData, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         // Narrow tiles for grouped problems with few channels per group (C = 16, 32).
         $m!($($extra,)* bwdd_f16_128x16x32_mma16x8, [Nvidia], BwdData, F16, 128, 16, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 16, 32, 4, 1, Mma16x8x16);
@@ -326,7 +357,7 @@ macro_rules! table_entry {
     };
 }
 
-const MAX_INSTANCES: usize = 64;
+const MAX_INSTANCES: usize = 96;
 
 const TABLE: [Option<Instance>; MAX_INSTANCES] = {
     let mut v: [Option<Instance>; MAX_INSTANCES] = [None; MAX_INSTANCES];

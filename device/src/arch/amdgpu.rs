@@ -30,3 +30,18 @@ pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
 pub use super::raw::{ld, lds_ld, lds_st, st, trap};
 
 pub use super::no_async::{cp_async_commit, cp_async_wait, cp_async16, ldmatrix_x4};
+
+// AMD has no warpgroup instructions: no AMD kernel uses these (they exist so
+// the shared pipeline code compiles for every target).
+#[inline(always)]
+pub fn lds_window(off: usize) -> u32 {
+    off as u32
+}
+#[inline(always)]
+pub fn wgmma_fence() {}
+#[inline(always)]
+pub fn wgmma_commit() {}
+#[inline(always)]
+pub fn wgmma_wait(_pending: u32) {}
+#[inline(always)]
+pub fn fence_proxy_async() {}

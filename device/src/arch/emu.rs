@@ -41,3 +41,23 @@ pub fn trap() -> ! {
 }
 
 pub use super::no_async::{cp_async_commit, cp_async_wait, cp_async16, ldmatrix_x4};
+
+#[inline(always)]
+pub fn lds_window(off: usize) -> u32 {
+    off as u32
+}
+#[inline(always)]
+pub fn wgmma_fence() {
+    lane::wgmma_fence()
+}
+#[inline(always)]
+pub fn wgmma_commit() {
+    lane::wgmma_commit()
+}
+#[inline(always)]
+pub fn wgmma_wait(pending: u32) {
+    lane::wgmma_wait(pending)
+}
+/// The emulator's LDS has one view: nothing to order.
+#[inline(always)]
+pub fn fence_proxy_async() {}

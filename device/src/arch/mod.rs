@@ -133,6 +133,42 @@ pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize
     unsafe { imp::ldmatrix_x4::<TRANS>(row) }
 }
 
+/// Address of LDS byte `off` in the shared-memory window, as the warpgroup
+/// instructions' descriptors take it (the emulator: the offset itself).
+#[inline(always)]
+pub fn lds_window(off: usize) -> u32 {
+    imp::lds_window(off)
+}
+
+/// `wgmma.fence`: orders this thread's accumulator and LDS accesses before
+/// the warpgroup instructions that follow.
+#[inline(always)]
+pub fn wgmma_fence() {
+    imp::wgmma_fence()
+}
+
+/// Closes the group of warpgroup instructions issued since the last one.
+#[inline(always)]
+pub fn wgmma_commit() {
+    imp::wgmma_commit()
+}
+
+/// Waits until at most `pending` (0 or 1) committed groups of warpgroup
+/// instructions are in flight: their accumulators are then defined and the
+/// LDS they read may be overwritten.
+#[inline(always)]
+pub fn wgmma_wait(pending: u32) {
+    imp::wgmma_wait(pending)
+}
+
+/// `fence.proxy.async.shared::cta`: this thread's LDS writes (stores and
+/// `cp.async` copies) become visible to the warpgroup instructions, which read
+/// LDS through the asynchronous proxy.
+#[inline(always)]
+pub fn fence_proxy_async() {
+    imp::fence_proxy_async()
+}
+
 /// Targets without asynchronous copies or matrix loads (AMD, the emulator):
 /// synchronous copies, and matrix loads done lane by lane with plain LDS
 /// loads (each lane reads what the instruction would hand it, so no lane

@@ -14,6 +14,13 @@ unsafe extern "C" {
     fn convgrad_cp_async_wait1();
     fn convgrad_cp_async_wait2();
     fn convgrad_cp_async_wait3();
+    // Hopper only (generated into the sm_90a shim by xtask).
+    fn convgrad_smem_addr(p: *const u8) -> u32;
+    fn convgrad_wgmma_fence();
+    fn convgrad_wgmma_commit();
+    fn convgrad_wgmma_wait0();
+    fn convgrad_wgmma_wait1();
+    fn convgrad_fence_proxy_async();
 }
 
 /// Four 32-bit registers, as LLVM's `<4 x i32>`.
@@ -75,6 +82,29 @@ pub unsafe fn ldmatrix_x4<const TRANS: bool>(row: impl Fn(usize, usize) -> usize
     let p = unsafe { lds.add(row(l / 8, l % 8)) };
     let r = unsafe { if TRANS { convgrad_ldmatrix_x4_trans(p) } else { convgrad_ldmatrix_x4(p) } };
     unsafe { core::mem::transmute::<U32x4, [u32; 4]>(r) }
+}
+
+#[inline(always)]
+pub fn lds_window(off: usize) -> u32 {
+    unsafe { convgrad_smem_addr(super::raw::lds_base().add(off)) }
+}
+#[inline(always)]
+pub fn wgmma_fence() {
+    unsafe { convgrad_wgmma_fence() }
+}
+#[inline(always)]
+pub fn wgmma_commit() {
+    unsafe { convgrad_wgmma_commit() }
+}
+#[inline(always)]
+pub fn wgmma_wait(pending: u32) {
+    unsafe {
+        if pending == 0 { convgrad_wgmma_wait0() } else { convgrad_wgmma_wait1() }
+    }
+}
+#[inline(always)]
+pub fn fence_proxy_async() {
+    unsafe { convgrad_fence_proxy_async() }
 }
 
 pub use super::raw::{ld, lds_ld, lds_st, st, trap};

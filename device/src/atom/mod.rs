@@ -10,6 +10,7 @@
 pub mod fma;
 pub mod mfma;
 pub mod mma_sync;
+pub mod wgmma;
 pub mod wmma;
 
 use crate::arch;
@@ -36,6 +37,65 @@ impl LdsTile {
     pub fn at<T: Elem>(&self, row: usize, k: usize) -> usize {
         let i = if self.mn_major { k * self.ld + row } else { row * self.ld + k };
         self.base + i * T::BYTES
+    }
+}
+
+/// An operand tile in LDS in one of the canonical layouts of the warpgroup
+/// instructions (PTX ISA, "Shared Memory Matrix Layout"; 16-bit elements).
+/// Rows run along M (A) or N (B); `mn_major` says which index is contiguous.
+/// - `swizzle == 0`: 8 x 16-byte core matrices; element `(row, k)` at
+///   K-major `(row % 8) * 16 + (row / 8) * sbo + (k % 8) * 2 + (k / 8) * lbo`,
+///   MN-major `(row % 8) * 2 + (row / 8) * sbo + (k % 8) * 16 + (k / 8) * lbo`.
+/// - `swizzle == W` (32, 64, 128 bytes): lines of `W` bytes, 8 lines an atom,
+///   the 16-byte chunk index XORed with the line index (bits 4.. with bits
+///   7..): K-major lines are a row's k (`sbo` between 8-row groups), MN-major
+///   lines are `W / 2` rows of one k (`sbo` between 8-k groups, `lbo` between
+///   row blocks). The XOR works on the absolute address, so atoms sit on
+///   `8 * W`-byte boundaries of LDS.
+#[derive(Clone, Copy)]
+pub struct CoreTile {
+    /// Byte offset of element (0, 0); a multiple of 16.
+    pub base: usize,
+    /// "Leading byte offset" (see above).
+    pub lbo: u32,
+    /// "Stride byte offset" (see above).
+    pub sbo: u32,
+    /// Whether rows, not k, are contiguous.
+    pub mn_major: bool,
+    /// Swizzle width in bytes, 0 for none.
+    pub swizzle: u32,
+}
+
+impl CoreTile {
+    /// Byte offset of 16-bit element `(row, k)`.
+    #[inline(always)]
+    pub fn at(&self, row: usize, k: usize) -> usize {
+        let (lbo, sbo, w) = (self.lbo as usize, self.sbo as usize, self.swizzle as usize);
+        if w == 0 {
+            let (fast, slow) = if self.mn_major { (row, k) } else { (k, row) };
+            return self.base + (fast % 8) * 2 + (slow % 8) * 16 + (row / 8) * sbo + (k / 8) * lbo;
+        }
+        let per_line = w / 2;
+        let off = if self.mn_major {
+            (row % per_line) * 2 + (row / per_line) * lbo + (k % 8) * w + (k / 8) * sbo
+        } else {
+            (row % 8) * w + (row / 8) * sbo + k * 2
+        };
+        let a = self.base + off;
+        a ^ (((a >> 7) & (w / 16 - 1)) << 4)
+    }
+    /// The tile moved by `rows` rows (a multiple of 8, or of `swizzle / 2`
+    /// for swizzled MN-major tiles) and `k` reductions (a multiple of 8; of
+    /// the line for swizzled K-major tiles, or inside it).
+    #[inline(always)]
+    pub fn offset(self, rows: usize, k: usize) -> CoreTile {
+        let (lbo, sbo, w) = (self.lbo as usize, self.sbo as usize, self.swizzle as usize);
+        let d = match (w, self.mn_major) {
+            (0, _) => (rows / 8) * sbo + (k / 8) * lbo,
+            (_, true) => (rows / (w / 2)) * lbo + (k / 8) * sbo,
+            (_, false) => (rows / 8) * sbo + k * 2,
+        };
+        CoreTile { base: self.base + d, ..self }
     }
 }
 
@@ -115,6 +175,19 @@ pub trait MmaAtom {
     /// # Safety
     /// Every lane of the wave must call it together (convergent).
     unsafe fn mma(a: &Self::A, b: &Self::B, c: &mut Self::C);
+    /// Whether the instruction reads its operands from LDS ([`MmaAtom::mma_lds`])
+    /// instead of registers (warpgroup atoms: no A/B fragments).
+    const FROM_LDS: bool = false;
+    /// `c = a * b + c` with `M x K` A and `N x K` B tiles read from LDS,
+    /// asynchronously: results are defined after [`crate::arch::wgmma_wait`].
+    ///
+    /// # Safety
+    /// Only for [`MmaAtom::FROM_LDS`] atoms; every lane of the warpgroup calls
+    /// it together with the same tiles, which lie in LDS.
+    unsafe fn mma_lds(a: CoreTile, b: CoreTile, c: &mut Self::C) {
+        let _ = (a, b, c);
+        arch::trap()
+    }
 }
 
 /// Raw 16-bit operand bits of a fragment (for the emulator and bit-cast intrinsics).

@@ -363,36 +363,34 @@ impl<R: Copy> Slab<'_, R> {
             unsafe { self.put::<O::T, ROWS, BK>(&st, base) };
             return;
         }
-        let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads, base, ldk: self.ldk };
-        unsafe { at.copy::<O, ROWS, BK>(o, |r| swizzle(r, O::T::LANES)) };
+        let (ldk, eb) = (self.ldk, <O::T as Elem>::BYTES);
+        let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads };
+        unsafe { at.copy::<O, ROWS, BK>(o, |r, kk| base + (swizzle(r, O::T::LANES) * ldk + kk) * eb) };
     }
 }
 
-/// Where an element-by-element slab copy goes: operands without 16-byte
-/// vectors, into a K-contiguous `ROWS x BK` slab at byte offset `base`.
+/// An element-by-element slab copy (operands without 16-byte vectors): rows
+/// `row0 ..`, reductions `k0 ..` of a `ROWS x BK` slab.
 pub(super) struct ElementSlab {
     pub(super) row0: u32,
     pub(super) k0: u32,
     pub(super) k_end: u32,
     pub(super) tid: usize,
     pub(super) threads: usize,
-    pub(super) base: usize,
-    pub(super) ldk: usize,
 }
 
 impl ElementSlab {
     /// Copies the slab, threads walking the operand's contiguous index
-    /// fastest; row `r` lands in LDS row `phys(r)`.
+    /// fastest; element `(row, kk)` lands at LDS byte `at(row, kk)`.
     #[inline(always)]
-    pub(super) unsafe fn copy<O: Operand, const ROWS: usize, const BK: usize>(&self, o: &O, phys: impl Fn(usize) -> usize) {
+    pub(super) unsafe fn copy<O: Operand, const ROWS: usize, const BK: usize>(&self, o: &O, at: impl Fn(usize, usize) -> usize) {
         let fast = o.rows_fast();
-        let eb = <O::T as Elem>::BYTES;
         let mut idx = self.tid;
         while idx < ROWS * BK {
             let (row, kk) = if fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
             let k = self.k0 + kk as u32;
             let v = if k < self.k_end { unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) } } else { O::T::default() };
-            unsafe { arch::lds_st(self.base + (phys(row) * self.ldk + kk) * eb, v) };
+            unsafe { arch::lds_st(at(row, kk), v) };
             idx += self.threads;
         }
     }

@@ -8,7 +8,9 @@
 //!   loops, by the atom's family (`TileConfig::stages`):
 //!   - [`block`]: global -> registers -> LDS, double-buffered (AMD, FMA);
 //!   - [`multistage`]: asynchronous copies, several slabs in flight, matrix
-//!     loads from LDS (NVIDIA).
+//!     loads from LDS (NVIDIA);
+//!   - [`warpgroup`]: the same copies into the swizzled layouts that
+//!     Hopper's `wgmma` reads straight from LDS.
 //!
 //!   Both end in per-wave fragments fed to the atoms; [`block::store_tile`]
 //!   hands the result to the op's epilogue in runs of columns.
@@ -18,6 +20,7 @@
 pub mod block;
 pub mod multistage;
 pub mod splitk;
+pub mod warpgroup;
 
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -140,7 +143,9 @@ pub unsafe fn mainloop<
     r: BlockRange,
 ) -> block::Acc<At, FR, FC> {
     let tile = TileConfig::of(BM, BN, BK, WM, WN);
-    if tile.stages(At::KIND) > 2 {
+    if At::FROM_LDS {
+        unsafe { warpgroup::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }
+    } else if tile.stages(At::KIND) > 2 {
         unsafe { multistage::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }
     } else {
         unsafe { block::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }

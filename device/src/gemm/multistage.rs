@@ -217,8 +217,8 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
                 unsafe { arch::cp_async16(base + (row * (BK + PAD) + kk) * eb, src) };
             }
         } else {
-            let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads, base, ldk: BK + PAD };
-            unsafe { at.copy::<O, ROWS, BK>(o, |r| r) };
+            let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads };
+            unsafe { at.copy::<O, ROWS, BK>(o, |r, kk| base + (r * (BK + PAD) + kk) * eb) };
         }
         self.k0 = k0 + BK as u32;
         if MN || self.kvec {

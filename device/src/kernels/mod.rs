@@ -24,6 +24,7 @@ macro_rules! atom_ty {
     (Mfma16x16x16, $t:ident) => { $crate::atom::mfma::Mfma16x16x16<in_ty!($t)> };
     (Wmma16x16x16, $t:ident) => { $crate::atom::wmma::Wmma16x16x16<in_ty!($t)> };
     (Mma16x8x16, $t:ident) => { $crate::atom::mma_sync::Mma16x8x16<in_ty!($t)> };
+    (Wgmma64x128x16, $t:ident) => { $crate::atom::wgmma::Wgmma64x128x16<in_ty!($t)> };
     (Fma, $t:ident) => { $crate::atom::fma::Fma };
 }
 
@@ -71,6 +72,8 @@ mod gpu {
         (Cdna, $i:item) => { #[cfg(convgrad_family = "cdna")] $i };
         (Rdna3, $i:item) => { #[cfg(convgrad_family = "rdna3")] $i };
         (Nvidia, $i:item) => { #[cfg(convgrad_family = "nvidia")] $i };
+        // Hopper builds (sm_90a) are NVIDIA builds with the warpgroup kernels.
+        (Hopper, $i:item) => { #[cfg(convgrad_wgmma)] $i };
     }
 
     macro_rules! gpu_kernel {
@@ -100,7 +103,7 @@ pub mod host {
 
     macro_rules! host_match {
         ($family:ident, $want:ident, $found:ident, $name:ident, [$($fam:ident),*], $op:ident, $($rest:tt)*) => {
-            if $found.is_none() && stringify!($name) == $want && [$(Family::$fam),*].contains(&$family) {
+            if $found.is_none() && stringify!($name) == $want && [$(Family::$fam),*].iter().any(|&f| $family.runs(f)) {
                 fn entry(p: *const u8) {
                     let args = p as *const ConvArgs;
                     unsafe { body!(args, $op, $($rest)*) }

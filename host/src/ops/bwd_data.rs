@@ -189,7 +189,7 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
         let padded = n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
         (padded - n) * 100 / padded
     };
-    tiles.sort_by_key(|i| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn));
+    tiles.sort_by_key(|i| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !super::warpgroup(i)));
     tiles.first().copied().or(direct).ok_or_else(none)
 }
 

@@ -250,7 +250,7 @@ pub(crate) fn open(index: usize) -> Result<HipDriver> {
     let arch = gcn_arch_name(dev)?;
     let arch = arch.split(':').next().unwrap_or("").to_string();
     if convgrad_types::instance::Family::of_arch(&arch)
-        .is_none_or(|f| f == convgrad_types::instance::Family::Nvidia)
+        .is_none_or(|f| f.runs(convgrad_types::instance::Family::Nvidia))
     {
         return Err(RuntimeError::UnsupportedArch {
             device: name,

@@ -47,7 +47,7 @@ pub fn spec(family: Family) -> SmokeSpec {
     let kernel = match family {
         Family::Cdna => "smoke_mfma",
         Family::Rdna3 => "smoke_wmma",
-        Family::Nvidia => "smoke_mma",
+        Family::Nvidia | Family::Hopper => "smoke_mma",
     };
     let inst =
         instance::find(kernel).unwrap_or_else(|| panic!("{kernel} is not in the instance table"));

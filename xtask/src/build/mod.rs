@@ -64,6 +64,7 @@ pub mod amdgpu;
 pub mod ir;
 pub mod manifest;
 pub mod nvptx;
+mod wgmma_shim;
 
 use crate::util::{self, Fnv64, Toolchain};
 use anyhow::{Context, Result, bail};
@@ -125,6 +126,14 @@ impl Arch {
     /// Its family (always known for [`ARCHS`]).
     pub fn family(&self) -> Family {
         Family::of_arch(self.name).expect("every arch in ARCHS has a family")
+    }
+    /// LLVM CPU name: the arch, except that Hopper builds `sm_90a`, whose
+    /// `wgmma` instructions the warpgroup kernels need.
+    pub fn cpu(&self) -> &'static str {
+        match self.name {
+            "sm_90" => "sm_90a",
+            n => n,
+        }
     }
     /// Rust target triple.
     pub fn triple(&self) -> &'static str {
@@ -315,10 +324,13 @@ fn rustc_step(arch: Arch, stub: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
     let target_dir = util::kernels_build_dir().join(arch.name).join("cargo");
     let family = arch.family().cfg();
     let mut rustflags = vec![
-        format!("-Ctarget-cpu={}", arch.name),
+        format!("-Ctarget-cpu={}", arch.cpu()),
         "--cfg".into(),
         format!("convgrad_family=\"{family}\""),
     ];
+    if arch.family() == Family::Hopper {
+        rustflags.extend(["--cfg".into(), "convgrad_wgmma".into()]);
+    }
     rustflags.extend(unroll_args(arch).iter().map(|a| format!("-Cllvm-args={a}")));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let args: Vec<String> = [
@@ -397,7 +409,10 @@ fn build_arch(
     std::fs::create_dir_all(&work)?;
     let family = arch.family();
     let bc = util::read(&bc_path)?;
-    let shim = util::read(&arch.shim_path())?;
+    let mut shim = util::read(&arch.shim_path())?;
+    if family == Family::Hopper {
+        shim.extend_from_slice(wgmma_shim::wgmma_shim().as_bytes());
+    }
 
     // Launch bounds for every instance of the family (whether or not it is present).
     let bounds: BTreeMap<&str, u32> = INSTANCES
@@ -571,7 +586,7 @@ fn llvm_steps(
     opt_args.extend([p("annotated.ll").into_os_string(), "-o".into(), p("opt.bc").into_os_string()]);
     tc.run("opt", opt_args).context("opt")?;
     let triple = format!("-mtriple={}", arch.triple());
-    let cpu = format!("-mcpu={}", arch.name);
+    let cpu = format!("-mcpu={}", arch.cpu());
     let out = arch.object_path();
     std::fs::create_dir_all(out.parent().unwrap())?;
     match arch.vendor {
@@ -613,11 +628,13 @@ fn llvm_steps(
             util::write_if_changed(&out, &util::read(&p("convgrad.hsaco"))?)?;
         }
         Vendor::Nvidia => {
-            // PTX 7.8 on every arch: with older ISA versions (sm_80's default
-            // is 7.0) llc copies by-value kernel parameters to local memory.
+            // PTX 7.8 at least: with older ISA versions (sm_80's default is
+            // 7.0) llc copies by-value kernel parameters to local memory.
+            // sm_90a (wgmma) needs 8.0.
+            let ptx = if arch.family() == Family::Hopper { "-mattr=+ptx80" } else { "-mattr=+ptx78" };
             tc.run(
                 "llc",
-                [triple.as_str(), cpu.as_str(), "-mattr=+ptx78", llc_opt, "-o"]
+                [triple.as_str(), cpu.as_str(), ptx, llc_opt, "-o"]
                     .map(Into::into)
                     .into_iter()
                     .chain([

@@ -161,7 +161,7 @@ fn ptxas_report(ptxas: &Path, arch: Arch, ptx_path: &Path) -> Result<BTreeMap<St
         ptxas,
         [
             "-v".as_ref(),
-            format!("--gpu-name={}", arch.name).as_ref(),
+            format!("--gpu-name={}", arch.cpu()).as_ref(),
             "-o".as_ref(),
             "/dev/null".as_ref(),
             ptx_path.as_os_str(),
@@ -328,3 +328,4 @@ ptxas info    : Used 26 registers, used 0 barriers, 360 bytes cmem[0]
         assert_eq!((k2.registers, k2.spill_stores), (Some(26), Some(0)));
     }
 }
+
