@@ -119,10 +119,16 @@ unsafe fn main<
 
     let mut la = Loader::<A, AMN>::new::<BM, BK>(a, r.m0, r.k_begin, r.k_end, tid, threads);
     let mut lb = Loader::<B, BMN>::new::<BN, BK>(b, r.n0, r.k_begin, r.k_end, tid, threads);
-    let mut copy = |s: usize| unsafe {
-        la.copy::<BM, BK>(a, slab::<BK>(s * stage, AMN));
-        lb.copy::<BN, BK>(b, slab::<BK>(s * stage + b_off, BMN));
-    };
+    // A macro, not a closure: a closure called twice may stay a call, and
+    // the loaders it borrows would then live in local memory.
+    macro_rules! copy {
+        ($s:expr) => {
+            unsafe {
+                la.copy::<BM, BK>(a, slab::<BK>($s * stage, AMN));
+                lb.copy::<BN, BK>(b, slab::<BK>($s * stage + b_off, BMN));
+            }
+        };
+    }
 
     let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
     let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(BK as u32);
@@ -131,7 +137,7 @@ unsafe fn main<
     let ahead = stages - 2;
     for s in 0..ahead {
         if (s as u32) < steps {
-            copy(s);
+            copy!(s);
         }
         arch::cp_async_commit();
     }
@@ -154,7 +160,7 @@ unsafe fn main<
         // Step - 1's instructions are done: its slab is free from the next barrier on.
         arch::wgmma_wait(1);
         if step + (ahead as u32) < steps {
-            copy(wr);
+            copy!(wr);
         }
         arch::cp_async_commit();
         rd = if rd + 1 == stages { 0 } else { rd + 1 };

@@ -114,7 +114,7 @@ pub fn choose_instance(
         .collect();
     let padded =
         |i: &Instance| m.div_ceil(i.tile.bm as u64) * i.tile.bm as u64 * n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
-    tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn, !super::warpgroup(i)));
+    tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn));
     let best = tiles.first().copied();
     // Per-group GEMMs that would fill under a tenth of even the best tile, or
     // with under 8 output channels (at least half of a 16-row matrix tile is

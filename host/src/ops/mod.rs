@@ -129,9 +129,9 @@ pub(crate) fn collect_ds<T: bytemuck::Pod>(
     Ok(())
 }
 
-/// Whether `i` runs on Hopper's warpgroup instruction: between tiles of the
-/// same shape it is preferred over `mma.sync` (the tensor cores read the
-/// operands from LDS: no fragment loads in the main loop).
+/// Whether `i` runs on Hopper's warpgroup instruction (`wgmma`, operands read
+/// by the tensor cores from LDS), which bwd-data ranks before `mma.sync`
+/// tiles of the same shape.
 pub(crate) fn warpgroup(i: &convgrad_types::instance::Instance) -> bool {
     i.atom == convgrad_types::instance::AtomKind::Wgmma64x128x16
 }
