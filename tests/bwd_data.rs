@@ -262,18 +262,32 @@ fn bwd_data_direct_vector_paths() {
 /// The tile heuristic's measured decisions, per family: a narrow tile only
 /// where C fits one (16, 32 channels per group), 64x64 for C = 48 (the narrow
 /// tiles are slower per useful channel), the widest unpadded tile for C = 256,
-/// the direct kernel for 4 channels per group. (H200 timings in
+/// the direct kernel for 4 channels per group, the 16-wide tile for an RGB
+/// stem (C = 3, K = 64, 7x7 stride 2). Hopper takes its warpgroup tiles
+/// (128 and 64 wide) where they are unpadded. (H200 timings in
 /// `ops::bwd_data::choose_instance`.)
 #[test]
 fn bwd_data_tile_choice() {
-    for family in [Family::Cdna, Family::Rdna3, Family::Nvidia] {
+    let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
+    for family in Family::ALL {
         let wide = if family == Family::Rdna3 { 64 } else { 128 };
-        for (c, want) in [(16, Some(16)), (32, Some(32)), (48, Some(64)), (256, Some(wide)), (4, None)] {
+        let hopper = family == Family::Hopper;
+        for (c, want, wgmma) in [
+            (16, Some(16), false),
+            (32, Some(32), false),
+            (48, Some(64), hopper),
+            (64, Some(64), hopper),
+            (256, Some(wide), hopper),
+            (4, None, false),
+        ] {
             let p = prob(&[2, 32, 4, c, c, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
-            let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
             let inst = plan(&p, &cfg, family).unwrap().main.instance;
             let got = (inst.op == Op::BwdData).then_some(inst.tile.bn);
             assert_eq!(got, want, "{family:?} C=K={c}: chose {}", inst.name);
+            assert_eq!(inst.atom.warpgroup(), wgmma, "{family:?} C=K={c}: chose {}", inst.name);
         }
+        let stem = prob(&[2, 1, 2, 64, 3, 7, 7, 32, 32, 2, 2, 1, 1, 3, 3, 3, 3]);
+        let inst = plan(&stem, &cfg, family).unwrap().main.instance;
+        assert_eq!((inst.op, inst.tile.bn), (Op::BwdData, 16), "{family:?} RGB stem: chose {}", inst.name);
     }
 }

@@ -69,6 +69,14 @@ define linkonce_odr hidden <4 x i32> @convgrad_vec4(ptr %unused, { i32, i32, i32
   ret <4 x i32> %v3
 }
 
+; f32 -> bf16 bits, rounded to nearest even: one `cvt.rn.bf16.f32` (sm_80+)
+; instead of the integer rounding sequence.
+define linkonce_odr hidden i16 @convgrad_f32_to_bf16(float %v) #0 {
+  %t = fptrunc float %v to bfloat
+  %b = bitcast bfloat %t to i16
+  ret i16 %b
+}
+
 declare void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3), ptr addrspace(1), i32)
 declare void @llvm.nvvm.cp.async.commit.group()
 declare void @llvm.nvvm.cp.async.wait.group(i32 immarg)

@@ -79,13 +79,7 @@ impl Elem for Bf16 {
     }
     #[inline(always)]
     fn from_f32(v: f32) -> Self {
-        let b = v.to_bits();
-        if v.is_nan() {
-            return Bf16(((b >> 16) as u16) | 0x40);
-        }
-        // Round to nearest, ties to even.
-        let r = b.wrapping_add(0x7fff + ((b >> 16) & 1));
-        Bf16((r >> 16) as u16)
+        Bf16(crate::arch::f32_to_bf16(v))
     }
     #[inline(always)]
     fn bits16(self) -> u16 {

@@ -97,6 +97,9 @@ pub enum AtomKind {
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.{f16,bf16}`: one warpgroup
     /// (4 warps, 128 threads), both operands in LDS.
     Wgmma64x128x16,
+    /// `wgmma.mma_async.sync.aligned.m64n64k16.f32.{f16,bf16}`: the same for
+    /// 64 columns.
+    Wgmma64x64x16,
     /// Scalar f32 FMA per thread (f32 data, and the finishing kernels).
     Fma,
 }
@@ -109,8 +112,13 @@ impl AtomKind {
             AtomKind::Mfma16x16x16 | AtomKind::Wmma16x16x16 => (16, 16, 16),
             AtomKind::Mma16x8x16 => (16, 8, 16),
             AtomKind::Wgmma64x128x16 => (64, 128, 16),
+            AtomKind::Wgmma64x64x16 => (64, 64, 16),
             AtomKind::Fma => (1, 1, 1),
         }
+    }
+    /// Hopper's warpgroup instructions: 128 threads per "wave", operands in LDS.
+    pub const fn warpgroup(self) -> bool {
+        matches!(self, AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16)
     }
     /// Instruction mnemonic prefix that must appear in the disassembly.
     pub const fn mnemonic(self) -> Option<&'static str> {
@@ -120,6 +128,7 @@ impl AtomKind {
             AtomKind::Wmma16x16x16 => Some("v_wmma_f32_16x16x16"),
             AtomKind::Mma16x8x16 => Some("mma.sync.aligned.m16n8k16"),
             AtomKind::Wgmma64x128x16 => Some("wgmma.mma_async.sync.aligned.m64n128k16"),
+            AtomKind::Wgmma64x64x16 => Some("wgmma.mma_async.sync.aligned.m64n64k16"),
             AtomKind::Fma => None,
         }
     }
@@ -164,7 +173,7 @@ impl TileConfig {
     pub const fn stages(&self, atom: AtomKind) -> u32 {
         match atom {
             // Copies 3 steps ahead, plus the slab the instructions in flight read.
-            AtomKind::Wgmma64x128x16 => 5,
+            AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => 5,
             AtomKind::Mma16x8x16 => {
                 if self.bk >= 64 {
                     3
@@ -177,8 +186,12 @@ impl TileConfig {
     }
     /// Bytes of one operand's slab of `rows` in the multistage pipeline, which
     /// keeps the operand's global layout: `[rows][bk + pad]` (K-contiguous) or
-    /// `[bk][rows + pad]` (row-contiguous), whichever is larger.
-    pub const fn slab_bytes(rows: u32, bk: u32, elem_bytes: u32) -> u32 {
+    /// `[bk][rows + pad]` (row-contiguous), whichever is larger. The warpgroup
+    /// atoms' swizzled layouts spread over the banks without padding.
+    pub const fn slab_bytes(rows: u32, bk: u32, elem_bytes: u32, atom: AtomKind) -> u32 {
+        if atom.warpgroup() {
+            return rows * bk * elem_bytes;
+        }
         let (k_major, mn_major) = (rows * (bk + Self::LDS_PAD), bk * (rows + Self::LDS_PAD));
         (if k_major > mn_major { k_major } else { mn_major }) * elem_bytes
     }
@@ -188,7 +201,7 @@ impl TileConfig {
     /// keeps 128x128 inside 64 KiB).
     pub const fn epilogue_ld(&self, atom: AtomKind) -> u32 {
         match atom {
-            AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 => self.bn + 4,
+            AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => self.bn + 4,
             _ => self.bn,
         }
     }
@@ -197,8 +210,8 @@ impl TileConfig {
         self.bm * self.epilogue_ld(atom) * 4
     }
     /// Bytes of one multistage stage (A then B).
-    pub const fn stage_bytes(&self, elem_bytes: u32) -> u32 {
-        Self::slab_bytes(self.bm, self.bk, elem_bytes) + Self::slab_bytes(self.bn, self.bk, elem_bytes)
+    pub const fn stage_bytes(&self, elem_bytes: u32, atom: AtomKind) -> u32 {
+        Self::slab_bytes(self.bm, self.bk, elem_bytes, atom) + Self::slab_bytes(self.bn, self.bk, elem_bytes, atom)
     }
 }
 
@@ -226,7 +239,7 @@ impl Instance {
             // The FMA atom is one thread: its "waves" are single threads.
             AtomKind::Fma => self.tile.waves_m * self.tile.waves_n,
             // Its "waves" are warpgroups.
-            AtomKind::Wgmma64x128x16 => self.tile.waves_m * self.tile.waves_n * 128,
+            AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => self.tile.waves_m * self.tile.waves_n * 128,
             _ => self.tile.threads(family.wave()),
         }
     }
@@ -243,8 +256,8 @@ impl Instance {
                 // tile the epilogue goes through, whichever is larger.
                 let e = self.types.act().bytes() as u32;
                 let main = match self.atom {
-                    AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 => {
-                        self.tile.stages(self.atom) * self.tile.stage_bytes(e)
+                    AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => {
+                        self.tile.stages(self.atom) * self.tile.stage_bytes(e, self.atom)
                     }
                     _ => self.tile.lds_bytes(e),
                 };
@@ -307,6 +320,9 @@ macro_rules! for_each_instance {
         // ran 0.98-1.05x the time of mma.sync on it, H200 bench: not built.)
         $m!($($extra,)* bwdd_f16_128x128x32_wgmma, [Hopper], BwdData, F16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_wgmma, [Hopper], BwdData, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
+        // 64 channels per group: two warpgroups of 64x64.
+        $m!($($extra,)* bwdd_f16_128x64x32_wgmma, [Hopper], BwdData, F16, 128, 64, 32, 2, 1, Wgmma64x64x16);
+        $m!($($extra,)* bwdd_bf16_128x64x32_wgmma, [Hopper], BwdData, Bf16, 128, 64, 32, 2, 1, Wgmma64x64x16);
         // Narrow tiles for grouped problems with few channels per group (C = 16, 32).
         $m!($($extra,)* bwdd_f16_128x16x32_mma16x8, [Nvidia], BwdData, F16, 128, 16, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 16, 32, 4, 1, Mma16x8x16);

@@ -45,3 +45,5 @@ pub fn wgmma_commit() {}
 pub fn wgmma_wait(_pending: u32) {}
 #[inline(always)]
 pub fn fence_proxy_async() {}
+
+pub use super::f32_to_bf16_soft as f32_to_bf16;

@@ -61,3 +61,5 @@ pub fn wgmma_wait(pending: u32) {
 /// The emulator's LDS has one view: nothing to order.
 #[inline(always)]
 pub fn fence_proxy_async() {}
+
+pub use super::f32_to_bf16_soft as f32_to_bf16;

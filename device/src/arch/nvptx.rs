@@ -21,6 +21,7 @@ unsafe extern "C" {
     fn convgrad_wgmma_wait0();
     fn convgrad_wgmma_wait1();
     fn convgrad_fence_proxy_async();
+    fn convgrad_f32_to_bf16(v: f32) -> u16;
 }
 
 /// Four 32-bit registers, as LLVM's `<4 x i32>`.
@@ -105,6 +106,12 @@ pub fn wgmma_wait(pending: u32) {
 #[inline(always)]
 pub fn fence_proxy_async() {
     unsafe { convgrad_fence_proxy_async() }
+}
+
+/// The hardware conversion (`cvt.rn.bf16.f32`).
+#[inline(always)]
+pub fn f32_to_bf16(v: f32) -> u16 {
+    unsafe { convgrad_f32_to_bf16(v) }
 }
 
 pub use super::raw::{ld, lds_ld, lds_st, st, trap};

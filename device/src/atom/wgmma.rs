@@ -1,8 +1,8 @@
-//! NVIDIA Hopper `wgmma.mma_async.sync.aligned.m64n128k16.f32.{f16,bf16}`:
-//! one warpgroup (4 warps, 128 threads) multiplies a 64x16 A tile by a 16x128
-//! B tile, both read from LDS through matrix descriptors, into 64 f32
-//! accumulators per thread. It runs asynchronously: the pipeline fences,
-//! commits and waits around it ([`crate::arch::wgmma_wait`]).
+//! NVIDIA Hopper `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}`
+//! (N = 128 or 64): one warpgroup (4 warps, 128 threads) multiplies a 64x16 A
+//! tile by a 16xN B tile, both read from LDS through matrix descriptors, into
+//! N/2 f32 accumulators per thread. It runs asynchronously: the pipeline
+//! fences, commits and waits around it ([`crate::arch::wgmma_wait`]).
 //!
 //! Accumulator layout (PTX ISA, "Register fragments for wgmma .m64nNk16"):
 //! warp `w` of the warpgroup holds rows `16w ..16w+15`; within it, lane `l`,
@@ -15,10 +15,7 @@ use crate::elem::Elem;
 use convgrad_types::instance::AtomKind;
 use core::marker::PhantomData;
 
-/// `wgmma.mma_async ... m64n128k16.f32.{f16,bf16}` (operands in LDS).
-pub struct Wgmma64x128x16<T>(PhantomData<T>);
-
-/// One thread's 64 accumulators (arrays this long have no `Default`).
+/// One thread's 64 accumulators of m64n128 (arrays this long have no `Default`).
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 pub struct Acc64(pub [f32; 64]);
@@ -42,11 +39,12 @@ impl Frag<f32> for Acc64 {}
 
 /// f16 or bf16 on the warpgroup instruction.
 pub trait WgmmaInput: Elem {
-    /// `acc += A * B` for the descriptors (`TA`/`TB`: MN-major operands).
+    /// `acc[..N/2] += A * B` for the descriptors (`TA`/`TB`: MN-major operands).
     ///
     /// # Safety
-    /// The whole warpgroup calls it with the same descriptors of LDS tiles.
-    unsafe fn wgmma<const TA: bool, const TB: bool>(da: u64, db: u64, acc: &mut Acc64);
+    /// The whole warpgroup calls it with the same descriptors of LDS tiles;
+    /// `acc` holds `N / 2` floats.
+    unsafe fn wgmma<const N: usize, const TA: bool, const TB: bool>(da: u64, db: u64, acc: *mut f32);
 }
 
 /// The matrix descriptor of `t`: start address, leading and stride byte
@@ -64,76 +62,107 @@ fn descriptor(t: CoreTile) -> u64 {
     field(arch::lds_window(t.base)) | (field(t.lbo) << 16) | (field(t.sbo) << 32) | (mode << 62)
 }
 
-impl<T: WgmmaInput> MmaAtom for Wgmma64x128x16<T> {
-    const KIND: AtomKind = AtomKind::Wgmma64x128x16;
-    const M: usize = 64;
-    const N: usize = 128;
-    const K: usize = 16;
-    const WAVE: usize = 128;
-    const FROM_LDS: bool = true;
-    type In = T;
-    // No register operands: A and B stay in LDS.
-    type A = [T; 0];
-    type B = [T; 0];
-    type C = Acc64;
-    type ARun = [T; 0];
-    type BRun = [T; 0];
-    fn a_elem(_lane: usize, _e: usize) -> (usize, usize) {
-        (0, 0)
-    }
-    fn b_elem(_lane: usize, _e: usize) -> (usize, usize) {
-        (0, 0)
-    }
-    #[inline(always)]
-    fn c_elem(lane: usize, e: usize) -> (usize, usize) {
-        let (w, l) = (lane / 32, lane % 32);
-        (16 * w + l / 4 + 8 * ((e / 2) % 2), 8 * (e / 4) + 2 * (l % 4) + e % 2)
-    }
-    unsafe fn load_a(_t: LdsTile, _i0: usize, _k0: usize, _lane: usize) -> [T; 0] {
-        []
-    }
-    unsafe fn load_b(_t: LdsTile, _j0: usize, _k0: usize, _lane: usize) -> [T; 0] {
-        []
-    }
-    unsafe fn mma(_a: &[T; 0], _b: &[T; 0], _c: &mut Acc64) {
-        arch::trap()
-    }
-    #[inline(always)]
-    unsafe fn mma_lds(a: CoreTile, b: CoreTile, c: &mut Acc64) {
-        let (da, db) = (descriptor(a), descriptor(b));
-        unsafe {
-            match (a.mn_major, b.mn_major) {
-                (false, false) => T::wgmma::<false, false>(da, db, c),
-                (false, true) => T::wgmma::<false, true>(da, db, c),
-                (true, false) => T::wgmma::<true, false>(da, db, c),
-                (true, true) => T::wgmma::<true, true>(da, db, c),
+/// One atom per instruction width: `$name<T>` is `m64n$n k16` with
+/// accumulators `$acc`.
+macro_rules! wgmma_atom {
+    ($(#[$doc:meta])* $name:ident, $n:literal, $acc:ty, $kind:ident) => {
+        $(#[$doc])*
+        pub struct $name<T>(PhantomData<T>);
+
+        impl<T: WgmmaInput> MmaAtom for $name<T> {
+            const KIND: AtomKind = AtomKind::$kind;
+            const M: usize = 64;
+            const N: usize = $n;
+            const K: usize = 16;
+            const WAVE: usize = 128;
+            const FROM_LDS: bool = true;
+            type In = T;
+            // No register operands: A and B stay in LDS.
+            type A = [T; 0];
+            type B = [T; 0];
+            type C = $acc;
+            type ARun = [T; 0];
+            type BRun = [T; 0];
+            fn a_elem(_lane: usize, _e: usize) -> (usize, usize) {
+                (0, 0)
+            }
+            fn b_elem(_lane: usize, _e: usize) -> (usize, usize) {
+                (0, 0)
+            }
+            #[inline(always)]
+            fn c_elem(lane: usize, e: usize) -> (usize, usize) {
+                c_elem(lane, e)
+            }
+            unsafe fn load_a(_t: LdsTile, _i0: usize, _k0: usize, _lane: usize) -> [T; 0] {
+                []
+            }
+            unsafe fn load_b(_t: LdsTile, _j0: usize, _k0: usize, _lane: usize) -> [T; 0] {
+                []
+            }
+            unsafe fn mma(_a: &[T; 0], _b: &[T; 0], _c: &mut $acc) {
+                arch::trap()
+            }
+            #[inline(always)]
+            unsafe fn mma_lds(a: CoreTile, b: CoreTile, c: &mut $acc) {
+                let (da, db, p) = (descriptor(a), descriptor(b), c.as_mut().as_mut_ptr());
+                unsafe {
+                    match (a.mn_major, b.mn_major) {
+                        (false, false) => T::wgmma::<$n, false, false>(da, db, p),
+                        (false, true) => T::wgmma::<$n, false, true>(da, db, p),
+                        (true, false) => T::wgmma::<$n, true, false>(da, db, p),
+                        (true, true) => T::wgmma::<$n, true, true>(da, db, p),
+                    }
+                }
             }
         }
-    }
+    };
+}
+
+wgmma_atom!(
+    /// `wgmma.mma_async ... m64n128k16.f32.{f16,bf16}` (operands in LDS).
+    Wgmma64x128x16, 128, Acc64, Wgmma64x128x16
+);
+wgmma_atom!(
+    /// `wgmma.mma_async ... m64n64k16.f32.{f16,bf16}` (operands in LDS): the
+    /// tile for 64 channels per group.
+    Wgmma64x64x16, 64, [f32; 32], Wgmma64x64x16
+);
+
+/// Row and column of accumulator slot `e` of warpgroup lane `lane` (any N).
+#[inline(always)]
+fn c_elem(lane: usize, e: usize) -> (usize, usize) {
+    let (w, l) = (lane / 32, lane % 32);
+    (16 * w + l / 4 + 8 * ((e / 2) % 2), 8 * (e / 4) + 2 * (l % 4) + e % 2)
 }
 
 #[cfg(target_arch = "nvptx64")]
 mod hw {
     use super::*;
     use crate::elem::Bf16;
+    /// The generated shims (`xtask/src/build/wgmma_shim.rs`) of one type:
+    /// `convgrad_wgmma_m64n<N>k16_<ty>_<a><b>`.
     macro_rules! shim {
-        ($t:ty, $kk:ident, $km:ident, $mk:ident, $mm:ident) => {
+        ($t:ty, $([$n:literal, $kk:ident, $km:ident, $mk:ident, $mm:ident]),*) => {
             unsafe extern "C" {
-                fn $kk(da: u64, db: u64, acc: *mut f32);
-                fn $km(da: u64, db: u64, acc: *mut f32);
-                fn $mk(da: u64, db: u64, acc: *mut f32);
-                fn $mm(da: u64, db: u64, acc: *mut f32);
+                $(
+                    fn $kk(da: u64, db: u64, acc: *mut f32);
+                    fn $km(da: u64, db: u64, acc: *mut f32);
+                    fn $mk(da: u64, db: u64, acc: *mut f32);
+                    fn $mm(da: u64, db: u64, acc: *mut f32);
+                )*
             }
             impl WgmmaInput for $t {
                 #[inline(always)]
-                unsafe fn wgmma<const TA: bool, const TB: bool>(da: u64, db: u64, acc: &mut Acc64) {
-                    let p = acc.0.as_mut_ptr();
+                unsafe fn wgmma<const N: usize, const TA: bool, const TB: bool>(da: u64, db: u64, p: *mut f32) {
                     unsafe {
-                        match (TA, TB) {
-                            (false, false) => $kk(da, db, p),
-                            (false, true) => $km(da, db, p),
-                            (true, false) => $mk(da, db, p),
-                            (true, true) => $mm(da, db, p),
+                        match N {
+                            $($n => match (TA, TB) {
+                                (false, false) => $kk(da, db, p),
+                                (false, true) => $km(da, db, p),
+                                (true, false) => $mk(da, db, p),
+                                (true, true) => $mm(da, db, p),
+                            },)*
+                            _ => arch::trap(),
                         }
                     }
                 }
@@ -142,17 +171,37 @@ mod hw {
     }
     shim!(
         f16,
-        convgrad_wgmma_m64n128k16_f16_kk,
-        convgrad_wgmma_m64n128k16_f16_km,
-        convgrad_wgmma_m64n128k16_f16_mk,
-        convgrad_wgmma_m64n128k16_f16_mm
+        [
+            128,
+            convgrad_wgmma_m64n128k16_f16_kk,
+            convgrad_wgmma_m64n128k16_f16_km,
+            convgrad_wgmma_m64n128k16_f16_mk,
+            convgrad_wgmma_m64n128k16_f16_mm
+        ],
+        [
+            64,
+            convgrad_wgmma_m64n64k16_f16_kk,
+            convgrad_wgmma_m64n64k16_f16_km,
+            convgrad_wgmma_m64n64k16_f16_mk,
+            convgrad_wgmma_m64n64k16_f16_mm
+        ]
     );
     shim!(
         Bf16,
-        convgrad_wgmma_m64n128k16_bf16_kk,
-        convgrad_wgmma_m64n128k16_bf16_km,
-        convgrad_wgmma_m64n128k16_bf16_mk,
-        convgrad_wgmma_m64n128k16_bf16_mm
+        [
+            128,
+            convgrad_wgmma_m64n128k16_bf16_kk,
+            convgrad_wgmma_m64n128k16_bf16_km,
+            convgrad_wgmma_m64n128k16_bf16_mk,
+            convgrad_wgmma_m64n128k16_bf16_mm
+        ],
+        [
+            64,
+            convgrad_wgmma_m64n64k16_bf16_kk,
+            convgrad_wgmma_m64n64k16_bf16_km,
+            convgrad_wgmma_m64n64k16_bf16_mk,
+            convgrad_wgmma_m64n64k16_bf16_mm
+        ]
     );
 }
 
@@ -162,12 +211,12 @@ mod hw {
     use crate::elem::Bf16;
     // AMD has no warpgroup instruction; no AMD instance uses this atom.
     impl WgmmaInput for f16 {
-        unsafe fn wgmma<const TA: bool, const TB: bool>(_da: u64, _db: u64, _acc: &mut Acc64) {
+        unsafe fn wgmma<const N: usize, const TA: bool, const TB: bool>(_da: u64, _db: u64, _acc: *mut f32) {
             arch::trap()
         }
     }
     impl WgmmaInput for Bf16 {
-        unsafe fn wgmma<const TA: bool, const TB: bool>(_da: u64, _db: u64, _acc: &mut Acc64) {
+        unsafe fn wgmma<const N: usize, const TA: bool, const TB: bool>(_da: u64, _db: u64, _acc: *mut f32) {
             arch::trap()
         }
     }
@@ -182,10 +231,13 @@ mod emu {
         ($t:ty, $bf16:literal) => {
             impl WgmmaInput for $t {
                 #[inline(always)]
-                unsafe fn wgmma<const TA: bool, const TB: bool>(da: u64, db: u64, acc: &mut Acc64) {
-                    let op = WgmmaOp { n: 128, bf16: $bf16, tnsp_a: TA, tnsp_b: TB };
-                    let c = acc.0;
-                    lane::wgmma(op, da, db, &c, &mut acc.0);
+                unsafe fn wgmma<const N: usize, const TA: bool, const TB: bool>(da: u64, db: u64, p: *mut f32) {
+                    let op = WgmmaOp { n: N as u32, bf16: $bf16, tnsp_a: TA, tnsp_b: TB };
+                    // SAFETY: the atom passes its N / 2 accumulators.
+                    let acc = unsafe { core::slice::from_raw_parts_mut(p, N / 2) };
+                    let mut c = [0.0f32; 128];
+                    c[..N / 2].copy_from_slice(acc);
+                    lane::wgmma(op, da, db, &c[..N / 2], acc);
                 }
             }
         };

@@ -17,7 +17,7 @@
 //! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
-use super::{ChannelRows, ColMap, load_args, spatial_off, store_result, store_run, vector_axis};
+use super::{BiasRun, ChannelRows, ColMap, load_args, spatial_off, store_result, store_run, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -323,6 +323,7 @@ pub unsafe fn kernel<
     let r = BlockRange { m0: tm * BM as u32, n0: tn * BN as u32, k_begin: 0, k_end: slice.gemm_k };
     let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };
     // One row context per run of channels.
+    let mut bias = BiasRun::new();
     let store = |i: usize, j0: usize, v: [f32; block::RUN]| {
         let (m, c0) = (r.m0 + i as u32, r.n0 + j0 as u32);
         if m >= a.gemm_m || c0 >= a.c {
@@ -331,7 +332,7 @@ pub unsafe fn kernel<
         let (n, q) = Slice::split_row(a, m);
         if let Some(px) = slice.pixel(a, q) {
             let idx = [g, n, c0, px[0], px[1], px[2]];
-            unsafe { store_run::<Out, 2>(a, a.x, &a.x_strides, idx, a.c - c0, v) }
+            unsafe { store_run::<Out, 2>(a, a.x, &a.x_strides, idx, a.c - c0, v, &mut bias) }
         }
     };
     unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };

@@ -7,7 +7,7 @@
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
 use super::{
-    ChannelRows, for_each_in_run, load_args, spatial_off, split_out_pixel, store_result, store_run, vector_axis,
+    BiasRun, ChannelRows, for_each_in_run, load_args, spatial_off, split_out_pixel, store_result, store_run, vector_axis,
 };
 use crate::arch;
 use crate::atom::MmaAtom;
@@ -174,7 +174,7 @@ pub unsafe fn kernel<
         if at.mode == PartialMode::Direct && c_fastest(a) && a.c.is_multiple_of(block::RUN as u32) {
             // The run is channels c0.. of one tap: one vector store in GKZYXC.
             let (c, [z, y, x]) = split_filter_col(a, n0);
-            return unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v) };
+            return unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v, &mut BiasRun::new()) };
         }
         for_each_in_run(v, len, |e, x| {
             let n = n0 + e;

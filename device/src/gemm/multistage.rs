@@ -99,8 +99,8 @@ unsafe fn main<
     let tile = TileConfig::of(BM, BN, BK, WM, WN);
     let stages = tile.stages(At::KIND) as usize;
     let e = <At::In as Elem>::BYTES;
-    let stage = tile.stage_bytes(e as u32) as usize;
-    let b_off = TileConfig::slab_bytes(BM as u32, BK as u32, e as u32) as usize;
+    let stage = tile.stage_bytes(e as u32, At::KIND) as usize;
+    let b_off = TileConfig::slab_bytes(BM as u32, BK as u32, e as u32, At::KIND) as usize;
     let threads = WM * WN * At::WAVE;
     let tid = arch::thread_id() as usize;
     let lane = tid % At::WAVE;

@@ -51,6 +51,10 @@ pub unsafe fn run<
 ) -> Acc<At, FR, FC> {
     // K-major lines are one row's BK k: 32, 64 or 128 bytes.
     const { assert!(!At::FROM_LDS || (FR == 1 && FC == 1 && (BK == 16 || BK == 32 || BK == 64))) };
+    // Unpadded slabs ([`TileConfig::slab_bytes`]) keep every slab on the
+    // 1024-byte boundary the 128-byte swizzle repeats at.
+    const { assert!(!At::FROM_LDS || (BM * BK * <At::In as Elem>::BYTES).is_multiple_of(1024)) };
+    const { assert!(!At::FROM_LDS || (BN * BK * <At::In as Elem>::BYTES).is_multiple_of(1024)) };
     let threads = WM * WN * At::WAVE;
     let amn = a.rows_fast() && a.vec_ok() && fits::<BM, BK>(threads);
     let bmn = b.rows_fast() && b.vec_ok() && fits::<BN, BK>(threads);
@@ -110,8 +114,8 @@ unsafe fn main<
     let tile = TileConfig::of(BM, BN, BK, WM, WN);
     let stages = tile.stages(At::KIND) as usize;
     let e = <At::In as Elem>::BYTES;
-    let stage = tile.stage_bytes(e as u32) as usize;
-    let b_off = TileConfig::slab_bytes(BM as u32, BK as u32, e as u32) as usize;
+    let stage = tile.stage_bytes(e as u32, At::KIND) as usize;
+    let b_off = TileConfig::slab_bytes(BM as u32, BK as u32, e as u32, At::KIND) as usize;
     let threads = WM * WN * At::WAVE;
     let tid = arch::thread_id() as usize;
     let wave = tid / At::WAVE;

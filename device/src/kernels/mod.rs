@@ -25,6 +25,7 @@ macro_rules! atom_ty {
     (Wmma16x16x16, $t:ident) => { $crate::atom::wmma::Wmma16x16x16<in_ty!($t)> };
     (Mma16x8x16, $t:ident) => { $crate::atom::mma_sync::Mma16x8x16<in_ty!($t)> };
     (Wgmma64x128x16, $t:ident) => { $crate::atom::wgmma::Wgmma64x128x16<in_ty!($t)> };
+    (Wgmma64x64x16, $t:ident) => { $crate::atom::wgmma::Wgmma64x64x16<in_ty!($t)> };
     (Fma, $t:ident) => { $crate::atom::fma::Fma };
 }
 

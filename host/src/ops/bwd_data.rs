@@ -166,9 +166,11 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     // matrix unit mostly on padding: the direct kernel wins there.
     // Direct when a whole per-element dot product (C * reduction MACs per
     // input pixel) is short (depthwise, ResNeXt's 4 channels per group), or
-    // when C is so small that a 64-wide tile would be over 90% padding (an
-    // RGB stem: measured 30 ms direct vs 53 ms GEMM on the H200).
-    if (n * red < 512 || n < 8) && direct.is_some() {
+    // when C is under 8 and the family has no tile of at most 16 columns. An
+    // RGB stem (C = 3, a 1024-long reduction per slice), H200 f16: 128x16
+    // tile 6.4 ms, 128x32 11.3 ms, direct 29.9 ms, 64x64 53 ms.
+    let narrow = instance::INSTANCES.iter().filter(fits).any(|i| i.op == Op::BwdData && i.tile.bn <= 16);
+    if (n * red < 512 || (n < 8 && !narrow)) && direct.is_some() {
         return direct.ok_or_else(none);
     }
     // Narrow tiles (under 64 columns) only where C fits one of them: per

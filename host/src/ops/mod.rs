@@ -133,5 +133,5 @@ pub(crate) fn collect_ds<T: bytemuck::Pod>(
 /// by the tensor cores from LDS), which bwd-data ranks before `mma.sync`
 /// tiles of the same shape.
 pub(crate) fn warpgroup(i: &convgrad_types::instance::Instance) -> bool {
-    i.atom == convgrad_types::instance::AtomKind::Wgmma64x128x16
+    i.atom.warpgroup()
 }
