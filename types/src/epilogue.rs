@@ -50,26 +50,36 @@ impl EpiStep {
     /// Applies the step to `v`, with `d` the value of its `D` tensor (if any).
     #[inline(always)]
     pub fn apply(&self, v: f32, d: f32) -> f32 {
+        let mut x = [v];
+        self.apply_run(&mut x, &[d]);
+        x[0]
+    }
+
+    /// Applies the step to a run of elements, `d` their `D` values. The
+    /// opcode is matched once per run, not once per element: LLVM does not
+    /// unswitch the element loop, and on the H200 the per-element dispatch
+    /// cost CK example 38 14% over the plain kernel.
+    #[inline(always)]
+    pub fn apply_run<const L: usize>(&self, v: &mut [f32; L], d: &[f32; L]) {
+        let (a, b) = (self.a, self.b);
         match self.op {
-            opcode::SCALE => self.a * v,
-            opcode::BILINEAR => self.a * v + self.b * d,
-            opcode::ADD => v + d,
-            opcode::RELU => {
-                if v > 0.0 {
-                    v
-                } else {
-                    0.0
-                }
-            }
-            opcode::RELU_MASK => {
-                if d > 0.0 {
-                    v
-                } else {
-                    0.0
-                }
-            }
-            _ => v,
+            opcode::SCALE => each(v, d, |x, _| a * x),
+            opcode::BILINEAR => each(v, d, |x, y| a * x + b * y),
+            opcode::ADD => each(v, d, |x, y| x + y),
+            opcode::RELU => each(v, d, |x, _| if x > 0.0 { x } else { 0.0 }),
+            opcode::RELU_MASK => each(v, d, |x, y| if y > 0.0 { x } else { 0.0 }),
+            _ => {}
         }
+    }
+}
+
+/// `v[i] = f(v[i], d[i])` for every element (an index loop with a constant
+/// trip count: unrolled, the arrays stay in registers).
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn each<const L: usize>(v: &mut [f32; L], d: &[f32; L], f: impl Fn(f32, f32) -> f32) {
+    for i in 0..L {
+        v[i] = f(v[i], d[i]);
     }
 }
 
@@ -138,15 +148,10 @@ impl EpiChain {
     /// `d(i)` gives the values of `D` tensor `i` at those elements (one
     /// vector load each where the layout allows).
     #[inline(always)]
-    #[allow(clippy::needless_range_loop)]
     pub fn apply_run<const L: usize>(&self, mut v: [f32; L], mut d: impl FnMut(usize) -> [f32; L]) -> [f32; L] {
         for s in &self.steps[..(self.len as usize).min(MAX_STEPS)] {
             let dv = if s.reads_d() { d(s.d as usize) } else { [0.0; L] };
-            // Index loop (constant trip, unrolled): an array iterator would
-            // keep its state in GPU scratch memory.
-            for i in 0..L {
-                v[i] = s.apply(v[i], dv[i]);
-            }
+            s.apply_run(&mut v, &dv);
         }
         v
     }

@@ -209,6 +209,22 @@ impl TileConfig {
     pub const fn epilogue_bytes(&self, atom: AtomKind) -> u32 {
         self.bm * self.epilogue_ld(atom) * 4
     }
+    /// LDS bytes of the main loop with `atom` on `elem_bytes` inputs: the
+    /// multistage (NVIDIA) slabs, or AMD's double buffer.
+    pub const fn main_lds_bytes(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
+        match atom {
+            AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => {
+                self.stages(atom) * self.stage_bytes(elem_bytes, atom)
+            }
+            _ => self.lds_bytes(elem_bytes),
+        }
+    }
+    /// Whether the epilogue's row table (8 bytes per tile row after the
+    /// result tile) fits the LDS the main loop already takes, so it costs
+    /// no occupancy (NVIDIA tiles; AMD's 128x128 result tile fills 64 KiB).
+    pub const fn row_table_fits(&self, atom: AtomKind, elem_bytes: u32) -> bool {
+        self.epilogue_bytes(atom) + 8 * self.bm <= self.main_lds_bytes(atom, elem_bytes)
+    }
     /// Bytes of one multistage stage (A then B).
     pub const fn stage_bytes(&self, elem_bytes: u32, atom: AtomKind) -> u32 {
         Self::slab_bytes(self.bm, self.bk, elem_bytes, atom) + Self::slab_bytes(self.bn, self.bk, elem_bytes, atom)
@@ -254,13 +270,7 @@ impl Instance {
             _ => {
                 // Main loop (double-buffered A and B slabs) or the f32 result
                 // tile the epilogue goes through, whichever is larger.
-                let e = self.types.act().bytes() as u32;
-                let main = match self.atom {
-                    AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => {
-                        self.tile.stages(self.atom) * self.tile.stage_bytes(e, self.atom)
-                    }
-                    _ => self.tile.lds_bytes(e),
-                };
+                let main = self.tile.main_lds_bytes(self.atom, self.types.act().bytes() as u32);
                 let tile = self.tile.epilogue_bytes(self.atom);
                 if main > tile { main } else { tile }
             }

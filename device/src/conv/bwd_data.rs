@@ -17,11 +17,12 @@
 //! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
-use super::{BiasRun, ChannelRows, ColMap, load_args, spatial_off, store_result, store_run, vector_axis};
+use super::{BiasRun, ChannelRows, ColMap, load_args, spatial_off, store_result, store_run_at, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use crate::gemm::{self, BlockRange, Operand, block};
+use convgrad_types::instance::TileConfig;
 use convgrad_types::params::{ConvArgs, FastDiv};
 
 /// One stride-residue slice: its taps and where they read `dY`.
@@ -322,18 +323,40 @@ pub unsafe fn kernel<
     };
     let r = BlockRange { m0: tm * BM as u32, n0: tn * BN as u32, k_begin: 0, k_end: slice.gemm_k };
     let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };
-    // One row context per run of channels.
-    let mut bias = BiasRun::new();
-    let store = |i: usize, j0: usize, v: [f32; block::RUN]| {
-        let (m, c0) = (r.m0 + i as u32, r.n0 + j0 as u32);
-        if m >= a.gemm_m || c0 >= a.c {
-            return;
-        }
+    // Row contexts: the offset of the row's input pixel in `dX` (channel 0),
+    // or none (past the GEMM or outside the input), once per tile row.
+    const NONE: u64 = u64::MAX;
+    let xs = &a.x_strides;
+    let row = |i: usize| {
+        let m = r.m0 + i as u32;
         let (n, q) = Slice::split_row(a, m);
-        if let Some(px) = slice.pixel(a, q) {
-            let idx = [g, n, c0, px[0], px[1], px[2]];
-            unsafe { store_run::<Out, 2>(a, a.x, &a.x_strides, idx, a.c - c0, v, &mut bias) }
+        match slice.pixel(a, q) {
+            Some(px) if m < a.gemm_m => super::offset(xs, [g, n, 0, px[0], px[1], px[2]]) as u64,
+            _ => NONE,
         }
     };
-    unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
+    let mut bias = BiasRun::new();
+    let store = |i: usize, j0: usize, at: u64, v: [f32; block::RUN]| {
+        let c0 = r.n0 + j0 as u32;
+        if at == NONE || c0 >= a.c {
+            return;
+        }
+        // The canonical index, for D tensors and element-wise stores only.
+        let idx = || {
+            let (n, q) = Slice::split_row(a, r.m0 + i as u32);
+            let px = slice.pixel(a, q).unwrap_or([0; 3]);
+            [g, n, c0, px[0], px[1], px[2]]
+        };
+        let o = at as usize + c0 as usize * xs[2] as usize;
+        unsafe { store_run_at::<Out, 2>(a, a.x, xs, o, idx, a.c - c0, v, &mut bias) }
+    };
+    // The row table where it fits the LDS the main loop already holds.
+    let table = const { TileConfig::of(BM, BN, BK, WM, WN).row_table_fits(At::KIND, <At::In as Elem>::BYTES as u32) };
+    unsafe {
+        if table {
+            block::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, true>(&acc, row, store)
+        } else {
+            block::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, false>(&acc, row, store)
+        }
+    }
 }

@@ -58,15 +58,36 @@ pub unsafe fn store_run<Out: Elem, const AXIS: usize>(
     v: [f32; RUN],
     bias: &mut BiasRun,
 ) {
+    unsafe { store_run_at::<Out, AXIS>(a, out, s, offset(s, idx), || idx, len, v, bias) }
+}
+
+/// [`store_run`] with the run's offset `o` in `out` already known; `idx()`
+/// (the run's canonical index) is computed only where a `D` tensor or an
+/// element-wise store needs it.
+///
+/// # Safety
+/// As [`store_run`]; `o` must be `offset(s, idx())`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn store_run_at<Out: Elem, const AXIS: usize>(
+    a: &ConvArgs,
+    out: u64,
+    s: &[u32; 6],
+    o: usize,
+    idx: impl Fn() -> [u32; 6],
+    len: u32,
+    v: [f32; RUN],
+    bias: &mut BiasRun,
+) {
     let len = len.min(RUN as u32);
-    let o = offset(s, idx);
     if len as usize == RUN && s[AXIS] == 1 && o.is_multiple_of(RUN) {
         let r = a.epi.apply_run(v, |d| {
-            let load = || unsafe { load_run::<Out, AXIS>(a.d[d] as *const Out, &a.d_strides[d], idx) };
+            let load = || unsafe { load_run::<Out, AXIS>(a.d[d] as *const Out, &a.d_strides[d], idx()) };
             if d != 0 || !bias.applies::<AXIS>(&a.d_strides[0]) {
                 return load();
             }
-            let key = [idx[0], idx[AXIS]];
+            let i = idx();
+            let key = [i[0], i[AXIS]];
             if bias.key != key {
                 (bias.key, bias.v) = (key, load());
             }
@@ -75,6 +96,7 @@ pub unsafe fn store_run<Out: Elem, const AXIS: usize>(
         unsafe { st_vectors::<Out>(out as *mut Out, o, r) };
         return;
     }
+    let idx = idx();
     for_each_in_run(v, len, |e, x| {
         let mut i = idx;
         i[AXIS] += e;

@@ -493,16 +493,46 @@ pub unsafe fn store_tile<
     acc: &Acc<At, FR, FC>,
     mut f: impl FnMut(usize, usize, [f32; RUN]),
 ) {
+    unsafe { store_tile_rows::<At, BM, BN, WM, WN, FR, FC, false>(acc, |_| 0, |m, n0, _, v| f(m, n0, v)) }
+}
+
+/// [`store_tile`] with a row context: `f(m, n0, row(m), values)`. With
+/// `TABLE`, the threads compute `row` once per tile row into LDS after the
+/// result tile (`8 * BM` more bytes) and each run reads it back, instead of
+/// every run redoing its row's index arithmetic (on the H200 that arithmetic
+/// was most of the epilogue's instructions: 16 runs share a row of a
+/// 128-wide tile).
+///
+/// # Safety
+/// As [`store_tile`]; with `TABLE`, `TileConfig::epilogue_bytes + 8 * BM` of LDS.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn store_tile_rows<
+    At: MmaAtom,
+    const BM: usize,
+    const BN: usize,
+    const WM: usize,
+    const WN: usize,
+    const FR: usize,
+    const FC: usize,
+    const TABLE: bool,
+>(
+    acc: &Acc<At, FR, FC>,
+    row: impl Fn(usize) -> u64,
+    mut f: impl FnMut(usize, usize, u64, [f32; RUN]),
+) {
     const { assert!(BN.is_multiple_of(RUN)) };
     let ld = TileConfig::of(BM, BN, 0, WM, WN).epilogue_ld(At::KIND) as usize;
+    let table = BM * ld * 4;
     let tid = arch::thread_id() as usize;
     let lane = tid % At::WAVE;
     let wave = tid / At::WAVE;
     let (wm, wn) = (wave % WM, wave / WM);
     let (tm, tn) = (BM / WM, BN / WN);
+    let threads = WM * WN * At::WAVE;
     // Small constant-trip loops with constant register indices: fully unrolled.
-    for (fr, row) in acc.iter().enumerate() {
-        for (fc, frag) in row.iter().enumerate() {
+    for (fr, r) in acc.iter().enumerate() {
+        for (fc, frag) in r.iter().enumerate() {
             for (s, &v) in frag.as_ref().iter().enumerate() {
                 let (i, j) = At::c_elem(lane, s);
                 let (m, n) = (wm * tm + fr * At::M + i, wn * tn + fc * At::N + j);
@@ -510,8 +540,14 @@ pub unsafe fn store_tile<
             }
         }
     }
+    if TABLE {
+        let mut m = tid;
+        while m < BM {
+            unsafe { arch::lds_st(table + m * 8, row(m)) };
+            m += threads;
+        }
+    }
     arch::barrier();
-    let threads = WM * WN * At::WAVE;
     let per_row = BN / RUN;
     let mut idx = tid;
     while idx < BM * per_row {
@@ -519,7 +555,8 @@ pub unsafe fn store_tile<
         let at = (m * ld + n0) * 4;
         let (lo, hi): (Vec16<[f32; 4]>, Vec16<[f32; 4]>) = unsafe { (arch::lds_ld(at), arch::lds_ld(at + 16)) };
         let (lo, hi) = (lo.0, hi.0);
-        f(m, n0, [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]);
+        let r = if TABLE { unsafe { arch::lds_ld::<u64>(table + m * 8) } } else { row(m) };
+        f(m, n0, r, [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]);
         idx += threads;
     }
 }

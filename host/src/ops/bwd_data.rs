@@ -193,7 +193,7 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     };
     // Hopper's warpgroup tile before mma.sync of the same shape: H200 bench,
     // 21 shapes, 0.76-1.02x the time (seed 0.432 -> 0.365 ms).
-    tiles.sort_by_key(|i| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !super::warpgroup(i)));
+    tiles.sort_by_key(|i| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
     tiles.first().copied().or(direct).ok_or_else(none)
 }
 

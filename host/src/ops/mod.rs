@@ -128,10 +128,3 @@ pub(crate) fn collect_ds<T: bytemuck::Pod>(
     }
     Ok(())
 }
-
-/// Whether `i` runs on Hopper's warpgroup instruction (`wgmma`, operands read
-/// by the tensor cores from LDS), which bwd-data ranks before `mma.sync`
-/// tiles of the same shape.
-pub(crate) fn warpgroup(i: &convgrad_types::instance::Instance) -> bool {
-    i.atom.warpgroup()
-}
