@@ -173,7 +173,7 @@ impl TileConfig {
     pub const fn stages(&self, atom: AtomKind) -> u32 {
         match atom {
             // Copies 3 steps ahead, plus the slab the instructions in flight read.
-            AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => 5,
+            a if a.warpgroup() => 5,
             AtomKind::Mma16x8x16 => {
                 if self.bk >= 64 {
                     3
@@ -200,10 +200,7 @@ impl TileConfig {
     /// apart do not collide (the AMD atoms store along rows: no padding, which
     /// keeps 128x128 inside 64 KiB).
     pub const fn epilogue_ld(&self, atom: AtomKind) -> u32 {
-        match atom {
-            AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => self.bn + 4,
-            _ => self.bn,
-        }
+        if matches!(atom, AtomKind::Mma16x8x16) || atom.warpgroup() { self.bn + 4 } else { self.bn }
     }
     /// LDS bytes of the epilogue's f32 result tile, `[bm][epilogue_ld]`.
     pub const fn epilogue_bytes(&self, atom: AtomKind) -> u32 {
@@ -212,11 +209,10 @@ impl TileConfig {
     /// LDS bytes of the main loop with `atom` on `elem_bytes` inputs: the
     /// multistage (NVIDIA) slabs, or AMD's double buffer.
     pub const fn main_lds_bytes(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
-        match atom {
-            AtomKind::Mma16x8x16 | AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => {
-                self.stages(atom) * self.stage_bytes(elem_bytes, atom)
-            }
-            _ => self.lds_bytes(elem_bytes),
+        if matches!(atom, AtomKind::Mma16x8x16) || atom.warpgroup() {
+            self.stages(atom) * self.stage_bytes(elem_bytes, atom)
+        } else {
+            self.lds_bytes(elem_bytes)
         }
     }
     /// Whether the epilogue's row table (8 bytes per tile row after the
@@ -255,7 +251,7 @@ impl Instance {
             // The FMA atom is one thread: its "waves" are single threads.
             AtomKind::Fma => self.tile.waves_m * self.tile.waves_n,
             // Its "waves" are warpgroups.
-            AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16 => self.tile.waves_m * self.tile.waves_n * 128,
+            a if a.warpgroup() => self.tile.waves_m * self.tile.waves_n * 128,
             _ => self.tile.threads(family.wave()),
         }
     }

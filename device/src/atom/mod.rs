@@ -43,15 +43,14 @@ impl LdsTile {
 /// An operand tile in LDS in one of the canonical layouts of the warpgroup
 /// instructions (PTX ISA, "Shared Memory Matrix Layout"; 16-bit elements).
 /// Rows run along M (A) or N (B); `mn_major` says which index is contiguous.
-/// - `swizzle == 0`: 8 x 16-byte core matrices; element `(row, k)` at
-///   K-major `(row % 8) * 16 + (row / 8) * sbo + (k % 8) * 2 + (k / 8) * lbo`,
-///   MN-major `(row % 8) * 2 + (row / 8) * sbo + (k % 8) * 16 + (k / 8) * lbo`.
-/// - `swizzle == W` (32, 64, 128 bytes): lines of `W` bytes, 8 lines an atom,
-///   the 16-byte chunk index XORed with the line index (bits 4.. with bits
-///   7..): K-major lines are a row's k (`sbo` between 8-row groups), MN-major
-///   lines are `W / 2` rows of one k (`sbo` between 8-k groups, `lbo` between
-///   row blocks). The XOR works on the absolute address, so atoms sit on
-///   `8 * W`-byte boundaries of LDS.
+/// Only the swizzled layouts are built: `swizzle == W` (32, 64, 128 bytes),
+/// lines of `W` bytes, 8 lines an atom, the 16-byte chunk index XORed with
+/// the line index (bits 4.. with bits 7..): K-major lines are a row's k
+/// (`sbo` between 8-row groups), MN-major lines are `W / 2` rows of one k
+/// (`sbo` between 8-k groups, `lbo` between row blocks). The XOR works on
+/// the absolute address, so atoms sit on `8 * W`-byte boundaries of LDS. The
+/// unswizzled core-matrix layout (which the emulator still models) held the
+/// H200 kernels at 130-145 TFLOPS ([`crate::gemm::warpgroup`]).
 #[derive(Clone, Copy)]
 pub struct CoreTile {
     /// Byte offset of element (0, 0); a multiple of 16.
@@ -62,7 +61,7 @@ pub struct CoreTile {
     pub sbo: u32,
     /// Whether rows, not k, are contiguous.
     pub mn_major: bool,
-    /// Swizzle width in bytes, 0 for none.
+    /// Swizzle width in bytes: 32, 64 or 128.
     pub swizzle: u32,
 }
 
@@ -71,10 +70,6 @@ impl CoreTile {
     #[inline(always)]
     pub fn at(&self, row: usize, k: usize) -> usize {
         let (lbo, sbo, w) = (self.lbo as usize, self.sbo as usize, self.swizzle as usize);
-        if w == 0 {
-            let (fast, slow) = if self.mn_major { (row, k) } else { (k, row) };
-            return self.base + (fast % 8) * 2 + (slow % 8) * 16 + (row / 8) * sbo + (k / 8) * lbo;
-        }
         let per_line = w / 2;
         let off = if self.mn_major {
             (row % per_line) * 2 + (row / per_line) * lbo + (k % 8) * w + (k / 8) * sbo
@@ -90,11 +85,7 @@ impl CoreTile {
     #[inline(always)]
     pub fn offset(self, rows: usize, k: usize) -> CoreTile {
         let (lbo, sbo, w) = (self.lbo as usize, self.sbo as usize, self.swizzle as usize);
-        let d = match (w, self.mn_major) {
-            (0, _) => (rows / 8) * sbo + (k / 8) * lbo,
-            (_, true) => (rows / (w / 2)) * lbo + (k / 8) * sbo,
-            (_, false) => (rows / 8) * sbo + k * 2,
-        };
+        let d = if self.mn_major { (rows / (w / 2)) * lbo + (k / 8) * sbo } else { (rows / 8) * sbo + k * 2 };
         CoreTile { base: self.base + d, ..self }
     }
 }

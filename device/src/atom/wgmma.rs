@@ -235,7 +235,7 @@ mod emu {
                     let op = WgmmaOp { n: N as u32, bf16: $bf16, tnsp_a: TA, tnsp_b: TB };
                     // SAFETY: the atom passes its N / 2 accumulators.
                     let acc = unsafe { core::slice::from_raw_parts_mut(p, N / 2) };
-                    let mut c = [0.0f32; 128];
+                    let mut c = [0.0f32; 64];
                     c[..N / 2].copy_from_slice(acc);
                     lane::wgmma(op, da, db, &c[..N / 2], acc);
                 }
