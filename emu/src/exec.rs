@@ -12,7 +12,7 @@ use crate::matrix::{self, MatrixOp, WgmmaOp};
 use crate::memory::{Alloc, MemView};
 use crate::{EmuArch, Launch, Violation};
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 /// A matrix instruction a lane issued: its operand registers (on the lane's stack,
@@ -118,8 +118,11 @@ pub(crate) struct Shared<'a> {
     pub arch: EmuArch,
     pub allocs: Vec<Arc<Alloc>>,
     next: AtomicU64,
-    abort: AtomicBool,
-    first: Mutex<Option<Violation>>,
+    /// Lowest linear workgroup index with a violation so far (`u64::MAX`:
+    /// none): workgroups above it stop, those below still run, so the
+    /// reported violation does not depend on thread timing.
+    stop_at: AtomicU64,
+    first: Mutex<Option<(u64, Violation)>>,
     pub flops: AtomicU64,
     pub workgroups: AtomicU64,
 }
@@ -131,7 +134,7 @@ impl<'a> Shared<'a> {
             arch,
             allocs,
             next: AtomicU64::new(0),
-            abort: AtomicBool::new(false),
+            stop_at: AtomicU64::new(u64::MAX),
             first: Mutex::new(None),
             flops: AtomicU64::new(0),
             workgroups: AtomicU64::new(0),
@@ -140,15 +143,19 @@ impl<'a> Shared<'a> {
     pub fn total(&self) -> u64 {
         self.launch.grid.iter().map(|&g| g as u64).product()
     }
-    /// The first violation any worker found.
+    /// The violation of the lowest-numbered workgroup that committed one.
     pub fn into_violation(self) -> Option<Violation> {
-        self.first.into_inner().unwrap()
+        self.first.into_inner().unwrap().map(|(_, v)| v)
+    }
+    /// Whether workgroup `i` need not run (on): a lower one has a violation.
+    fn stopped(&self, i: u64) -> bool {
+        i > self.stop_at.load(Relaxed)
     }
 }
 
 enum Stop {
     Violation(Violation),
-    /// Another worker found a violation.
+    /// A lower-numbered workgroup has a violation.
     Aborted,
 }
 
@@ -191,9 +198,9 @@ pub(crate) fn worker_main(shared: &Shared<'_>) {
     let [gx, gy, _] = l.grid.map(|g| g as u64);
     let total = shared.total();
     let mut done = 0;
-    while !shared.abort.load(Relaxed) {
+    loop {
         let i = shared.next.fetch_add(1, Relaxed);
-        if i >= total {
+        if i >= total || shared.stopped(i) {
             break;
         }
         let wg = [(i % gx) as u32, ((i / gx) % gy) as u32, (i / (gx * gy)) as u32];
@@ -201,9 +208,11 @@ pub(crate) fn worker_main(shared: &Shared<'_>) {
             Ok(()) => done += 1,
             Err(Stop::Aborted) => break,
             Err(Stop::Violation(v)) => {
-                shared.first.lock().unwrap().get_or_insert(v);
-                shared.abort.store(true, Relaxed);
-                break;
+                let mut first = shared.first.lock().unwrap();
+                if first.as_ref().is_none_or(|&(at, _)| i < at) {
+                    *first = Some((i, v));
+                }
+                shared.stop_at.fetch_min(i, Relaxed);
             }
         }
     }
@@ -262,7 +271,9 @@ impl Sched<'_> {
                     }
                 }
             }
-            if self.shared.abort.load(Relaxed) {
+            let [x, y, z] = self.w.block_id.get().map(|v| v as u64);
+            let [gx, gy, _] = self.shared.launch.grid.map(|g| g as u64);
+            if self.shared.stopped(x + gx * (y + gy * z)) {
                 return Err(Stop::Aborted);
             }
             let (mut at_barrier, mut done) = (Vec::new(), Vec::new());

@@ -206,7 +206,9 @@ impl Emulator {
         Ok(())
     }
     /// Runs a kernel to completion, all workgroups in parallel on the host's cores.
-    /// The first violation any lane commits stops the launch and is returned.
+    /// A violation stops the launch and is returned: the one of the
+    /// lowest-numbered workgroup that commits one (workgroups below it still
+    /// run, those above stop), whatever the thread timing.
     pub fn launch(&self, launch: &Launch<'_>) -> Result<LaunchReport, EmuError> {
         self.check_launch(launch)?;
         let start = Instant::now();
