@@ -39,7 +39,7 @@ struct BenchArgs {
     /// Timed runs per shape (median).
     #[arg(long, default_value_t = 50)]
     iters: usize,
-    /// Only shapes whose name contains this.
+    /// Only shapes whose name contains this (or one of several, `a|b`).
     #[arg(long)]
     filter: Option<String>,
     /// Skip the PyTorch peer.
@@ -465,7 +465,7 @@ pub fn run(args: &[String]) -> Result<()> {
         .filter(|(s, _)| {
             a.filter
                 .as_ref()
-                .is_none_or(|f| s.name.contains(f.as_str()))
+                .is_none_or(|f| f.split('|').any(|f| s.name.contains(f)))
         })
         .collect();
     let iters = if emu { 1 } else { a.iters };

@@ -4,14 +4,14 @@
 //! Two paths, chosen by the host through [`ConvArgs::vec_mode`]:
 //!
 //! - **Channel vectors** (channels-last `dx`, vector-aligned channel runs):
-//!   one thread writes `VW` consecutive channels (8 or 4 for 16-bit types, 4
-//!   or 2 for f32: 16- or 8-byte vectors) of [`RUN`] pixels that lie on one
-//!   row of a stride-residue slice, so they share their tap class. Lanes are
-//!   consecutive groups for depthwise problems (`C = K = 1`: then `dy` is read
-//!   as vectors too) or consecutive channels of one group (`dy` read as one
-//!   scalar per `k`, broadcast to the lanes). The thread's pixel, class and
-//!   lane context is computed once (multiply-high divisions); per tap and `k`
-//!   it loads the lanes' weights once and reuses them for the run's pixels.
+//!   one thread writes `VW` consecutive channels ([`LANES`] or half as many)
+//!   of [`RUN`] pixels that lie on one row of a stride-residue slice, so they
+//!   share their tap class. Lanes are consecutive groups for depthwise
+//!   problems (`C = K = 1`: then `dy` is read as vectors too) or consecutive
+//!   channels of one group (`dy` read as one scalar per `k`, broadcast to the
+//!   lanes). The thread's pixel, class and lane context is computed once
+//!   (multiply-high divisions); per filter row and `k` it reads a window of
+//!   `dy` pixels once and applies every tap of the row to it (see `vectors`).
 //!   Threads run `(n, iz, iy, residue x, run, vector)` with the vector
 //!   fastest, so a wave reads and writes contiguous channel runs.
 //! - **Scalar** (any layout): one thread per element. In channels-last
@@ -34,11 +34,19 @@ use convgrad_types::params::{ConvArgs, vec_mode};
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
+/// Lanes per thread on the channel-vector path (or half as many, host's
+/// choice): four, not a 16-byte vector of a 16-bit type, keeps the
+/// accumulators of a run within the register budget of four blocks per SM.
+pub const LANES: usize = 4;
+
 /// Pixels per thread on the channel-vector path: consecutive positions of one
 /// stride-slice row.
 pub const RUN: usize = 8;
-// The run loops are spelled out for 8 pixels (`unroll!`).
-const _: () = assert!(RUN == 8);
+/// Widest shift between the taps one window serves (module docs of
+/// [`vectors`]): 2 covers 3-wide filters at stride 1 and 5-wide at stride 2.
+pub const HALO: usize = 2;
+// The run and window loops are spelled out for 8 pixels and a halo of 2 (`unroll!`).
+const _: () = assert!(RUN == 8 && HALO == 2);
 
 /// `VW` lanes of `p` from element `off` (a multiple of `VW`), as f32: one
 /// aligned vector load of `VW * size_of::<T>()` bytes.
@@ -120,6 +128,23 @@ pub(crate) use unroll;
 /// Runs `$f::<In, Out, VW, DW>(a)` with the lane count and lane kind of the
 /// argument block's [`vec_mode`] (a uniform branch), or `$scalar` when off.
 macro_rules! dispatch_lanes {
+    // Fixed lane counts: `$full`, or `$half` with vec_mode::HALF.
+    ($a:ident, $in:ty, $out:ty, $f:ident, $scalar:expr, [$full:literal, $half:literal]) => {{
+        let m = $a.vec_mode;
+        let dw = m & vec_mode::DW != 0;
+        let half = m & vec_mode::HALF != 0;
+        if m & vec_mode::ON == 0 {
+            $scalar
+        } else {
+            match (half, dw) {
+                (false, true) => $f::<$in, $out, $full, true>($a),
+                (false, false) => $f::<$in, $out, $full, false>($a),
+                (true, true) => $f::<$in, $out, $half, true>($a),
+                (true, false) => $f::<$in, $out, $half, false>($a),
+            }
+        }
+    }};
+    // 16-byte vectors of `$in` (`Elem::LANES`), or half that with vec_mode::HALF.
     ($a:ident, $in:ty, $out:ty, $f:ident, $scalar:expr) => {{
         let m = $a.vec_mode;
         let dw = m & vec_mode::DW != 0;
@@ -153,7 +178,7 @@ pub(crate) use dispatch_lanes;
 #[inline(always)]
 pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
-    unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a)) }
+    unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a), [4, 2]) }
 }
 
 /// The tap class of stride residue `r` along dim `d` (pass a literal `d`).
@@ -225,6 +250,13 @@ unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
 }
 
 /// The channel-vector path (module docs).
+///
+/// The run's `RUN` slice positions read, for tap `jx` of a filter row,
+/// consecutive output pixels `vx - jx*ts + p`: neighbouring taps read the
+/// same pixels shifted by `ts`. So the taps are taken in groups whose shifts
+/// span at most [`HALO`], and each group reads its `RUN + span` pixels once
+/// (per `k`), applying every tap of the group to each: a 3x3 filter reads 10
+/// `dy` vectors per row instead of 24.
 #[inline(always)]
 unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs) {
     let idx = arch::block_id()[0] * THREADS + arch::thread_id();
@@ -250,6 +282,9 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     let w_lane = if DW { ws[0] } else { ws[2] };
     let w_vec = a.vec_mode & vec_mode::W_VEC != 0;
     let (out, st, tl) = (&a.output, &a.tap_step, &a.tilde);
+    // Taps per group: shifts 0, ts, 2ts, ... up to HALO.
+    let ts = st[2];
+    let per_group = if ts as usize <= HALO { HALO as u32 / ts + 1 } else { 1 };
     let mut acc = [[0.0f32; VW]; RUN];
     for jz in 0..cz.dot {
         let oz = vz.wrapping_sub(jz * st[0]);
@@ -264,38 +299,65 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
             }
             let fy = cy.t + tl[1] * jy;
             let y_row = y_n + oz * ys[3] + oy * ys[4];
-            for jx in 0..cx.dot {
-                // Output pixel of the run's first position (wrapping below zero).
-                let ox0 = vx.wrapping_sub(jx * st[2]);
-                let fx = cx.t + tl[2] * jx;
-                let w_tap = w_g + fz * ws[3] + fy * ws[4] + fx * ws[5];
+            let w_row = w_g + fz * ws[3] + fy * ws[4];
+            let mut j0 = 0;
+            while j0 < cx.dot {
+                let last = (j0 + per_group).min(cx.dot) - 1;
+                let span = (last - j0) * ts;
+                // Pixel of window element 0; element e + s feeds position p = e
+                // through the tap at shift s (tap `last - s / ts`).
+                let origin = vx.wrapping_sub(last * ts);
+                let used = RUN as u32 + span;
+                // Bit s: a tap sits at shift s.
+                let mut mask = 0u32;
+                let mut sh = 0;
+                while sh <= span {
+                    mask |= 1 << sh;
+                    sh += ts;
+                }
+                // Loads are unconditional (absent taps and pixels outside dy
+                // read an in-bounds stand-in) so that they issue back to back;
+                // only the multiply-adds are guarded.
                 for k in 0..a.k {
-                    let wo = w_tap + k * ws[1];
-                    let wv: [f32; VW] = if w_vec {
-                        unsafe { ld_lanes::<In, VW>(w, wo as usize) }
-                    } else {
-                        unsafe { ld_gather::<In, VW>(w, wo, w_lane) }
-                    };
+                    // The group's weights, by shift: the tap at shift s is
+                    // `last` minus the taps below s.
+                    let mut wt = [[0.0f32; VW]; HALO + 1];
+                    unroll!(s in [0, 1, 2] => {
+                        let jx = if mask >> s & 1 != 0 { last - (mask & ((1 << s) - 1)).count_ones() } else { last };
+                        let wo = w_row + (cx.t + tl[2] * jx) * ws[5] + k * ws[1];
+                        wt[s] = if w_vec {
+                            unsafe { ld_lanes::<In, VW>(w, wo as usize) }
+                        } else {
+                            unsafe { ld_gather::<In, VW>(w, wo, w_lane) }
+                        };
+                    });
                     let y_k = y_row + k * ys[2];
-                    unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                        let ox = ox0.wrapping_add(p as u32);
-                        let acc = &mut acc[p];
-                        if ox < out[2] {
-                            let off = (y_k + ox * ys[5]) as usize;
-                            if DW {
-                                let yv = unsafe { ld_lanes::<In, VW>(dy, off) };
-                                for l in 0..VW {
-                                    acc[l] = core::intrinsics::fmaf32(yv[l], wv[l], acc[l]);
+                    let mut win = [[0.0f32; VW]; RUN + HALO];
+                    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
+                        let ox = origin.wrapping_add(e as u32);
+                        let off = (y_k + if ox < out[2] { ox } else { 0 } * ys[5]) as usize;
+                        win[e] = if DW {
+                            unsafe { ld_lanes::<In, VW>(dy, off) }
+                        } else {
+                            [unsafe { arch::ld(dy, off) }.to_f32(); VW]
+                        };
+                    });
+                    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
+                        let ox = origin.wrapping_add(e as u32);
+                        if (e as u32) < used && ox < out[2] {
+                            unroll!(s in [0, 1, 2] => {
+                                // Position p = e - s, when the run has it (constant-folded).
+                                if e >= s && e - s < RUN && mask >> s & 1 != 0 {
+                                    let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
+                                    for l in 0..VW {
+                                        acc[l] = core::intrinsics::fmaf32(win[e][l], wt[s][l], acc[l]);
+                                    }
                                 }
-                            } else {
-                                let yv = unsafe { arch::ld(dy, off) }.to_f32();
-                                for l in 0..VW {
-                                    acc[l] = core::intrinsics::fmaf32(yv, wv[l], acc[l]);
-                                }
-                            }
+                            });
                         }
                     });
                 }
+                j0 = last + 1;
             }
         }
     }

@@ -35,6 +35,11 @@ use convgrad_types::params::{ConvArgs, vec_mode};
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
+/// Lanes per thread on the channel-vector path (or half as many, host's
+/// choice): four, not a 16-byte vector of a 16-bit type, keeps a tap block's
+/// accumulators and loads within 128 registers (eight spilled on sm_90).
+pub const LANES: usize = 4;
+
 /// Filter taps one thread accumulates on the channel-vector path (a 3x3 filter).
 pub const TAP_BLOCK: usize = 9;
 // The tap loops are spelled out for 9 taps (`unroll!`).
@@ -48,7 +53,7 @@ const _: () = assert!(TAP_BLOCK == 9);
 #[inline(always)]
 pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
-    unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a)) }
+    unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a), [4, 2]) }
 }
 
 /// Writes one reduced partial `v` of weight `(g, k, c, tap)` per the split-K mode.
@@ -126,17 +131,22 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                 .wrapping_add(org[0].wrapping_mul(xs[3]))
                 .wrapping_add(org[1].wrapping_mul(xs[4]))
                 .wrapping_add(org[2].wrapping_mul(xs[5]));
+            // The taps' loads are unconditional (a tap in the padding reads
+            // the group's first pixel instead) so that they issue back to
+            // back; only the multiply-adds are guarded.
+            let mut inside = [false; TAP_BLOCK];
+            let mut xv = [[0.0f32; VW]; TAP_BLOCK];
             unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
-                let acc = &mut acc[j];
                 let i = [org[0].wrapping_add(tap[j][0]), org[1].wrapping_add(tap[j][1]), org[2].wrapping_add(tap[j][2])];
-                if (j as u32) < nt && i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2] {
-                    let off = x_o.wrapping_add(tap_off[j]);
-                    let xv = unsafe { ld_lanes::<In, VW>(x, off as usize) };
-                    unroll!(l in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                        if l < VW {
-                            acc[l] = core::intrinsics::fmaf32(yv[l], xv[l], acc[l]);
-                        }
-                    });
+                inside[j] = (j as u32) < nt && i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2];
+                let off = if inside[j] { x_o.wrapping_add(tap_off[j]) } else { x_g };
+                xv[j] = unsafe { ld_lanes::<In, VW>(x, off as usize) };
+            });
+            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+                if inside[j] {
+                    for l in 0..VW {
+                        acc[j][l] = core::intrinsics::fmaf32(yv[l], xv[j][l], acc[j][l]);
+                    }
                 }
             });
             next_out_pixel(a, &mut n, &mut o);
