@@ -193,8 +193,8 @@ fn bwd_weight_bad_requests_are_refused_clearly() {
 }
 
 /// The direct kernel's channel-vector path (depthwise lanes along groups,
-/// small groups along channels, 16- and 8-byte vectors, filters of more
-/// than one tap block) and its scalar fallback: strides, dilations,
+/// small groups along channels, both lane counts, filters of more than one
+/// tap block, row segments across row and stream ends) and its scalar fallback: strides, dilations,
 /// asymmetric pads, 1D-3D, every type combination, Scale/Bilinear, split-K
 /// atomic and deterministic and none. Every path kind must have run.
 #[test]
@@ -212,6 +212,9 @@ fn bwd_weight_direct_vector_paths() {
         ("odd C=3", prob(&[2, 4, 2, 4, 3, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
         ("dw G=6", prob(&[2, 6, 2, 1, 1, 3, 3, 7, 8, 1, 2, 1, 1, 1, 1, 1, 1])),
+        // Rows longer than a segment, streams across row ends.
+        ("dw 3x3 W=29", prob(&[2, 8, 3, 1, 1, 3, 3, 5, 29, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=4 K=2 1x3 W=21 asym", prob(&[2, 2, 2, 2, 4, 1, 3, 4, 21, 2, 1, 1, 1, 0, 0, 1, 2])),
     ];
     let layouts = [
         ConvLayout::NhwgcGkyxcNhwgk,
@@ -238,7 +241,10 @@ fn bwd_weight_direct_vector_paths() {
                 };
                 let pl = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap();
                 let mode = pl.args_template.vec_mode;
-                seen.insert((t.act().bytes(), mode));
+                seen.insert((t.act().bytes(), mode & !vec_mode::ROWS));
+                if mode & vec_mode::ROWS != 0 {
+                    seen.insert((t.act().bytes(), vec_mode::ROWS));
+                }
                 let case = Case {
                     problem: *p,
                     config: cfg.clone(),
@@ -267,10 +273,10 @@ fn bwd_weight_direct_vector_paths() {
         }
     }
     assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
-    use vec_mode::{DW, HALF, ON};
-    // Both lane widths of f32 and of the 16-bit types, and the fallback.
+    use vec_mode::{DW, HALF, ON, ROWS};
+    // Both lane widths of f32 and of the 16-bit types, the fallback, row segments.
     for bytes in [2, 4] {
-        for want in [0, ON | DW, ON | DW | HALF, ON, ON | HALF] {
+        for want in [0, ON | DW, ON | DW | HALF, ON, ON | HALF, ROWS] {
             assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
         }
     }

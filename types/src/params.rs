@@ -27,6 +27,10 @@ pub mod vec_mode {
     pub const HALF: u32 = 4;
     /// Backward-data: the weights' lanes are one aligned vector (else gathered).
     pub const W_VEC: u32 = 8;
+    /// Backward-weight: streams go through output rows in segments, reading
+    /// each filter row's `x` window once (filter width 3, stride and dilation
+    /// 1 along x).
+    pub const ROWS: u32 = 16;
 }
 
 /// Division of `u32` numerators below 2^31 by an invariant divisor, as a

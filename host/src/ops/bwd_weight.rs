@@ -6,7 +6,7 @@
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_device::conv::bwd_weight_direct::{LANES, TAP_BLOCK};
-use convgrad_types::params::{ConvArgs, FastDiv, flags};
+use convgrad_types::params::{ConvArgs, FastDiv, flags, vec_mode};
 use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 pub use super::{LaunchSpec, OpError};
@@ -291,7 +291,9 @@ pub fn plan_with(
         args.d_strides[i] = d.strides_u32();
     }
     if let Some((vmode, vectors, cols, block_cols, _, len, _)) = fast {
-        args.vec_mode = vmode;
+        // A tap block is then three whole filter rows (`TAP_BLOCK` = 9).
+        let rows = p.filter[2] == 3 && p.strides[2] == 1 && p.dilations[2] == 1;
+        args.vec_mode = vmode | if rows { vec_mode::ROWS } else { 0 };
         args.vec_cols = cols as u32;
         args.vec_block_cols = block_cols as u32;
         args.vec_stream_len = len as u32;
