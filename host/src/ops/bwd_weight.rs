@@ -190,9 +190,8 @@ pub fn plan_with(
     let want = match cfg.split_k {
         // Direct: about 2048 threads per compute unit in all.
         SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(weights) as u32,
-        // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128;
-        // aiming at two rounds of two resident blocks per CU keeps latency hidden.
-        // But splitting costs a zeroed f32 workspace, an atomic per element and
+        // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128.
+        // Splitting costs a zeroed f32 workspace, an atomic per element and
         // split, and a finishing pass: once the tiles alone fill three quarters
         // of one round of two blocks per CU, one split is faster (H200, CK
         // example 20, 216 tiles on 132 SMs: 0.082 ms unsplit, 0.168 ms with 2).
@@ -201,7 +200,13 @@ pub fn plan_with(
             if 4 * blocks >= 3 * 2 * compute_units as u64 {
                 1
             } else {
-                let occupancy = 4u64;
+                // One round of two blocks per CU: more splits cost more
+                // partials than they hide (H200 f16, auto with 4 -> with 2:
+                // r50 2048->512 1x1 7 k_batch 8 -> 4 0.175 -> 0.143 ms,
+                // 256->1024 1x1 14 33 -> 16 0.178 -> 0.144, 1024->512 1x1 14
+                // 16 -> 8 0.258 -> 0.225, 128 3x3 28 58 -> 29 0.280 -> 0.239;
+                // 512 3x3 7 3 -> 1 0.300 -> 0.328).
+                let occupancy = 2u64;
                 (occupancy * compute_units as u64 / blocks) as u32
             }
         }
