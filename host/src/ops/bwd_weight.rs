@@ -205,9 +205,13 @@ pub fn plan_with(
                 // r50 2048->512 1x1 7 k_batch 8 -> 4 0.175 -> 0.143 ms,
                 // 256->1024 1x1 14 33 -> 16 0.178 -> 0.144, 1024->512 1x1 14
                 // 16 -> 8 0.258 -> 0.225, 128 3x3 28 58 -> 29 0.280 -> 0.239;
-                // 512 3x3 7 3 -> 1 0.300 -> 0.328).
-                let occupancy = 2u64;
-                (occupancy * compute_units as u64 / blocks) as u32
+                // 512 3x3 7 3 -> 1 0.300 -> 0.328). Where that leaves one
+                // split of a deep reduction, two rounds are still worth their
+                // partials (that 512 3x3 7, GEMM-K 12544, takes 3 again; at
+                // GEMM-K 6272, N = 128, one split is faster: 0.172 against
+                // 0.193 ms).
+                let k = (2 * compute_units as u64 / blocks) as u32;
+                if k < 2 && gk >= 8192 { (4 * compute_units as u64 / blocks) as u32 } else { k }
             }
         }
         SplitK::Fixed(n) => n,
