@@ -125,10 +125,10 @@ macro_rules! unroll {
 }
 pub(crate) use unroll;
 
-/// Runs `$f::<In, Out, VW, DW>(a)` with the lane count and lane kind of the
-/// argument block's [`vec_mode`] (a uniform branch), or `$scalar` when off.
+/// Runs `$f::<In, Out, VW, DW>(a)` with the lane count (`$full`, or `$half`
+/// with `vec_mode::HALF`) and lane kind of the argument block's [`vec_mode`]
+/// (a uniform branch), or `$scalar` when off.
 macro_rules! dispatch_lanes {
-    // Fixed lane counts: `$full`, or `$half` with vec_mode::HALF.
     ($a:ident, $in:ty, $out:ty, $f:ident, $scalar:expr, [$full:literal, $half:literal]) => {{
         let m = $a.vec_mode;
         let dw = m & vec_mode::DW != 0;
@@ -141,29 +141,6 @@ macro_rules! dispatch_lanes {
                 (false, false) => $f::<$in, $out, $full, false>($a),
                 (true, true) => $f::<$in, $out, $half, true>($a),
                 (true, false) => $f::<$in, $out, $half, false>($a),
-            }
-        }
-    }};
-    // 16-byte vectors of `$in` (`Elem::LANES`), or half that with vec_mode::HALF.
-    ($a:ident, $in:ty, $out:ty, $f:ident, $scalar:expr) => {{
-        let m = $a.vec_mode;
-        let dw = m & vec_mode::DW != 0;
-        let half = m & vec_mode::HALF != 0;
-        if m & vec_mode::ON == 0 {
-            $scalar
-        } else if <$in as Elem>::LANES == 8 {
-            match (half, dw) {
-                (false, true) => $f::<$in, $out, 8, true>($a),
-                (false, false) => $f::<$in, $out, 8, false>($a),
-                (true, true) => $f::<$in, $out, 4, true>($a),
-                (true, false) => $f::<$in, $out, 4, false>($a),
-            }
-        } else {
-            match (half, dw) {
-                (false, true) => $f::<$in, $out, 4, true>($a),
-                (false, false) => $f::<$in, $out, 4, false>($a),
-                (true, true) => $f::<$in, $out, 2, true>($a),
-                (true, false) => $f::<$in, $out, 2, false>($a),
             }
         }
     }};

@@ -11,7 +11,9 @@
 //!   contiguous channel runs) times `256 / vec_block_cols` *streams*; each
 //!   stream walks its own run of `vec_stream_len` output pixels `(n, o)`
 //!   (with carries, no divisions), loading `dy` once per pixel (a vector for
-//!   depthwise, else one scalar) and one `x` vector per tap. The streams are
+//!   depthwise, else one scalar) and one `x` vector per tap, or, for 3-wide
+//!   filters at unit stride and dilation along x, in row segments that read
+//!   each filter row's `x` window once (`row_segments`). The streams are
 //!   then summed in LDS in a fixed order, one tap at a time, and the sum is
 //!   this workgroup's partial (grid z = k-batch).
 //! - **Scalar** (any layout): one thread per weight element `(g, k, c, tap)`,
@@ -141,46 +143,44 @@ unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
     let (str, pad) = (&a.stride, &a.lpad);
     let (dy, x) = (a.dy as *const In, a.x as *const In);
-    {
-        let (mut n, mut o) = split_out_pixel(a, r0);
-        for _ in r0..r1 {
-            let y_off = (y_g + n * ys[1] + o[0] * ys[3] + o[1] * ys[4] + o[2] * ys[5]) as usize;
-            let yv: [f32; VW] = if DW {
-                unsafe { ld_lanes::<In, VW>(dy, y_off) }
-            } else {
-                [unsafe { arch::ld(dy, y_off) }.to_f32(); VW]
-            };
-            // Window origin `o * S - P` (wrapping below zero: one compare checks both pads).
-            let org = [
-                (o[0] * str[0]).wrapping_sub(pad[0]),
-                (o[1] * str[1]).wrapping_sub(pad[1]),
-                (o[2] * str[2]).wrapping_sub(pad[2]),
-            ];
-            // Offset of the window origin (wrapping: only in-bounds taps are used).
-            let x_o = (x_g + n * xs[1])
-                .wrapping_add(org[0].wrapping_mul(xs[3]))
-                .wrapping_add(org[1].wrapping_mul(xs[4]))
-                .wrapping_add(org[2].wrapping_mul(xs[5]));
-            // The taps' loads are unconditional (a tap in the padding reads
-            // the group's first pixel instead) so that they issue back to
-            // back; only the multiply-adds are guarded.
-            let mut inside = [false; TAP_BLOCK];
-            let mut xv = [[0.0f32; VW]; TAP_BLOCK];
-            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
-                let i = [org[0].wrapping_add(tap[j][0]), org[1].wrapping_add(tap[j][1]), org[2].wrapping_add(tap[j][2])];
-                inside[j] = (j as u32) < nt && i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2];
-                let off = if inside[j] { x_o.wrapping_add(tap_off[j]) } else { x_g };
-                xv[j] = unsafe { ld_lanes::<In, VW>(x, off as usize) };
-            });
-            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
-                if inside[j] {
-                    for l in 0..VW {
-                        acc[j][l] = core::intrinsics::fmaf32(yv[l], xv[j][l], acc[j][l]);
-                    }
+    let (mut n, mut o) = split_out_pixel(a, r0);
+    for _ in r0..r1 {
+        let y_off = (y_g + n * ys[1] + o[0] * ys[3] + o[1] * ys[4] + o[2] * ys[5]) as usize;
+        let yv: [f32; VW] = if DW {
+            unsafe { ld_lanes::<In, VW>(dy, y_off) }
+        } else {
+            [unsafe { arch::ld(dy, y_off) }.to_f32(); VW]
+        };
+        // Window origin `o * S - P` (wrapping below zero: one compare checks both pads).
+        let org = [
+            (o[0] * str[0]).wrapping_sub(pad[0]),
+            (o[1] * str[1]).wrapping_sub(pad[1]),
+            (o[2] * str[2]).wrapping_sub(pad[2]),
+        ];
+        // Offset of the window origin (wrapping: only in-bounds taps are used).
+        let x_o = (x_g + n * xs[1])
+            .wrapping_add(org[0].wrapping_mul(xs[3]))
+            .wrapping_add(org[1].wrapping_mul(xs[4]))
+            .wrapping_add(org[2].wrapping_mul(xs[5]));
+        // The taps' loads are unconditional (a tap in the padding reads
+        // the group's first pixel instead) so that they issue back to
+        // back; only the multiply-adds are guarded.
+        let mut inside = [false; TAP_BLOCK];
+        let mut xv = [[0.0f32; VW]; TAP_BLOCK];
+        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+            let i = [org[0].wrapping_add(tap[j][0]), org[1].wrapping_add(tap[j][1]), org[2].wrapping_add(tap[j][2])];
+            inside[j] = (j as u32) < nt && i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2];
+            let off = if inside[j] { x_o.wrapping_add(tap_off[j]) } else { x_g };
+            xv[j] = unsafe { ld_lanes::<In, VW>(x, off as usize) };
+        });
+        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+            if inside[j] {
+                for l in 0..VW {
+                    acc[j][l] = core::intrinsics::fmaf32(yv[l], xv[j][l], acc[j][l]);
                 }
-            });
-            next_out_pixel(a, &mut n, &mut o);
-        }
+            }
+        });
+        next_out_pixel(a, &mut n, &mut o);
     }
 }
 
