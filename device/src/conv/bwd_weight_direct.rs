@@ -113,33 +113,40 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     if col < a.vec_cols && s < streams && r0 < r1 {
         let x_g = g * xs[0] + c * xs[2];
         let y_g = g * ys[0] + k * ys[2];
+        let st = Stream { r0, r1, x_g, y_g, tap, tap_off, nt };
         if a.vec_mode & vec_mode::ROWS != 0 {
-            unsafe { row_segments::<In, VW, DW>(a, r0, r1, x_g, y_g, &tap, nt, &mut acc) };
+            unsafe { row_segments::<In, VW, DW>(a, &st, &mut acc) };
         } else {
-            unsafe { pixels::<In, VW, DW>(a, r0, r1, x_g, y_g, &tap, &tap_off, nt, &mut acc) };
+            unsafe { pixels::<In, VW, DW>(a, &st, &mut acc) };
         }
     }
     unsafe { sum_streams::<Out, VW, DW>(a, &acc) }
 }
 
-/// The stream's pixels `r0..r1` one at a time: per pixel one `dY` load and
-/// one `x` load per tap (any filter, stride, dilation).
-///
-/// # Safety
-/// As the kernel; `x_g`, `y_g` the column's group/channel offsets.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(
-    a: &ConvArgs,
+/// One thread's share of the reduction and its column's context.
+struct Stream {
+    /// Output pixels `r0..r1` (batch-major).
     r0: u32,
     r1: u32,
+    /// Offsets of the column's group and channel in `x` and `dY`.
     x_g: u32,
     y_g: u32,
-    tap: &[[u32; 3]; TAP_BLOCK],
-    tap_off: &[u32; TAP_BLOCK],
+    /// Dilated offsets of the block's taps, per dim.
+    tap: [[u32; 3]; TAP_BLOCK],
+    /// Element offset of each tap from the window origin.
+    tap_off: [u32; TAP_BLOCK],
+    /// Taps of the block inside the filter.
     nt: u32,
-    acc: &mut [[f32; VW]; TAP_BLOCK],
-) {
+}
+
+/// The stream's pixels one at a time: per pixel one `dY` load and one `x`
+/// load per tap (any filter, stride, dilation).
+///
+/// # Safety
+/// As the kernel.
+#[inline(always)]
+unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &Stream, acc: &mut [[f32; VW]; TAP_BLOCK]) {
+    let Stream { r0, r1, x_g, y_g, ref tap, ref tap_off, nt } = *st;
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
     let (str, pad) = (&a.stride, &a.lpad);
     let (dy, x) = (a.dy as *const In, a.x as *const In);
@@ -198,17 +205,8 @@ const _: () = assert!(SEG == 8 && TAP_BLOCK == 9);
 /// # Safety
 /// As [`pixels`].
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(
-    a: &ConvArgs,
-    r0: u32,
-    r1: u32,
-    x_g: u32,
-    y_g: u32,
-    tap: &[[u32; 3]; TAP_BLOCK],
-    nt: u32,
-    acc: &mut [[f32; VW]; TAP_BLOCK],
-) {
+unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &Stream, acc: &mut [[f32; VW]; TAP_BLOCK]) {
+    let Stream { r0, r1, x_g, y_g, ref tap, nt, .. } = *st;
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
     let (str, pad, inp) = (&a.stride, &a.lpad, &a.input);
     let (dy, x) = (a.dy as *const In, a.x as *const In);
