@@ -293,8 +293,10 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                     sh += ts;
                 }
                 // Loads are unconditional (absent taps and pixels outside dy
-                // read an in-bounds stand-in) so that they issue back to back;
-                // only the multiply-adds are guarded.
+                // read an in-bounds stand-in) so that they issue back to back.
+                // Pixels outside dY count as zeros; only absent taps are
+                // branched around (per-pixel branches kept ten 64-bit lane
+                // masks live on AMD, and the scalar registers spilled).
                 for k in 0..a.k {
                     // The group's weights, by shift: the tap at shift s is
                     // `last` minus the taps below s.
@@ -312,26 +314,28 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                     let mut win = [[0.0f32; VW]; RUN + HALO];
                     unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
                         let ox = origin.wrapping_add(e as u32);
-                        let off = (y_k + if ox < out[2] { ox } else { 0 } * ys[5]) as usize;
-                        win[e] = if DW {
+                        let inside = (e as u32) < used && ox < out[2];
+                        let off = (y_k + if inside { ox } else { 0 } * ys[5]) as usize;
+                        let v = if DW {
                             unsafe { ld_lanes::<In, VW>(dy, off) }
                         } else {
                             [unsafe { arch::ld(dy, off) }.to_f32(); VW]
                         };
+                        // Zero outside dY, as the GEMM path's gather (a select, no branch).
+                        for l in 0..VW {
+                            win[e][l] = if inside { v[l] } else { 0.0 };
+                        }
                     });
                     unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
-                        let ox = origin.wrapping_add(e as u32);
-                        if (e as u32) < used && ox < out[2] {
-                            unroll!(s in [0, 1, 2] => {
-                                // Position p = e - s, when the run has it (constant-folded).
-                                if e >= s && e - s < RUN && mask >> s & 1 != 0 {
-                                    let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
-                                    for l in 0..VW {
-                                        acc[l] = core::intrinsics::fmaf32(win[e][l], wt[s][l], acc[l]);
-                                    }
+                        unroll!(s in [0, 1, 2] => {
+                            // Position p = e - s, when the run has it (constant-folded).
+                            if e >= s && e - s < RUN && mask >> s & 1 != 0 {
+                                let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
+                                for l in 0..VW {
+                                    acc[l] = core::intrinsics::fmaf32(win[e][l], wt[s][l], acc[l]);
                                 }
-                            });
-                        }
+                            }
+                        });
                     });
                 }
                 j0 = last + 1;
