@@ -259,7 +259,8 @@ impl Instance {
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
             Op::SplitKFinish | Op::BwdDataDirect => 0,
-            // The channel-vector path sums its streams in LDS: 256 threads x 4 f32 lanes.
+            // The channel-vector path sums its streams in LDS: 256 threads x 4
+            // f32 lanes (`bwd_data_direct::LANES`, shared by both direct kernels).
             Op::BwdWeightDirect => 256 * 4 * 4,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,

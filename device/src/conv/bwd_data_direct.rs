@@ -34,10 +34,13 @@ use convgrad_types::params::{ConvArgs, vec_mode};
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
-/// Lanes per thread on the channel-vector path (or half as many, host's
-/// choice): four, not a 16-byte vector of a 16-bit type, keeps the
-/// accumulators of a run within the register budget of four blocks per SM.
+/// Lanes per thread on the channel-vector path of both direct kernels (or
+/// half as many, host's choice; `dispatch_lanes!` is called with
+/// `[LANES, LANES / 2]`): four, not a 16-byte vector of a 16-bit type, keeps
+/// each thread within 128 registers (at eight both kernels spilled on sm_90).
 pub const LANES: usize = 4;
+// The kernels' `dispatch_lanes!(.., [4, 2])` literals.
+const _: () = assert!(LANES == 4);
 
 /// Pixels per thread on the channel-vector path: consecutive positions of one
 /// stride-slice row.

@@ -37,11 +37,6 @@ use convgrad_types::params::{ConvArgs, vec_mode};
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
-/// Lanes per thread on the channel-vector path (or half as many, host's
-/// choice): four, not a 16-byte vector of a 16-bit type, keeps a tap block's
-/// accumulators and loads within 128 registers (eight spilled on sm_90).
-pub const LANES: usize = 4;
-
 /// Filter taps one thread accumulates on the channel-vector path (a 3x3 filter).
 pub const TAP_BLOCK: usize = 9;
 // The tap loops are spelled out for 9 taps (`unroll!`).

@@ -10,7 +10,7 @@ use super::{LaunchSpec, OpError, check_buffer};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_types::params::{ConvArgs, FastDiv, vec_mode};
-use convgrad_device::conv::bwd_data_direct::{LANES, RUN};
+use convgrad_device::conv::bwd_data_direct::RUN;
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 /// Layout of one `D` tensor of the epilogue. Every `D` is indexed like `dx`
@@ -324,7 +324,7 @@ pub fn plan_with(
     // The direct kernel's channel-vector path: threads run
     // `(n, iz, iy, residue x, run of RUN slice positions, channel vector)`.
     let fast = direct
-        .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), LANES, &dx, &dy))
+        .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), &dx, &dy))
         .flatten()
         .map(|(mode, vw)| {
             let w_vec = if mode & vec_mode::DW == 0 && super::lane_axis(&w, 2, vw) { vec_mode::W_VEC } else { 0 };

@@ -5,7 +5,7 @@
 
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
-use convgrad_device::conv::bwd_weight_direct::{LANES, TAP_BLOCK};
+use convgrad_device::conv::bwd_weight_direct::TAP_BLOCK;
 use convgrad_types::params::{ConvArgs, FastDiv, flags, vec_mode};
 use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
@@ -231,7 +231,7 @@ pub fn plan_with(
     // The direct kernel's channel-vector path: columns (channel vector, k, tap
     // block) times streams of output pixels per workgroup, summed in LDS.
     let fast = direct
-        .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), LANES, &x, &dy))
+        .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), &x, &dy))
         .flatten()
         .map(|(mode, vw)| {
             let vectors = (p.g * p.c / vw) as u64;

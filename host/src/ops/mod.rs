@@ -62,18 +62,17 @@ pub(crate) fn narrow_tile_fits(len: u64, tile_len: u32) -> bool {
 /// bits) and lane count for a problem whose activations are `x` (dx or x) and
 /// output gradient `dy` (elements of `bytes`): depthwise problems
 /// (`C = K = 1`) take lanes along the groups of `x` and `dy`, others along the
-/// channels of `x` (`C` a multiple of the lanes); `max_lanes` lanes up to a
-/// 16-byte vector first, then half as many (the kernel's two lane counts).
-/// `None`: the layout has no such run (the scalar path runs).
+/// channels of `x` (`C` a multiple of the lanes); the kernels' `LANES` lanes
+/// (at most a 16-byte vector) first, then half as many. `None`: the layout
+/// has no such run (the scalar path runs).
 pub(crate) fn direct_vec_mode(
     p: &convgrad_types::ConvProblem,
     bytes: usize,
-    max_lanes: usize,
     x: &convgrad_types::TensorDesc,
     dy: &convgrad_types::TensorDesc,
 ) -> Option<(u32, usize)> {
     use convgrad_types::params::vec_mode;
-    let lanes = (16 / bytes).min(max_lanes);
+    let lanes = (16 / bytes).min(convgrad_device::conv::bwd_data_direct::LANES);
     for (vw, half) in [(lanes, 0), (lanes / 2, vec_mode::HALF)] {
         if p.c == 1 && p.k == 1 && lane_axis(x, 0, vw) && lane_axis(dy, 0, vw) {
             return Some((vec_mode::ON | vec_mode::DW | half, vw));
