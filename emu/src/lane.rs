@@ -75,6 +75,18 @@ pub fn atomic_add_f32(p: *mut f32, v: f32) {
     atomic_rmw(p as u64, |x| (f32::from_bits(x) + v).to_bits());
 }
 
+/// Four f32 atomic adds to `p[0..4]` as one 16-byte vector (NVIDIA sm_90
+/// `red.global.add.v4.f32`): `p` must be 16-byte aligned. Each element is
+/// added atomically on its own, as on the GPU.
+pub fn atomic_add_f32x4(p: *mut f32, v: [f32; 4]) {
+    if !(p as u64).is_multiple_of(16) {
+        global_fault("atomic add", p as u64, 16, 16)
+    }
+    for (i, x) in v.into_iter().enumerate() {
+        atomic_add_f32(p.wrapping_add(i), x);
+    }
+}
+
 /// Packed f16 atomic add (`global_atomic_pk_add_f16`, `red.global.add.noftz.f16x2`):
 /// adds `v[0]`, `v[1]` (f16 bits) to the two halves at `p`, each rounded to f16.
 pub fn atomic_add_f16x2(p: *mut [u16; 2], v: [u16; 2]) {

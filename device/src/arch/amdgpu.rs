@@ -27,6 +27,14 @@ pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
     unsafe { convgrad_atomic_add_f32(p.add(i), v) }
 }
 
+/// Four scalar atomics: CDNA has no 16-byte f32 atomic.
+#[inline(always)]
+pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
+    for (e, x) in v.into_iter().enumerate() {
+        unsafe { atomic_add_f32(p, i + e, x) }
+    }
+}
+
 pub use super::raw::{ld, lds_ld, lds_st, st, trap};
 
 pub use super::no_async::{cp_async_commit, cp_async_wait, cp_async16, ldmatrix_x4};

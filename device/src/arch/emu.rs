@@ -28,6 +28,10 @@ pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
     lane::atomic_add_f32(p.wrapping_add(i), v)
 }
 #[inline(always)]
+pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
+    lane::atomic_add_f32x4(p.wrapping_add(i), v)
+}
+#[inline(always)]
 pub unsafe fn lds_ld<T: Copy>(off: usize) -> T {
     lane::lds_load(off)
 }

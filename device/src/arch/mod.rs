@@ -72,6 +72,17 @@ pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
     unsafe { imp::atomic_add_f32(p, i, v) }
 }
 
+/// Atomically adds `v[e]` to `p[i + e]`, each element on its own (device
+/// scope, relaxed): one `red.global.add.v4.f32` on Hopper, four scalar
+/// atomics elsewhere.
+///
+/// # Safety
+/// As [`ld`], for all four elements; `p + i` must be 16-byte aligned.
+#[inline(always)]
+pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
+    unsafe { imp::atomic_add_f32x4(p, i, v) }
+}
+
 /// Loads a `T` at byte offset `off` of the launch-sized LDS.
 ///
 /// # Safety

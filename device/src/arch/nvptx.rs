@@ -22,6 +22,8 @@ unsafe extern "C" {
     fn convgrad_wgmma_wait1();
     fn convgrad_fence_proxy_async();
     fn convgrad_f32_to_bf16(v: f32) -> u16;
+    #[cfg(convgrad_wgmma)]
+    fn convgrad_red_add_f32x4(p: *mut f32, a: f32, b: f32, c: f32, d: f32);
 }
 
 /// Four 32-bit registers, as LLVM's `<4 x i32>`.
@@ -50,6 +52,19 @@ pub fn barrier() {
 #[inline(always)]
 pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
     unsafe { convgrad_atomic_add_f32(p.add(i), v) }
+}
+
+/// One 16-byte reduction on Hopper; four scalar ones before it.
+#[inline(always)]
+pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
+    #[cfg(convgrad_wgmma)]
+    unsafe {
+        convgrad_red_add_f32x4(p.add(i), v[0], v[1], v[2], v[3])
+    }
+    #[cfg(not(convgrad_wgmma))]
+    for (e, x) in v.into_iter().enumerate() {
+        unsafe { atomic_add_f32(p, i + e, x) }
+    }
 }
 
 #[inline(always)]

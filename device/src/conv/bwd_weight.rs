@@ -14,7 +14,7 @@ use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
 use crate::gemm::{self, Operand, block};
-use convgrad_types::params::ConvArgs;
+use convgrad_types::params::{ConvArgs, FINISH_RUN};
 
 /// Whether the GEMM's N index runs `(z, y, x, c)` with c fastest (GKZYXC weights).
 #[inline(always)]
@@ -128,6 +128,19 @@ pub(crate) unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v
     unsafe { store_result::<Out>(a, a.w, &a.w_strides, [g, m, c, z, y, x], v) }
 }
 
+/// Writes weights `(g, m, n0 .. n0 + len)` (`n0` a multiple of [`block::RUN`])
+/// through the epilogue: in GKZYXC with whole channel runs they are channels
+/// of one tap, one vector store.
+#[inline(always)]
+unsafe fn write_dw_run<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n0: u32, len: u32, v: [f32; block::RUN]) {
+    if c_fastest(a) && a.c.is_multiple_of(block::RUN as u32) {
+        let (c, [z, y, x]) = split_filter_col(a, n0);
+        unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v, &mut BiasRun::new()) }
+    } else {
+        for_each_in_run(v, len, |e, x| unsafe { write_dw::<Out>(a, g, m, n0 + e, x) })
+    }
+}
+
 /// The backward-weight GEMM kernel body. Grid: `x = tiles_m * tiles_n`,
 /// `z = G * k_batch`; one workgroup of `WM * WN` waves per tile.
 ///
@@ -164,49 +177,49 @@ pub unsafe fn kernel<
     };
     let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0] };
     let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
-    let ws = a.ws as *mut f32;
     let store = |i: usize, j0: usize, v: [f32; block::RUN]| {
         let (m, n0) = (at.range.m0 + i as u32, at.range.n0 + j0 as u32);
         if m >= a.gemm_m || n0 >= a.gemm_n {
             return;
         }
         let len = (a.gemm_n - n0).min(block::RUN as u32);
-        if at.mode == PartialMode::Direct && c_fastest(a) && a.c.is_multiple_of(block::RUN as u32) {
-            // The run is channels c0.. of one tap: one vector store in GKZYXC.
-            let (c, [z, y, x]) = split_filter_col(a, n0);
-            return unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v, &mut BiasRun::new()) };
-        }
-        for_each_in_run(v, len, |e, x| {
-            let n = n0 + e;
-            match at.mode {
-                PartialMode::Direct => unsafe { write_dw::<Out>(a, g, m, n, x) },
-                PartialMode::Atomic => unsafe {
-                    arch::atomic_add_f32(ws, splitk::ws_index(a, at.mode, at.kb, g, m, n), x)
-                },
-                PartialMode::Store => unsafe { arch::st(ws, splitk::ws_index(a, at.mode, at.kb, g, m, n), x) },
+        match at.mode {
+            PartialMode::Direct => unsafe { write_dw_run::<Out>(a, g, m, n0, len, v) },
+
+            // Workspace rows of whole quads: the run (from a multiple of RUN) in 16-byte pieces.
+            _ if a.gemm_n.is_multiple_of(4) => {
+                for q in 0..block::RUN / 4 {
+                    if ((4 * q) as u32) < len {
+                        let v4 = [v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]];
+                        unsafe { splitk::put4(a, at.mode, at.kb, g, m, n0 + 4 * q as u32, v4) }
+                    }
+                }
             }
-        });
+            _ => for_each_in_run(v, len, |e, x| unsafe { splitk::put(a, at.mode, at.kb, g, m, n0 + e, x) }),
+        }
     };
     unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
 }
 
-/// Split-K finishing kernel body: one thread per weight element; sums the
-/// partials in batch order, applies the epilogue and casts. Grid x covers
-/// `G * M * N` with 256-thread workgroups.
+/// Split-K finishing kernel body: one thread per run of
+/// [`FINISH_RUN`] weight columns of one `(g, m)`; sums the partials in batch
+/// order, applies the epilogue and casts. Grid x covers
+/// `G * M * ceil(N / FINISH_RUN)` with 256-thread workgroups.
 ///
 /// # Safety
 /// As [`kernel`].
 #[inline(always)]
 pub unsafe fn finish<Out: Elem>(args: *const ConvArgs) {
+    const { assert!(FINISH_RUN as usize == block::RUN) };
     let a = unsafe { load_args(args) };
-    let idx = arch::block_id()[0] as usize * 256 + arch::thread_id() as usize;
-    if idx >= a.partial_elems as usize {
+    let idx = arch::block_id()[0] * 256 + arch::thread_id();
+    let runs = a.gemm_n.div_ceil(FINISH_RUN);
+    let rows = a.partial_elems / a.gemm_n;
+    if idx >= rows * runs {
         return;
     }
-    let v = unsafe { splitk::reduce(a, idx) };
-    let mn = (a.gemm_m * a.gemm_n) as usize;
-    let g = (idx / mn) as u32;
-    let m = ((idx % mn) / a.gemm_n as usize) as u32;
-    let n = (idx % a.gemm_n as usize) as u32;
-    unsafe { write_dw::<Out>(a, g, m, n, v) }
+    let (row, n0) = (idx / runs, idx % runs * FINISH_RUN);
+    let len = (a.gemm_n - n0).min(FINISH_RUN);
+    let v = unsafe { splitk::reduce_run(a, (row * a.gemm_n + n0) as usize, len) };
+    unsafe { write_dw_run::<Out>(a, row / a.gemm_m, row % a.gemm_m, n0, len, v) }
 }

@@ -53,19 +53,24 @@ pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
     unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a), [4, 2]) }
 }
 
+/// Writes `v` of weight `(g, m, n)`: the result through the epilogue when
+/// the reduction is whole (`Direct`), else this batch's partial.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn write_dw_or_partial<Out: Elem>(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: u32, v: f32) {
+    match mode {
+        PartialMode::Direct => unsafe { write_dw::<Out>(a, g, m, n, v) },
+        _ => unsafe { splitk::put(a, mode, kb, g, m, n, v) },
+    }
+}
+
 /// Writes one reduced partial `v` of weight `(g, k, c, tap)` per the split-K mode.
 #[inline(always)]
 unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32, v: f32) {
     // The GEMM's filter column (see `bwd_weight::split_filter_col`).
     let taps = a.div_zyx.div;
     let col = if a.w_strides[2] == 1 && a.c > 1 { tap * a.c + c } else { c * taps + tap };
-    let mode = splitk::mode(a);
-    let ws = a.ws as *mut f32;
-    match mode {
-        PartialMode::Direct => unsafe { write_dw::<Out>(a, g, k, col, v) },
-        PartialMode::Atomic => unsafe { arch::atomic_add_f32(ws, splitk::ws_index(a, mode, kb, g, k, col), v) },
-        PartialMode::Store => unsafe { arch::st(ws, splitk::ws_index(a, mode, kb, g, k, col), v) },
-    }
+    unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, k, col, v) }
 }
 
 /// Column `col` -> `(g, c, k, first tap)` of its lane 0.
@@ -341,11 +346,5 @@ unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
             next_out_pixel(a, &mut n, &mut o);
         }
     }
-    let mode = splitk::mode(a);
-    let ws = a.ws as *mut f32;
-    match mode {
-        PartialMode::Direct => unsafe { write_dw::<Out>(a, g, m, col, acc) },
-        PartialMode::Atomic => unsafe { arch::atomic_add_f32(ws, splitk::ws_index(a, mode, kb, g, m, col), acc) },
-        PartialMode::Store => unsafe { arch::st(ws, splitk::ws_index(a, mode, kb, g, m, col), acc) },
-    }
+    unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, m, col, acc) }
 }

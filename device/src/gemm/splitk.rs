@@ -5,6 +5,9 @@
 //! reproducible.
 
 use super::BlockRange;
+use super::block::RUN;
+use crate::arch;
+use crate::elem::Vec16;
 use convgrad_types::params::{ConvArgs, flags};
 
 /// Where this workgroup's partial goes.
@@ -65,20 +68,63 @@ pub fn ws_index(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: u32
     }
 }
 
-/// Sums element `idx` (< `partial_elems`) of the workspace over all batches, in batch order.
+/// Puts partial `v` of element `(m, n)` of group `g` from batch `kb` into
+/// the workspace (`mode` is `Atomic` or `Store`).
+///
+/// # Safety
+/// `a.ws` must hold the workspace the mode implies.
+#[inline(always)]
+pub unsafe fn put(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: u32, v: f32) {
+    let (ws, i) = (a.ws as *mut f32, ws_index(a, mode, kb, g, m, n));
+    match mode {
+        PartialMode::Atomic => unsafe { arch::atomic_add_f32(ws, i, v) },
+        _ => unsafe { arch::st(ws, i, v) },
+    }
+}
+
+/// [`put`] for columns `n .. n + 4` as one 16-byte access: the split-K
+/// epilogue's atomics were a sixth of the stall samples of the GEMM kernel
+/// on the H200 one element at a time.
+///
+/// # Safety
+/// As [`put`]; `gemm_n` and `n` multiples of 4 (16-byte aligned in the workspace).
+#[inline(always)]
+pub unsafe fn put4(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: u32, v: [f32; 4]) {
+    let (ws, i) = (a.ws as *mut f32, ws_index(a, mode, kb, g, m, n));
+    match mode {
+        PartialMode::Atomic => unsafe { arch::atomic_add_f32x4(ws, i, v) },
+        _ => unsafe { arch::st(ws.wrapping_add(i) as *mut Vec16<[f32; 4]>, 0, Vec16(v)) },
+    }
+}
+
+/// Sums `len` (at most [`RUN`]) consecutive workspace elements from `idx`
+/// (a multiple of [`RUN`] into a row of `gemm_n`) over all batches, each in
+/// batch order; 16-byte loads when the rows are whole quads.
 ///
 /// # Safety
 /// `a.ws` must hold the partials the mode implies.
 #[inline(always)]
-pub unsafe fn reduce(a: &ConvArgs, idx: usize) -> f32 {
+pub unsafe fn reduce_run(a: &ConvArgs, idx: usize, len: u32) -> [f32; RUN] {
     let ws = a.ws as *const f32;
-    if a.flags & flags::SPLITK_STORE != 0 {
-        let mut v = 0.0f32;
-        for kb in 0..a.k_batch as usize {
-            v += unsafe { crate::arch::ld(ws, kb * a.partial_elems as usize + idx) };
+    let batches = if a.flags & flags::SPLITK_STORE != 0 { a.k_batch as usize } else { 1 };
+    let quads = a.gemm_n.is_multiple_of(4);
+    let mut v = [0.0f32; RUN];
+    for kb in 0..batches {
+        let base = kb * a.partial_elems as usize + idx;
+        for q in 0..RUN / 4 {
+            if (4 * q as u32) >= len {
+                continue;
+            }
+            let x: [f32; 4] = if quads {
+                unsafe { arch::ld(ws.wrapping_add(base + 4 * q) as *const Vec16<[f32; 4]>, 0).0 }
+            } else {
+                // Elements past `len` belong to the next row: read as zeros.
+                core::array::from_fn(|e| if ((4 * q + e) as u32) < len { unsafe { arch::ld(ws, base + 4 * q + e) } } else { 0.0 })
+            };
+            for e in 0..4 {
+                v[4 * q + e] += x[e];
+            }
         }
-        v
-    } else {
-        unsafe { crate::arch::ld(ws, idx) }
     }
+    v
 }

@@ -6,7 +6,7 @@
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_device::conv::bwd_weight_direct::TAP_BLOCK;
-use convgrad_types::params::{ConvArgs, FastDiv, flags, vec_mode};
+use convgrad_types::params::{ConvArgs, FINISH_RUN, FastDiv, flags, vec_mode};
 use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 pub use super::{LaunchSpec, OpError};
@@ -335,7 +335,8 @@ pub fn plan_with(
         let fi = instance::find(name).expect("finishing kernels are always built");
         Some(LaunchSpec {
             instance: fi,
-            grid: [(partial as u32).div_ceil(256), 1, 1],
+            // One thread per run of FINISH_RUN columns of a (g, m) row.
+            grid: [((partial / gn) * gn.div_ceil(FINISH_RUN as u64)).div_ceil(256) as u32, 1, 1],
             block: fi.threads(family),
             lds_bytes: 0,
         })

@@ -630,8 +630,8 @@ fn llvm_steps(
         Vendor::Nvidia => {
             // PTX 7.8 at least: with older ISA versions (sm_80's default is
             // 7.0) llc copies by-value kernel parameters to local memory.
-            // sm_90a (wgmma) needs 8.0.
-            let ptx = if arch.family() == Family::Hopper { "-mattr=+ptx80" } else { "-mattr=+ptx78" };
+            // sm_90a needs 8.0 (wgmma) and 8.1 (red.global.v4.f32).
+            let ptx = if arch.family() == Family::Hopper { "-mattr=+ptx81" } else { "-mattr=+ptx78" };
             tc.run(
                 "llc",
                 [triple.as_str(), cpu.as_str(), ptx, llc_opt, "-o"]

@@ -1,4 +1,5 @@
-//! The generated part of the NVIDIA IR shim for Hopper (`sm_90a`).
+//! The generated part of the NVIDIA IR shim for Hopper (`sm_90a`): the
+//! warpgroup instructions, and the 16-byte f32 reduction of split-K.
 
 /// IR shim for the Hopper warpgroup kernels (appended to `device/shim/nvptx.ll`
 /// for `sm_90a`): `convgrad_wgmma_m64n<128|64>k16_<f16|bf16>_<a><b>(desc_a,
@@ -23,6 +24,11 @@ pub fn wgmma_shim() -> String {
          call void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 1)\n  ret void\n}\n\
          define linkonce_odr hidden void @convgrad_fence_proxy_async() #0 {\n  \
          call void @llvm.nvvm.fence.proxy.async.shared_cta()\n  ret void\n}\n\
+         ; Four f32 reductions in one 16-byte request (sm_90, PTX 8.1).\n\
+         define linkonce_odr hidden void @convgrad_red_add_f32x4(ptr %p, float %a, float %b, float %c, float %d) #0 {\n  \
+         %g = addrspacecast ptr %p to ptr addrspace(1)\n  \
+         call void asm sideeffect \"red.global.v4.f32.add [$0], {$1, $2, $3, $4};\", \"l,f,f,f,f,~{memory}\"\
+         (ptr addrspace(1) %g, float %a, float %b, float %c, float %d)\n  ret void\n}\n\
          declare void @llvm.nvvm.wgmma.fence.sync.aligned()\n\
          declare void @llvm.nvvm.wgmma.commit_group.sync.aligned()\n\
          declare void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 immarg)\n\
