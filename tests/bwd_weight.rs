@@ -27,6 +27,10 @@ fn problems() -> Vec<(&'static str, ConvProblem)> {
         ("2d large K (multi-tile M)", prob(&[2, 1, 1, 136, 9, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("3d 3x3x3 pad1", prob(&[3, 2, 1, 12, 8, 3, 3, 3, 5, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("3d stride (2,1,2) asym", prob(&[3, 1, 2, 9, 6, 2, 3, 2, 6, 5, 7, 2, 1, 2, 1, 1, 1, 0, 1, 1, 1, 0, 0])),
+        // Pixels back to back in packed layouts: offsets without divisions.
+        ("2d 1x1 stride1 (flat pixels)", prob(&[2, 1, 2, 72, 40, 1, 1, 5, 7, 1, 1, 1, 1, 0, 0, 0, 0])),
+        // 1x1 stride 1 with a right pad: output pixels past the input.
+        ("2d 1x1 right pad", prob(&[2, 2, 2, 40, 16, 1, 1, 5, 6, 1, 1, 1, 1, 0, 0, 1, 0])),
     ]
 }
 

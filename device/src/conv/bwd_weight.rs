@@ -7,7 +7,8 @@
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
 use super::{
-    BiasRun, ChannelRows, for_each_in_run, load_args, spatial_off, split_out_pixel, store_result, store_run, vector_axis,
+    BiasRun, ChannelRows, for_each_in_run, load_args, pixels_flat, spatial_off, split_out_pixel, store_result, store_run,
+    vector_axis,
 };
 use crate::arch;
 use crate::atom::MmaAtom;
@@ -41,6 +42,9 @@ pub struct XCols<'a, T> {
     a: &'a ConvArgs,
     p: *const T,
     g_off: u32,
+    /// A 1x1 filter, unit stride, no padding, and `X`'s pixels back to back:
+    /// reduction index `k` is input pixel `k`, always inside.
+    flat: bool,
 }
 
 /// Row context of [`XCols`]: the offset of the channel at the dilated tap
@@ -99,6 +103,9 @@ impl<T: Elem> Operand for XCols<'_, T> {
     }
     #[inline(always)]
     fn col(&self, k: u32) -> XCol {
+        if self.flat {
+            return XCol { off: k * self.a.x_strides[5], origin: [0; 3] };
+        }
         let (n, o) = split_out_pixel(self.a, k);
         let (s, p, xs) = (&self.a.stride, &self.a.lpad, &self.a.x_strides);
         let origin = [
@@ -163,19 +170,27 @@ pub unsafe fn kernel<
     let a = unsafe { load_args(args) };
     let at = splitk::coord(a, arch::block_id(), BM as u32, BN as u32);
     let g = at.g;
-    // A operand: `dY[g]` as `K x R` (rows = output channels).
+    // A operand: `dY[g]` as `K x R` (rows = output channels). Reduction
+    // indices are output pixels: with packed pixels (NHWGK, GNHWK) an offset
+    // is one multiply, else three divisions.
     let s = &a.dy_strides;
+    let dy_flat = pixels_flat(s, &a.output, a.n);
     let dy = ChannelRows {
         p: a.dy as *const At::In,
         g_off: g * s[0],
         strides: s,
         rows: a.k,
         col: move |k| {
+            if dy_flat {
+                return k * s[5];
+            }
             let (n, [od, oh, ow]) = split_out_pixel(a, k);
             n * s[1] + od * s[3] + oh * s[4] + ow * s[5]
         },
     };
-    let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0] };
+    let one = |v: [u32; 3]| v == [1, 1, 1];
+    let x_flat = one(a.filter) && one(a.stride) && a.lpad == [0; 3] && a.input == a.output && pixels_flat(&a.x_strides, &a.input, a.n);
+    let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0], flat: x_flat };
     let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
     let store = |i: usize, j0: usize, v: [f32; block::RUN]| {
         let (m, n0) = (at.range.m0 + i as u32, at.range.n0 + j0 as u32);

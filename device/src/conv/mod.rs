@@ -197,6 +197,21 @@ pub fn split_out_pixel(a: &ConvArgs, idx: u32) -> (u32, [u32; 3]) {
     (n, [dd, ho, wo])
 }
 
+/// Whether pixels `(n, d, h, w)` of `n` images of spatial size `dims` lie
+/// back to back under strides `s` (`n` at `s[1]`, `d, h, w` at `s[3..6]`):
+/// then the batch-major pixel index `i` sits at `i * s[5]`, with no
+/// division. Axes of length 1 may have any stride (their index is 0).
+#[inline(always)]
+pub fn pixels_flat(s: &[u32; 6], dims: &[u32; 3], n: u32) -> bool {
+    let mut unit = s[5] as u64 * dims[2] as u64;
+    let mut ok = true;
+    for (len, st) in [(dims[1], s[4]), (dims[0], s[3]), (n, s[1])] {
+        ok &= len == 1 || st as u64 == unit;
+        unit *= len as u64;
+    }
+    ok
+}
+
 /// Moves `(n, [do, ho, wo])` to the next output pixel of batch-major order,
 /// with carries instead of [`split_out_pixel`]'s divisions.
 #[inline(always)]
