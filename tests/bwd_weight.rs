@@ -304,6 +304,25 @@ fn bwd_weight_direct_deterministic_is_bitwise_reproducible() {
     }
 }
 
+/// The automatic k_batch's measured decisions on an H200 (132 SMs): one round
+/// of two blocks per SM; two where that leaves a deep reduction unsplit; four
+/// blocks per SM for element copies (the RGB stem, capped at 128 splits); no
+/// split once the tiles fill the GPU (CK example 20).
+#[test]
+fn bwd_weight_auto_split_k() {
+    let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
+    for (name, v, want) in [
+        ("r50 1x1 14 256->1024", &[2, 1, 256, 1024, 256, 1, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0][..], 16),
+        ("512ch 3x3 7, 128 images", &[2, 1, 128, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 3),
+        ("512ch 3x3 7, 16 images", &[2, 1, 16, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 1),
+        ("RGB stem", &[2, 1, 256, 64, 3, 7, 7, 224, 224, 2, 2, 1, 1, 3, 3, 3, 3], 128),
+        ("CK example 20", &[3, 4, 1, 128, 256, 3, 3, 3, 14, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1),
+    ] {
+        let got = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap().k_batch;
+        assert_eq!(got, want, "{name}");
+    }
+}
+
 /// The tile heuristic's measured decisions, per family: the 16-row tile only
 /// where K fits it (K = 16), 64 rows for K = 32 (faster than 16 or 32 rows on
 /// the H200), the direct kernel below 8 output channels per group.

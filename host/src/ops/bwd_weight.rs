@@ -197,21 +197,30 @@ pub fn plan_with(
         // example 20, 216 tiles on 132 SMs: 0.082 ms unsplit, 0.168 ms with 2).
         SplitK::Auto => {
             let blocks = (tiles_m as u64 * tiles_n as u64 * p.g as u64).max(1);
-            if 4 * blocks >= 3 * 2 * compute_units as u64 {
+            let round = 2 * compute_units as u64;
+            // im2col(X) in element copies (channels not whole 16-byte
+            // vectors, e.g. the RGB stem): the copies cannot run ahead of the
+            // multiplies, so more resident workgroups hide their latency (H200
+            // stem, 3 tiles: k_batch 88 6.58 ms, 128 4.80 ms).
+            let lanes = 16 / cfg.types.act().bytes() as u64;
+            let x_vectors = x.strides[2] == 1 && dw.strides[2] == 1 && (p.c as u64).is_multiple_of(lanes);
+            if 4 * blocks >= 3 * round {
                 1
+            } else if !x_vectors {
+                (2 * round / blocks) as u32
             } else {
                 // One round of two blocks per CU: more splits cost more
-                // partials than they hide (H200 f16, auto with 4 -> with 2:
-                // r50 2048->512 1x1 7 k_batch 8 -> 4 0.175 -> 0.143 ms,
-                // 256->1024 1x1 14 33 -> 16 0.178 -> 0.144, 1024->512 1x1 14
-                // 16 -> 8 0.258 -> 0.225, 128 3x3 28 58 -> 29 0.280 -> 0.239;
-                // 512 3x3 7 3 -> 1 0.300 -> 0.328). Where that leaves one
-                // split of a deep reduction, two rounds are still worth their
-                // partials (that 512 3x3 7, GEMM-K 12544, takes 3 again; at
-                // GEMM-K 6272, N = 128, one split is faster: 0.172 against
-                // 0.193 ms).
-                let k = (2 * compute_units as u64 / blocks) as u32;
-                if k < 2 && gk >= 8192 { (4 * compute_units as u64 / blocks) as u32 } else { k }
+                // partials than they hide (H200 f16, with 16-byte atomics and
+                // the run-wise finish, auto against twice the splits: 64ch
+                // 3x3 56 29: 0.362 ms, 58: 0.375; 128 3x3 28 29: 0.205, 58:
+                // 0.215; 256->1024 1x1 14 16: 0.101, 33: 0.107; 2048->512 1x1
+                // 7 4: 0.100, 8: 0.110; 1D 256ch 22: 0.063, 44: 0.073). Where
+                // that leaves one split, two rounds pay while each split keeps
+                // 64 K-steps of 32 (128 images of 512ch 3x3 7, 144 tiles,
+                // GEMM-K 6272: k_batch 1 0.173 ms, 2 0.162, 3 0.142, 4 0.147).
+                let k = (round / blocks) as u32;
+                let two = (2 * round / blocks).max(1);
+                if k < 2 && gk / two >= 2048 { two as u32 } else { k }
             }
         }
         SplitK::Fixed(n) => n,
