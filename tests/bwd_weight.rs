@@ -305,7 +305,7 @@ fn bwd_weight_direct_deterministic_is_bitwise_reproducible() {
 }
 
 /// The automatic k_batch's measured decisions on an H200 (132 SMs): one round
-/// of two blocks per SM; two where that leaves a deep reduction unsplit; four
+/// of two blocks (and at least 8 warps) per SM; two where that leaves a deep reduction unsplit; four
 /// blocks per SM for element copies (the RGB stem, capped at 128 splits); no
 /// split once the tiles fill the GPU (CK example 20).
 #[test]
@@ -317,6 +317,7 @@ fn bwd_weight_auto_split_k() {
         ("512ch 3x3 7, 16 images", &[2, 1, 16, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 1),
         ("RGB stem", &[2, 1, 256, 64, 3, 7, 7, 224, 224, 2, 2, 1, 1, 3, 3, 3, 3], 128),
         ("CK example 20", &[3, 4, 1, 128, 256, 3, 3, 3, 14, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1),
+        ("ResNeXt 16->16 on the 64-thread 16x64 tile", &[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], 5),
     ] {
         let got = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap().k_batch;
         assert_eq!(got, want, "{name}");
@@ -337,5 +338,12 @@ fn bwd_weight_tile_choice() {
             let got = (inst.op == Op::BwdWeight).then_some(inst.tile.bm);
             assert_eq!(got, want, "{family:?} K={k}: chose {}", inst.name);
         }
+    }
+    // Hopper: the warpgroup tile before mma.sync of the same shape, f16 and bf16.
+    let p = prob(&[2, 1, 8, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
+    for types in [TypeConfig::F16, TypeConfig::Bf16] {
+        let cfg = BwdWeightConfig { types, ..Default::default() };
+        let inst = plan(&p, &cfg, Family::Hopper, 132).unwrap().main.instance;
+        assert!(inst.atom.warpgroup(), "{}: chose {}", types.name(), inst.name);
     }
 }

@@ -299,6 +299,8 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_64x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mma16x8x16);
         // A narrow tile for grouped problems with few output channels per group (K = 16).
+        $m!($($extra,)* bwdw_f16_128x128x32_wgmma, [Hopper], BwdWeight, F16, 128, 128, 32, 2, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdw_bf16_128x128x32_wgmma, [Hopper], BwdWeight, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdw_f16_16x64x32_mma16x8, [Nvidia], BwdWeight, F16, 16, 64, 32, 1, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_f16_16x64x32_mfma16, [Cdna], BwdWeight, F16, 16, 64, 32, 1, 2, Mfma16x16x16);
@@ -323,8 +325,7 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_f16_64x64x32_mma16x8, [Nvidia], BwdData, F16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_64x64x32_mma16x8, [Nvidia], BwdData, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
-        // Hopper: two warpgroups of 64x128 on wgmma, operands in LDS. (Backward-weight
-        // ran 0.98-1.05x the time of mma.sync on it, H200 bench: not built.)
+        // Hopper: two warpgroups of 64x128 on wgmma, operands in LDS.
         $m!($($extra,)* bwdd_f16_128x128x32_wgmma, [Hopper], BwdData, F16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_wgmma, [Hopper], BwdData, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         // 64 channels per group: two warpgroups of 64x64.

@@ -114,7 +114,10 @@ pub fn choose_instance(
         .collect();
     let padded =
         |i: &Instance| m.div_ceil(i.tile.bm as u64) * i.tile.bm as u64 * n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
-    tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn));
+    // Hopper's warpgroup tile before mma.sync of the same shape (H200 f16,
+    // verify --time: seed 0.335 -> 0.275 ms, r50 1x1 14 1024->512 0.179 ->
+    // 0.146, 3x3 7 512ch 0.248 -> 0.210, CK example 20 0.085 -> 0.073).
+    tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
     let best = tiles.first().copied();
     // Per-group GEMMs that would fill under a tenth of even the best tile, or
     // with under 8 output channels (at least half of a 16-row matrix tile is
@@ -197,7 +200,11 @@ pub fn plan_with(
         // example 20, 216 tiles on 132 SMs: 0.082 ms unsplit, 0.168 ms with 2).
         SplitK::Auto => {
             let blocks = (tiles_m as u64 * tiles_n as u64 * p.g as u64).max(1);
-            let round = 2 * compute_units as u64;
+            // A round: two workgroups per CU, and at least 8 warps (ResNeXt
+            // 16->16 on the 64-thread 16x64 tile, 96 tiles: k_batch 2 0.078
+            // ms, 4 0.057, 8 0.058, 12 0.060).
+            let per_cu = (256 / inst.threads(family).max(1) as u64).max(2);
+            let round = per_cu * compute_units as u64;
             // im2col(X) in element copies (channels not whole 16-byte
             // vectors, e.g. the RGB stem): the copies cannot run ahead of the
             // multiplies, so more resident workgroups hide their latency (H200
