@@ -339,11 +339,13 @@ fn bwd_weight_tile_choice() {
             assert_eq!(got, want, "{family:?} K={k}: chose {}", inst.name);
         }
     }
-    // Hopper: the warpgroup tile before mma.sync of the same shape, f16 and bf16.
-    let p = prob(&[2, 1, 8, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
-    for types in [TypeConfig::F16, TypeConfig::Bf16] {
-        let cfg = BwdWeightConfig { types, ..Default::default() };
-        let inst = plan(&p, &cfg, Family::Hopper, 132).unwrap().main.instance;
-        assert!(inst.atom.warpgroup(), "{}: chose {}", types.name(), inst.name);
+    // Hopper: the warpgroup tiles before mma.sync of the same shape, f16 and bf16.
+    for (ch, bm) in [(256, 128), (64, 64)] {
+        let p = prob(&[2, 1, 8, ch, ch, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
+        for types in [TypeConfig::F16, TypeConfig::Bf16] {
+            let cfg = BwdWeightConfig { types, ..Default::default() };
+            let inst = plan(&p, &cfg, Family::Hopper, 132).unwrap().main.instance;
+            assert!(inst.atom.warpgroup() && inst.tile.bm == bm, "{} {ch}ch: chose {}", types.name(), inst.name);
+        }
     }
 }

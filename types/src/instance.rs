@@ -301,6 +301,8 @@ macro_rules! for_each_instance {
         // A narrow tile for grouped problems with few output channels per group (K = 16).
         $m!($($extra,)* bwdw_f16_128x128x32_wgmma, [Hopper], BwdWeight, F16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdw_bf16_128x128x32_wgmma, [Hopper], BwdWeight, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdw_f16_64x64x32_wgmma, [Hopper], BwdWeight, F16, 64, 64, 32, 1, 1, Wgmma64x64x16);
+        $m!($($extra,)* bwdw_bf16_64x64x32_wgmma, [Hopper], BwdWeight, Bf16, 64, 64, 32, 1, 1, Wgmma64x64x16);
         $m!($($extra,)* bwdw_f16_16x64x32_mma16x8, [Nvidia], BwdWeight, F16, 16, 64, 32, 1, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_f16_16x64x32_mfma16, [Cdna], BwdWeight, F16, 16, 64, 32, 1, 2, Mfma16x16x16);

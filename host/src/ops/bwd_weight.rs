@@ -114,9 +114,12 @@ pub fn choose_instance(
         .collect();
     let padded =
         |i: &Instance| m.div_ceil(i.tile.bm as u64) * i.tile.bm as u64 * n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
-    // Hopper's warpgroup tile before mma.sync of the same shape (H200 f16,
-    // verify --time: seed 0.335 -> 0.275 ms, r50 1x1 14 1024->512 0.179 ->
-    // 0.146, 3x3 7 512ch 0.248 -> 0.210, CK example 20 0.085 -> 0.073).
+    // Hopper's warpgroup tiles before mma.sync of the same shape (H200 f16,
+    // verify --time, 128x128: seed 0.335 -> 0.275 ms, r50 1x1 14 1024->512
+    // 0.179 -> 0.146, 3x3 7 512ch 0.248 -> 0.210, CK example 20 0.085 ->
+    // 0.073; 64x64: r50 64ch 3x3 56 0.362 -> 0.331, 1x1 56 256->64 0.203 ->
+    // 0.159, 3D 0.280 -> 0.269; only the RGB stem, in element copies, lost:
+    // 4.74 -> 4.91 ms).
     tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
     let best = tiles.first().copied();
     // Per-group GEMMs that would fill under a tenth of even the best tile, or
