@@ -73,7 +73,7 @@ pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
 }
 
 /// Atomically adds `v[e]` to `p[i + e]`, each element on its own (device
-/// scope, relaxed): one `red.global.add.v4.f32` on Hopper, four scalar
+/// scope, relaxed): one `red.global.v4.f32.add` on Hopper, four scalar
 /// atomics elsewhere.
 ///
 /// # Safety

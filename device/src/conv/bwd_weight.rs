@@ -189,7 +189,11 @@ pub unsafe fn kernel<
         },
     };
     let one = |v: [u32; 3]| v == [1, 1, 1];
-    let x_flat = one(a.filter) && one(a.stride) && a.lpad == [0; 3] && a.input == a.output && pixels_flat(&a.x_strides, &a.input, a.n);
+    let x_flat = one(a.filter)
+        && one(a.stride)
+        && a.lpad == [0; 3]
+        && a.input == a.output
+        && pixels_flat(&a.x_strides, &a.input, a.n);
     let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0], flat: x_flat };
     let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
     let store = |i: usize, j0: usize, v: [f32; block::RUN]| {
@@ -200,7 +204,6 @@ pub unsafe fn kernel<
         let len = (a.gemm_n - n0).min(block::RUN as u32);
         match at.mode {
             PartialMode::Direct => unsafe { write_dw_run::<Out>(a, g, m, n0, len, v) },
-
             // Workspace rows of whole quads: the run (from a multiple of RUN) in 16-byte pieces.
             _ if a.gemm_n.is_multiple_of(4) => {
                 for q in 0..block::RUN / 4 {
