@@ -8,7 +8,7 @@
 
 use super::{
     BiasRun, ChannelRows, for_each_in_run, load_args, pixels_flat, spatial_off, split_out_pixel, store_result, store_run,
-    vector_axis,
+    vector_axis, window_origin,
 };
 use crate::arch;
 use crate::atom::MmaAtom;
@@ -107,12 +107,7 @@ impl<T: Elem> Operand for XCols<'_, T> {
             return XCol { off: k * self.a.x_strides[5], origin: [0; 3] };
         }
         let (n, o) = split_out_pixel(self.a, k);
-        let (s, p, xs) = (&self.a.stride, &self.a.lpad, &self.a.x_strides);
-        let origin = [
-            (o[0] * s[0]).wrapping_sub(p[0]),
-            (o[1] * s[1]).wrapping_sub(p[1]),
-            (o[2] * s[2]).wrapping_sub(p[2]),
-        ];
+        let (origin, xs) = (window_origin(self.a, o), &self.a.x_strides);
         XCol { off: (n * xs[1]).wrapping_add(spatial_off(origin, xs)), origin }
     }
     #[inline(always)]

@@ -28,7 +28,7 @@
 
 use super::bwd_data_direct::{dispatch_lanes, ld_lanes, unroll};
 use super::bwd_weight::{split_filter_col, write_dw};
-use super::{load_args, next_out_pixel, split_out_pixel};
+use super::{load_args, next_out_pixel, spatial_off, split_out_pixel, window_origin};
 use crate::arch;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
@@ -148,7 +148,6 @@ struct Stream {
 unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &Stream, acc: &mut [[f32; VW]; TAP_BLOCK]) {
     let Stream { r0, r1, x_g, y_g, ref tap, ref tap_off, nt } = *st;
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
-    let (str, pad) = (&a.stride, &a.lpad);
     let (dy, x) = (a.dy as *const In, a.x as *const In);
     let (mut n, mut o) = split_out_pixel(a, r0);
     for _ in r0..r1 {
@@ -158,17 +157,9 @@ unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &S
         } else {
             [unsafe { arch::ld(dy, y_off) }.to_f32(); VW]
         };
-        // Window origin `o * S - P` (wrapping below zero: one compare checks both pads).
-        let org = [
-            (o[0] * str[0]).wrapping_sub(pad[0]),
-            (o[1] * str[1]).wrapping_sub(pad[1]),
-            (o[2] * str[2]).wrapping_sub(pad[2]),
-        ];
+        let org = window_origin(a, o);
         // Offset of the window origin (wrapping: only in-bounds taps are used).
-        let x_o = (x_g + n * xs[1])
-            .wrapping_add(org[0].wrapping_mul(xs[3]))
-            .wrapping_add(org[1].wrapping_mul(xs[4]))
-            .wrapping_add(org[2].wrapping_mul(xs[5]));
+        let x_o = (x_g + n * xs[1]).wrapping_add(spatial_off(org, xs));
         // The taps' loads are unconditional (a tap in the padding reads
         // the group's first pixel instead) so that they issue back to
         // back; only the multiply-adds are guarded.

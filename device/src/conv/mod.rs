@@ -197,6 +197,15 @@ pub fn split_out_pixel(a: &ConvArgs, idx: u32) -> (u32, [u32; 3]) {
     (n, [dd, ho, wo])
 }
 
+/// The input position of output pixel `o`'s window origin, `o * stride -
+/// lpad` per dim, wrapping below zero (so one unsigned compare against the
+/// input size checks both pads).
+#[inline(always)]
+pub fn window_origin(a: &ConvArgs, o: [u32; 3]) -> [u32; 3] {
+    let (s, p) = (&a.stride, &a.lpad);
+    [(o[0] * s[0]).wrapping_sub(p[0]), (o[1] * s[1]).wrapping_sub(p[1]), (o[2] * s[2]).wrapping_sub(p[2])]
+}
+
 /// Whether pixels `(n, d, h, w)` of `n` images of spatial size `dims` lie
 /// back to back under strides `s` (`n` at `s[1]`, `d, h, w` at `s[3..6]`):
 /// then the batch-major pixel index `i` sits at `i * s[5]`, with no
