@@ -255,6 +255,16 @@ impl Instance {
             _ => self.tile.threads(family.wave()),
         }
     }
+    /// Workgroups per SM the NVIDIA build keeps resident at least (the
+    /// launch bound `.minnctapersm`, which caps registers per thread).
+    pub const fn min_blocks(&self) -> u32 {
+        match self.op {
+            // Latency-bound streams of loads: four 256-thread blocks (64
+            // registers) hide more of it than two (128).
+            Op::BwdWeightDirect => 4,
+            _ => 2,
+        }
+    }
     /// LDS bytes it is launched with.
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {

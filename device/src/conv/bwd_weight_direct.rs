@@ -37,10 +37,12 @@ use convgrad_types::params::{ConvArgs, vec_mode};
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
-/// Filter taps one thread accumulates on the channel-vector path (a 3x3 filter).
-pub const TAP_BLOCK: usize = 9;
-// The tap loops are spelled out for 9 taps (`unroll!`).
-const _: () = assert!(TAP_BLOCK == 9);
+/// Filter taps one thread accumulates on the channel-vector path (one row
+/// of a 3-wide filter): few accumulators keep a thread near 64 registers,
+/// so four workgroups fit on an SM and hide the loads' latency.
+pub const TAP_BLOCK: usize = 3;
+// The tap loops are spelled out for 3 taps (`unroll!`).
+const _: () = assert!(TAP_BLOCK == 3);
 
 /// Kernel body. Grid: `x = ceil(G*K*C*taps / 256)` (scalar path) or the
 /// column blocks (channel-vector path), `z = k_batch`.
@@ -99,7 +101,7 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     let mut tap = [[0u32; 3]; TAP_BLOCK];
     // Element offset of each tap from the window origin.
     let mut tap_off = [0u32; TAP_BLOCK];
-    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+    unroll!(j in [0, 1, 2] => {
         let (r, fx) = a.div_x.divmod(tap0 + j as u32);
         let (fz, fy) = a.div_y.divmod(r);
         tap[j] = [fz * dil[0], fy * dil[1], fx * dil[2]];
@@ -165,13 +167,13 @@ unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &S
         // back; only the multiply-adds are guarded.
         let mut inside = [false; TAP_BLOCK];
         let mut xv = [[0.0f32; VW]; TAP_BLOCK];
-        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+        unroll!(j in [0, 1, 2] => {
             let i = [org[0].wrapping_add(tap[j][0]), org[1].wrapping_add(tap[j][1]), org[2].wrapping_add(tap[j][2])];
             inside[j] = (j as u32) < nt && i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2];
             let off = if inside[j] { x_o.wrapping_add(tap_off[j]) } else { x_g };
             xv[j] = unsafe { ld_lanes::<In, VW>(x, off as usize) };
         });
-        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+        unroll!(j in [0, 1, 2] => {
             if inside[j] {
                 for l in 0..VW {
                     acc[j][l] = core::intrinsics::fmaf32(yv[l], xv[j][l], acc[j][l]);
@@ -185,13 +187,19 @@ unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &S
 /// Output pixels per segment on the row path.
 const SEG: usize = 8;
 // The segment loops are spelled out for 8 pixels and a 3-wide filter row.
-const _: () = assert!(SEG == 8 && TAP_BLOCK == 9);
+const _: () = assert!(SEG == 8 && TAP_BLOCK == 3);
 
 /// The stream's pixels `r0..r1` in segments of up to [`SEG`] consecutive
 /// pixels of one output row ([`vec_mode::ROWS`]: filter width 3, stride and
-/// dilation 1 along x, so the block is 3 filter rows of 3 taps). Per segment
-/// and filter row it reads `SEG + 2` `x` vectors once and applies the row's
-/// three taps to them: 38 loads per 8 pixels instead of 80.
+/// dilation 1 along x, so the block is one filter row of 3 taps). Per
+/// segment it reads `SEG + 2` `x` vectors once and applies the row's three
+/// taps to them: 18 loads per 8 pixels instead of 32.
+///
+/// The segment is branch-free: every load is unconditional (positions past
+/// the segment, the input or the filter read an in-bounds stand-in) and the
+/// stand-ins' values are replaced by zeros, so all 18 loads can be in flight
+/// at once and the multiply-adds need no guards (ncu: with guarded loads the
+/// loop waited on memory once per window element).
 ///
 /// # Safety
 /// As [`pixels`].
@@ -199,54 +207,43 @@ const _: () = assert!(SEG == 8 && TAP_BLOCK == 9);
 unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &Stream, acc: &mut [[f32; VW]; TAP_BLOCK]) {
     let Stream { r0, r1, x_g, y_g, ref tap, nt, .. } = *st;
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
-    let (str, pad, inp) = (&a.stride, &a.lpad, &a.input);
     let (dy, x) = (a.dy as *const In, a.x as *const In);
     let (mut n, mut o) = split_out_pixel(a, r0);
     let mut r = r0;
     while r < r1 {
         let len = (a.output[2] - o[2]).min(r1 - r).min(SEG as u32);
-        // Loads are unconditional (positions past the segment or the input
-        // read an in-bounds stand-in); only the multiply-adds are guarded.
         let y_px = y_g + n * ys[1] + o[0] * ys[3] + o[1] * ys[4] + o[2] * ys[5];
         let mut yv = [[0.0f32; VW]; SEG];
         unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
-            let off = (y_px + if (p as u32) < len { p as u32 * ys[5] } else { 0 }) as usize;
-            yv[p] = if DW {
+            let on = (p as u32) < len;
+            let off = (y_px + if on { p as u32 * ys[5] } else { 0 }) as usize;
+            let v = if DW {
                 unsafe { ld_lanes::<In, VW>(dy, off) }
             } else {
                 [unsafe { arch::ld(dy, off) }.to_f32(); VW]
             };
+            yv[p] = if on { v } else { [0.0; VW] };
         });
-        // Input column of window element 0 (wrapping below zero).
-        let ix0 = o[2].wrapping_sub(pad[2]);
-        let x_n = x_g + n * xs[1];
-        unroll!(row in [0, 1, 2] => {
-            let j0 = 3 * row;
-            let iz = (o[0] * str[0]).wrapping_sub(pad[0]).wrapping_add(tap[j0][0]);
-            let iy = (o[1] * str[1]).wrapping_sub(pad[1]).wrapping_add(tap[j0][1]);
-            if (j0 as u32) < nt && iz < inp[0] && iy < inp[1] {
-                let x_row = x_n + iz * xs[3] + iy * xs[4];
-                let mut xw = [[0.0f32; VW]; SEG + 2];
-                unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
-                    let ix = ix0.wrapping_add(e as u32);
-                    let off = (x_row + if ix < inp[2] { ix } else { 0 } * xs[5]) as usize;
-                    xw[e] = unsafe { ld_lanes::<In, VW>(x, off) };
-                });
-                unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
-                    if ix0.wrapping_add(e as u32) < inp[2] {
-                        unroll!(f in [0, 1, 2] => {
-                            // Segment position p = e - f (constant-folded range check).
-                            let p = e.wrapping_sub(f).min(SEG - 1);
-                            if e >= f && e - f < SEG && (p as u32) < len {
-                                let acc = &mut acc[(j0 + f).min(TAP_BLOCK - 1)];
-                                for l in 0..VW {
-                                    acc[l] = core::intrinsics::fmaf32(yv[p][l], xw[e][l], acc[l]);
-                                }
-                            }
-                        });
-                    }
-                });
-            }
+        let org = window_origin(a, o);
+        let iz = org[0].wrapping_add(tap[0][0]);
+        let iy = org[1].wrapping_add(tap[0][1]);
+        let row_on = nt > 0 && iz < a.input[0] && iy < a.input[1];
+        let x_n = x_g + n * a.x_strides[1];
+        let x_row = if row_on { x_n + iz * xs[3] + iy * xs[4] } else { x_n };
+        let mut xw = [[0.0f32; VW]; SEG + 2];
+        unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
+            let ix = org[2].wrapping_add(e as u32);
+            let on = row_on && ix < a.input[2];
+            let v = unsafe { ld_lanes::<In, VW>(x, (x_row + if on { ix * xs[5] } else { 0 }) as usize) };
+            xw[e] = if on { v } else { [0.0; VW] };
+        });
+        unroll!(f in [0, 1, 2] => {
+            let acc = &mut acc[f];
+            unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                for l in 0..VW {
+                    acc[l] = core::intrinsics::fmaf32(yv[p][l], xw[p + f][l], acc[l]);
+                }
+            });
         });
         // To the segment's last pixel, then one step (with the row carry).
         o[2] += len - 1;
@@ -269,7 +266,7 @@ unsafe fn sum_streams<Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
     let taps = a.div_zyx.div;
     // Sum the streams of each column, one tap at a time, in stream order.
     let lanes = cb * VW as u32;
-    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+    unroll!(j in [0, 1, 2] => {
         let acc = &acc[j];
         arch::barrier();
         unroll!(l in [0, 1, 2, 3, 4, 5, 6, 7] => {

@@ -255,9 +255,7 @@ pub fn plan_with(
         .map(|(mode, vw)| {
             let vectors = (p.g * p.c / vw) as u64;
             let cols = vectors * p.k as u64 * p.filter_taps().div_ceil(TAP_BLOCK as u64);
-            let block_cols = cols.min(256);
-            let streams = 256 / block_cols;
-            let col_blocks = cols.div_ceil(block_cols);
+            let (block_cols, streams, col_blocks) = column_blocks(cols);
             // About 2 workgroups per compute unit, with streams of at least 64
             // output pixels: every split adds an LDS sum and partials to
             // combine. H200 f16, k_batch against time: depthwise G=384 14x14
@@ -265,7 +263,10 @@ pub fn plan_with(
             // 522: 0.139, 1044: 0.177; ResNeXt 4->4 56x56 263: 0.236, 526:
             // 0.261. A fixed split may go down to one pixel per stream.
             let kb = match cfg.split_k {
-                SplitK::Auto => (2 * compute_units as u64).div_ceil(col_blocks).min(gk.div_ceil(streams * 64)),
+                SplitK::Auto => {
+                    let round = inst.min_blocks() as u64 * compute_units as u64;
+                    round.div_ceil(col_blocks).min(gk.div_ceil(streams * 64))
+                }
                 SplitK::Fixed(n) => (n as u64).min(gk.div_ceil(streams)),
             }
             .clamp(1, 4096);
@@ -322,7 +323,7 @@ pub fn plan_with(
         args.d_strides[i] = d.strides_u32();
     }
     if let Some((vmode, vectors, cols, block_cols, _, len, _)) = fast {
-        // A tap block is then three whole filter rows (`TAP_BLOCK` = 9).
+        // A tap block is then one whole filter row (`TAP_BLOCK` = 3).
         let rows = p.filter[2] == 3 && p.strides[2] == 1 && p.dilations[2] == 1;
         args.vec_mode = vmode | if rows { vec_mode::ROWS } else { 0 };
         args.vec_cols = cols as u32;
@@ -434,6 +435,29 @@ impl<'a> BwdWeightBuffers<'a> {
         super::collect_ds(&plan.ds, types.wei(), d, ds)?;
         Ok(BwdWeightBuffers { x: x.device_addr(), dy: dy.device_addr(), dw: dw.device_addr(), ds })
     }
+}
+
+/// The direct kernel's column blocking for `cols` columns: `(columns per
+/// workgroup, streams per workgroup, workgroups along the columns)`, with
+/// the most of a workgroup's 256 threads busy (fewer blocks on a tie): 108
+/// columns run as 3 blocks of 36 columns times 7 streams (252 threads), not
+/// one of 108 times 2 (216); 384 as 3 of 128 times 2, not 256 + 128.
+fn column_blocks(cols: u64) -> (u64, u64, u64) {
+    let mut best = (0, 0, 0);
+    let mut best_busy = 0;
+    for blocks in 1..=cols.div_ceil(256) + 8 {
+        let cb = cols.div_ceil(blocks);
+        if cb > 256 {
+            continue;
+        }
+        let (streams, nb) = (256 / cb, cols.div_ceil(cb));
+        // Busy threads per mille of the workgroups'.
+        let busy = cols * streams * 1000 / (nb * 256);
+        if busy > best_busy {
+            (best, best_busy) = ((cb, streams, nb), busy);
+        }
+    }
+    best
 }
 
 /// Runs a plan: zeroes the workspace when atomics need it, launches the GEMM

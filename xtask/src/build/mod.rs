@@ -415,10 +415,10 @@ fn build_arch(
     }
 
     // Launch bounds for every instance of the family (whether or not it is present).
-    let bounds: BTreeMap<&str, u32> = INSTANCES
+    let bounds: BTreeMap<&str, (u32, u32)> = INSTANCES
         .iter()
         .filter(|i| i.on(family))
-        .map(|i| (i.name, i.threads(family)))
+        .map(|i| (i.name, (i.threads(family), i.min_blocks())))
         .collect();
     // Re-optimising after the launch bounds are set matters: the AMDGPU IR passes in
     // opt's pipeline read `amdgpu-flat-work-group-size` (gfx942 bwdw 128x128: 236
@@ -437,8 +437,8 @@ fn build_arch(
         .field(llc_opt.as_bytes())
         .field(&bc)
         .field(&shim);
-    for (k, v) in &bounds {
-        h.field(k.as_bytes()).field(&v.to_le_bytes());
+    for (k, (t, b)) in &bounds {
+        h.field(k.as_bytes()).field(&t.to_le_bytes()).field(&b.to_le_bytes());
     }
     for r in &rlibs {
         h.field(r.to_string_lossy().as_bytes());
@@ -508,7 +508,7 @@ fn llvm_steps(
     bc: &Path,
     shim: &[u8],
     rlibs: &[PathBuf],
-    bounds: &BTreeMap<&str, u32>,
+    bounds: &BTreeMap<&str, (u32, u32)>,
     (opt_passes, llc_opt): (&str, &str),
 ) -> Result<()> {
     let p = |f: &str| work.join(f);
@@ -559,17 +559,18 @@ fn llvm_steps(
     }
     let mut attrs: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     for k in ir::kernels(&linked, arch.kernel_cc()) {
-        if let Some(&t) = bounds.get(k.as_str()) {
+        if let Some(&(t, blocks)) = bounds.get(k.as_str()) {
             let a = match arch.vendor {
                 Vendor::Amd => vec![
                     ("amdgpu-flat-work-group-size".to_string(), format!("1,{t}")),
                     ("uniform-work-group-size".to_string(), "true".to_string()),
                 ],
-                // Two resident blocks per SM at least: ptxas then keeps a 256-thread
-                // block within 128 registers (like CUDA's __launch_bounds__(256, 2)).
+                // Resident blocks per SM at least (`Instance::min_blocks`): with two,
+                // ptxas keeps a 256-thread block within 128 registers (like CUDA's
+                // __launch_bounds__(256, 2)).
                 Vendor::Nvidia => vec![
                     ("nvvm.maxntid".to_string(), t.to_string()),
-                    ("nvvm.minctasm".to_string(), "2".to_string()),
+                    ("nvvm.minctasm".to_string(), blocks.to_string()),
                 ],
             };
             attrs.insert(k, a);
