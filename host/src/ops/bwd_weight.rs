@@ -256,12 +256,13 @@ pub fn plan_with(
             let vectors = (p.g * p.c / vw) as u64;
             let cols = vectors * p.k as u64 * p.filter_taps().div_ceil(TAP_BLOCK as u64);
             let (block_cols, streams, col_blocks) = column_blocks(cols);
-            // About 2 workgroups per compute unit, with streams of at least 64
-            // output pixels: every split adds an LDS sum and partials to
-            // combine. H200 f16, k_batch against time: depthwise G=384 14x14
-            // 98: 0.056 ms, 196: 0.064, 392: 0.094; G=144 56x56 261: 0.134,
-            // 522: 0.139, 1044: 0.177; ResNeXt 4->4 56x56 263: 0.236, 526:
-            // 0.261. A fixed split may go down to one pixel per stream.
+            // One round of `min_blocks` workgroups per compute unit, with
+            // streams of at least 64 output pixels: every split adds an LDS
+            // sum and partials to combine. H200 f16, k_batch against time
+            // (auto first): depthwise G=384 14x14 25: 0.0266 ms, 12: 0.0331,
+            // 50: 0.0310; G=144 56x56 176: 0.092, 88: 0.097, 352: 0.093;
+            // ResNeXt 4->4 56x56 176: 0.169, 88: 0.201, 352: 0.160. A fixed
+            // split may go down to one pixel per stream.
             let kb = match cfg.split_k {
                 SplitK::Auto => {
                     let round = inst.min_blocks() as u64 * compute_units as u64;
