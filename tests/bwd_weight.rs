@@ -322,6 +322,21 @@ fn bwd_weight_auto_split_k() {
         let got = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap().k_batch;
         assert_eq!(got, want, "{name}");
     }
+    // The direct kernel: one round of four workgroups per SM over its column
+    // blocks, two where one leaves streams of 256 pixels or more (atomic
+    // partials only), streams of at least 64 pixels.
+    let rx4 = [2, 32, 64, 4, 4, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1];
+    for (name, v, deterministic, want) in [
+        ("ResNeXt 4->4, 570-pixel streams at one round", &rx4[..], false, 351),
+        ("ResNeXt 4->4 deterministic", &rx4[..], true, 176),
+        ("depthwise G=144 56x56", &[2, 144, 64, 1, 1, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], false, 176),
+        ("depthwise G=384 14x14, 64-pixel streams", &[2, 384, 64, 1, 1, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], false, 25),
+    ] {
+        let cfg = BwdWeightConfig { deterministic, ..cfg.clone() };
+        let plan = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap();
+        assert!(plan.main.instance.name.starts_with("bwdw_direct"), "{name}: {}", plan.main.instance.name);
+        assert_eq!(plan.k_batch, want, "{name}");
+    }
 }
 
 /// The tile heuristic's measured decisions, per family: the 16-row tile only

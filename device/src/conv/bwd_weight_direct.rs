@@ -228,7 +228,7 @@ unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
         let iz = org[0].wrapping_add(tap[0][0]);
         let iy = org[1].wrapping_add(tap[0][1]);
         let row_on = nt > 0 && iz < a.input[0] && iy < a.input[1];
-        let x_n = x_g + n * a.x_strides[1];
+        let x_n = x_g + n * xs[1];
         let x_row = if row_on { x_n + iz * xs[3] + iy * xs[4] } else { x_n };
         let mut xw = [[0.0f32; VW]; SEG + 2];
         unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {

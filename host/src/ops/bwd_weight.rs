@@ -258,15 +258,21 @@ pub fn plan_with(
             let (block_cols, streams, col_blocks) = column_blocks(cols);
             // One round of `min_blocks` workgroups per compute unit, with
             // streams of at least 64 output pixels: every split adds an LDS
-            // sum and partials to combine. H200 f16, k_batch against time
-            // (auto first): depthwise G=384 14x14 25: 0.0266 ms, 12: 0.0331,
-            // 50: 0.0310; G=144 56x56 176: 0.092, 88: 0.097, 352: 0.093;
-            // ResNeXt 4->4 56x56 176: 0.169, 88: 0.201, 352: 0.160. A fixed
-            // split may go down to one pixel per stream.
+            // sum and partials to combine. Two rounds where one would leave
+            // streams of 256 pixels or more, with atomic partials (the
+            // deterministic finish reads every split in turn: ResNeXt 4->4
+            // bf16 at 351 splits 0.377 ms). H200 f16, k_batch against time:
+            // depthwise G=384 14x14 25: 0.0266 ms, 12: 0.0331, 50: 0.0310;
+            // G=144 56x56 176: 0.092, 88: 0.097, 352: 0.093 (bf16 176:
+            // 0.092, 350: 0.096); ResNeXt 4->4 56x56 (570-pixel streams at
+            // 176) 88: 0.201, 176: 0.169, 352: 0.160 (bf16 176: 0.193, 351:
+            // 0.176). A fixed split may go down to one pixel per stream.
             let kb = match cfg.split_k {
                 SplitK::Auto => {
                     let round = inst.min_blocks() as u64 * compute_units as u64;
-                    round.div_ceil(col_blocks).min(gk.div_ceil(streams * 64))
+                    let one = round.div_ceil(col_blocks);
+                    let long = gk.div_ceil(one * streams) >= 256 && !cfg.deterministic;
+                    (if long { 2 * one } else { one }).min(gk.div_ceil(streams * 64))
                 }
                 SplitK::Fixed(n) => (n as u64).min(gk.div_ceil(streams)),
             }
@@ -446,6 +452,8 @@ impl<'a> BwdWeightBuffers<'a> {
 fn column_blocks(cols: u64) -> (u64, u64, u64) {
     let mut best = (0, 0, 0);
     let mut best_busy = 0;
+    // Up to 8 blocks more than the fewest: enough to reach 98% busy for the
+    // column counts of depthwise and 4-channel groups.
     for blocks in 1..=cols.div_ceil(256) + 8 {
         let cb = cols.div_ceil(blocks);
         if cb > 256 {
