@@ -192,41 +192,41 @@ fn class_of(a: &ConvArgs, d: usize, r: u32) -> Class {
     Class { t: 0, base: 0, dot: 0 }
 }
 
-/// Writes the `VW` lanes of one pixel through the epilogue: lane `l` is
-/// `[g + l, n, 0, i]` (`DW`) or `[g, n, c + l, i]`. The chain runs step by
-/// step over all lanes (each `D` read per lane before the one vector store:
-/// a `D` may be `dx` itself).
+/// Writes the `VW` lanes of pixel `p` of a run through the epilogue: lane
+/// `l` is `[g + l, n, 0, i]` (`DW`) or `[g, n, c + l, i]`, with `i` the
+/// run's first pixel `i0` moved `p` stride steps along x. The offsets of
+/// `i0` are the same for every pixel of the run (computed once after
+/// inlining); the chain's opcodes are matched once per pixel, not per lane,
+/// and each `D` is read before the one vector store (a `D` may be `dx`).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
     a: &ConvArgs,
     g: u32,
     n: u32,
     c: u32,
-    i: [u32; 3],
+    i0: [u32; 3],
+    p: u32,
     acc: [f32; VW],
 ) {
-    let idx = [g, n, c, i[0], i[1], i[2]];
+    let idx = [g, n, c, i0[0], i0[1], i0[2]];
     let lane_axis = if DW { 0 } else { 2 };
-    let mut v = acc;
-    let chain = &a.epi;
-    for step in &chain.steps[..(chain.len as usize).min(chain.steps.len())] {
-        let mut d = [0.0f32; VW];
-        if step.reads_d() {
-            let s = &a.d_strides[step.d as usize];
-            let (p, off, ls) = (a.d[step.d as usize] as *const Out, offset(s, idx), s[lane_axis] as usize);
-            for l in 0..VW {
-                d[l] = unsafe { arch::ld(p, off + l * ls) }.to_f32();
-            }
-        }
+    let along = (p * a.stride[2]) as usize;
+    let at = |s: &[u32; 6]| offset(s, idx) + along * s[5] as usize;
+    let v = a.epi.apply_run(acc, |d| {
+        let s = &a.d_strides[d];
+        let (ptr, off, ls) = (a.d[d] as *const Out, at(s), s[lane_axis] as usize);
+        let mut dv = [0.0f32; VW];
         for l in 0..VW {
-            v[l] = step.apply(v[l], d[l]);
+            dv[l] = unsafe { arch::ld(ptr, off + l * ls) }.to_f32();
         }
-    }
+        dv
+    });
     let mut out = [Out::default(); VW];
     for l in 0..VW {
         out[l] = Out::from_f32(v[l]);
     }
-    unsafe { st_lanes::<Out, VW>(a.x as *mut Out, offset(&a.x_strides, idx), out) }
+    unsafe { st_lanes::<Out, VW>(a.x as *mut Out, at(&a.x_strides), out) }
 }
 
 /// The channel-vector path (module docs).
@@ -287,68 +287,81 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                 // Pixel of window element 0; element e + s feeds position p = e
                 // through the tap at shift s (tap `last - s / ts`).
                 let origin = vx.wrapping_sub(last * ts);
-                let used = RUN as u32 + span;
-                // Bit s: a tap sits at shift s.
-                let mut mask = 0u32;
-                let mut sh = 0;
-                while sh <= span {
-                    mask |= 1 << sh;
-                    sh += ts;
-                }
                 // Loads are unconditional (absent taps and pixels outside dy
                 // read an in-bounds stand-in) so that they issue back to back.
                 // Pixels outside dY count as zeros; only absent taps are
                 // branched around (per-pixel branches kept ten 64-bit lane
                 // masks live on AMD, and the scalar registers spilled).
-                for k in 0..a.k {
-                    // The group's weights, by shift: the tap at shift s is
-                    // `last` minus the taps below s.
-                    let mut wt = [[0.0f32; VW]; HALO + 1];
-                    unroll!(s in [0, 1, 2] => {
-                        let jx = if mask >> s & 1 != 0 { last - (mask & ((1 << s) - 1)).count_ones() } else { last };
-                        let wo = w_row + (cx.t + tl[2] * jx) * ws[5] + k * ws[1];
-                        wt[s] = if w_vec {
-                            unsafe { ld_lanes::<In, VW>(w, wo as usize) }
-                        } else {
-                            unsafe { ld_gather::<In, VW>(w, wo, w_lane) }
-                        };
-                    });
-                    let y_k = y_row + k * ys[2];
-                    let mut win = [[0.0f32; VW]; RUN + HALO];
-                    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
-                        let ox = origin.wrapping_add(e as u32);
-                        let inside = (e as u32) < used && ox < out[2];
-                        let off = (y_k + if inside { ox } else { 0 } * ys[5]) as usize;
-                        let v = if DW {
-                            unsafe { ld_lanes::<In, VW>(dy, off) }
-                        } else {
-                            [unsafe { arch::ld(dy, off) }.to_f32(); VW]
-                        };
-                        // Zero outside dY, as the GEMM path's gather (a select, no branch).
-                        for l in 0..VW {
-                            win[e][l] = if inside { v[l] } else { 0.0 };
-                        }
-                    });
-                    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
-                        unroll!(s in [0, 1, 2] => {
-                            // Position p = e - s, when the run has it (constant-folded).
-                            if e >= s && e - s < RUN && mask >> s & 1 != 0 {
-                                let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
+                // `$mask`: bit s, a tap sits at shift s; `$used`: window
+                // elements in use.
+                macro_rules! k_loop {
+                    ($mask:expr, $used:expr) => {
+                        for k in 0..a.k {
+                            // The group's weights, by shift: the tap at shift s is
+                            // `last` minus the taps below s.
+                            let mut wt = [[0.0f32; VW]; HALO + 1];
+                            unroll!(s in [0, 1, 2] => {
+                                let jx = if $mask >> s & 1 != 0 { last - ($mask & ((1 << s) - 1)).count_ones() } else { last };
+                                let wo = w_row + (cx.t + tl[2] * jx) * ws[5] + k * ws[1];
+                                wt[s] = if w_vec {
+                                    unsafe { ld_lanes::<In, VW>(w, wo as usize) }
+                                } else {
+                                    unsafe { ld_gather::<In, VW>(w, wo, w_lane) }
+                                };
+                            });
+                            let y_k = y_row + k * ys[2];
+                            let mut win = [[0.0f32; VW]; RUN + HALO];
+                            unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
+                                let ox = origin.wrapping_add(e as u32);
+                                let inside = (e as u32) < $used && ox < out[2];
+                                let off = (y_k + if inside { ox } else { 0 } * ys[5]) as usize;
+                                let v = if DW {
+                                    unsafe { ld_lanes::<In, VW>(dy, off) }
+                                } else {
+                                    [unsafe { arch::ld(dy, off) }.to_f32(); VW]
+                                };
+                                // Zero outside dY, as the GEMM path's gather (a select, no branch).
                                 for l in 0..VW {
-                                    acc[l] = core::intrinsics::fmaf32(win[e][l], wt[s][l], acc[l]);
+                                    win[e][l] = if inside { v[l] } else { 0.0 };
                                 }
-                            }
-                        });
-                    });
+                            });
+                            unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
+                                unroll!(s in [0, 1, 2] => {
+                                    // Position p = e - s, when the run has it (constant-folded).
+                                    if e >= s && e - s < RUN && $mask >> s & 1 != 0 {
+                                        let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
+                                        for l in 0..VW {
+                                            acc[l] = core::intrinsics::fmaf32(win[e][l], wt[s][l], acc[l]);
+                                        }
+                                    }
+                                });
+                            });
+                        }
+                    };
+                }
+                if ts == 1 && span == HALO as u32 {
+                    // Three taps at shifts 0, 1, 2 (a 3-wide row at unit
+                    // stride and dilation): constant masks, no per-row setup,
+                    // unguarded multiply-adds.
+                    k_loop!(0b111u32, (RUN + HALO) as u32);
+                } else {
+                    let used = RUN as u32 + span;
+                    let mut mask = 0u32;
+                    let mut sh = 0;
+                    while sh <= span {
+                        mask |= 1 << sh;
+                        sh += ts;
+                    }
+                    k_loop!(mask, used);
                 }
                 j0 = last + 1;
             }
         }
     }
+    let ix0 = rx + a.stride[2] * qx0;
     unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
-        let ix = rx + a.stride[2] * (qx0 + p as u32);
-        if ix < a.input[2] {
-            unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix], acc[p]) }
+        if ix0 + a.stride[2] * (p as u32) < a.input[2] {
+            unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix0], p as u32, acc[p]) }
         }
     });
 }
