@@ -256,11 +256,9 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     // Lane 0: group g, channel c; lanes step along G (DW) or C.
     let (g, c) = if DW { (v * VW as u32, 0) } else { a.div_c.divmod(v * VW as u32) };
     let (ys, ws) = (&a.dy_strides, &a.w_strides);
-    let (dy, w) = (a.dy as *const In, a.w as *const In);
     let y_n = g * ys[0] + n * ys[1];
     let w_g = g * ws[0] + c * ws[2];
     let w_lane = if DW { ws[0] } else { ws[2] };
-    let w_vec = a.vec_mode & vec_mode::W_VEC != 0;
     let (out, st, tl) = (&a.output, &a.tap_step, &a.tilde);
     // Taps per group: shifts 0, ts, 2ts, ... up to HALO.
     let ts = st[2];
@@ -287,72 +285,21 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                 // Pixel of window element 0; element e + s feeds position p = e
                 // through the tap at shift s (tap `last - s / ts`).
                 let origin = vx.wrapping_sub(last * ts);
-                // Loads are unconditional (absent taps and pixels outside dy
-                // read an in-bounds stand-in) so that they issue back to back.
-                // Pixels outside dY count as zeros; only absent taps are
-                // branched around (per-pixel branches kept ten 64-bit lane
-                // masks live on AMD, and the scalar registers spilled).
-                // `$mask`: bit s, a tap sits at shift s; `$used`: window
-                // elements in use.
-                macro_rules! k_loop {
-                    ($mask:expr, $used:expr) => {
-                        for k in 0..a.k {
-                            // The group's weights, by shift: the tap at shift s is
-                            // `last` minus the taps below s.
-                            let mut wt = [[0.0f32; VW]; HALO + 1];
-                            unroll!(s in [0, 1, 2] => {
-                                let jx = if $mask >> s & 1 != 0 { last - ($mask & ((1 << s) - 1)).count_ones() } else { last };
-                                let wo = w_row + (cx.t + tl[2] * jx) * ws[5] + k * ws[1];
-                                wt[s] = if w_vec {
-                                    unsafe { ld_lanes::<In, VW>(w, wo as usize) }
-                                } else {
-                                    unsafe { ld_gather::<In, VW>(w, wo, w_lane) }
-                                };
-                            });
-                            let y_k = y_row + k * ys[2];
-                            let mut win = [[0.0f32; VW]; RUN + HALO];
-                            unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
-                                let ox = origin.wrapping_add(e as u32);
-                                let inside = (e as u32) < $used && ox < out[2];
-                                let off = (y_k + if inside { ox } else { 0 } * ys[5]) as usize;
-                                let v = if DW {
-                                    unsafe { ld_lanes::<In, VW>(dy, off) }
-                                } else {
-                                    [unsafe { arch::ld(dy, off) }.to_f32(); VW]
-                                };
-                                // Zero outside dY, as the GEMM path's gather (a select, no branch).
-                                for l in 0..VW {
-                                    win[e][l] = if inside { v[l] } else { 0.0 };
-                                }
-                            });
-                            unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
-                                unroll!(s in [0, 1, 2] => {
-                                    // Position p = e - s, when the run has it (constant-folded).
-                                    if e >= s && e - s < RUN && $mask >> s & 1 != 0 {
-                                        let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
-                                        for l in 0..VW {
-                                            acc[l] = core::intrinsics::fmaf32(win[e][l], wt[s][l], acc[l]);
-                                        }
-                                    }
-                                });
-                            });
-                        }
-                    };
-                }
+                let win = Window { y_row, w_row, origin, last, tx: cx.t, w_lane };
                 if ts == 1 && span == HALO as u32 {
                     // Three taps at shifts 0, 1, 2 (a 3-wide row at unit
                     // stride and dilation): constant masks, no per-row setup,
                     // unguarded multiply-adds.
-                    k_loop!(0b111u32, (RUN + HALO) as u32);
+                    unsafe { window_taps::<In, VW, DW>(a, &win, 0b111, (RUN + HALO) as u32, &mut acc) };
                 } else {
-                    let used = RUN as u32 + span;
+                    // Bit s: a tap sits at shift s.
                     let mut mask = 0u32;
                     let mut sh = 0;
                     while sh <= span {
                         mask |= 1 << sh;
                         sh += ts;
                     }
-                    k_loop!(mask, used);
+                    unsafe { window_taps::<In, VW, DW>(a, &win, mask, RUN as u32 + span, &mut acc) };
                 }
                 j0 = last + 1;
             }
@@ -364,6 +311,87 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
             unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix0], p as u32, acc[p]) }
         }
     });
+}
+
+/// One tap group's window of a filter row (see [`vectors`]).
+struct Window {
+    /// Offsets of the row in `dy` (pixel 0, `k` 0) and in `w` (tap 0, `k` 0, lane 0).
+    y_row: u32,
+    w_row: u32,
+    /// Output pixel of window element 0 (wrapping below zero).
+    origin: u32,
+    /// The group's last tap (at shift 0).
+    last: u32,
+    /// The class's first tap along x.
+    tx: u32,
+    /// Stride between the lanes' weights.
+    w_lane: u32,
+}
+
+/// Applies the taps of one window to the run, for every `k`: `mask` bit
+/// `s` says a tap sits at shift `s`, `used` window elements are read.
+/// Loads are unconditional (absent taps and pixels outside `dy` read an
+/// in-bounds stand-in) so that they issue back to back. Pixels outside `dY`
+/// count as zeros; only absent taps are branched around (per-pixel branches
+/// kept ten 64-bit lane masks live on AMD, and the scalar registers
+/// spilled). Called with constant `mask` and `used` for 3-tap rows, the
+/// inlined copy has no mask arithmetic and unguarded multiply-adds.
+///
+/// # Safety
+/// As the kernel.
+#[inline(always)]
+unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool>(
+    a: &ConvArgs,
+    win: &Window,
+    mask: u32,
+    used: u32,
+    acc: &mut [[f32; VW]; RUN],
+) {
+    let Window { y_row, w_row, origin, last, tx, w_lane } = *win;
+    let (ys, ws) = (&a.dy_strides, &a.w_strides);
+    let (dy, w) = (a.dy as *const In, a.w as *const In);
+    let w_vec = a.vec_mode & vec_mode::W_VEC != 0;
+    for k in 0..a.k {
+        // The group's weights, by shift: the tap at shift s is `last` minus
+        // the taps below s.
+        let mut wt = [[0.0f32; VW]; HALO + 1];
+        unroll!(s in [0, 1, 2] => {
+            let jx = if mask >> s & 1 != 0 { last - (mask & ((1 << s) - 1)).count_ones() } else { last };
+            let wo = w_row + (tx + a.tilde[2] * jx) * ws[5] + k * ws[1];
+            wt[s] = if w_vec {
+                unsafe { ld_lanes::<In, VW>(w, wo as usize) }
+            } else {
+                unsafe { ld_gather::<In, VW>(w, wo, w_lane) }
+            };
+        });
+        let y_k = y_row + k * ys[2];
+        let mut px = [[0.0f32; VW]; RUN + HALO];
+        unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
+            let ox = origin.wrapping_add(e as u32);
+            let inside = (e as u32) < used && ox < a.output[2];
+            let off = (y_k + if inside { ox } else { 0 } * ys[5]) as usize;
+            let v = if DW {
+                unsafe { ld_lanes::<In, VW>(dy, off) }
+            } else {
+                [unsafe { arch::ld(dy, off) }.to_f32(); VW]
+            };
+            // Zero outside dY, as the GEMM path's gather (a select, no branch).
+            for l in 0..VW {
+                px[e][l] = if inside { v[l] } else { 0.0 };
+            }
+        });
+        unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
+            unroll!(s in [0, 1, 2] => {
+                // Position p = e - s, when the run has it (constant-folded).
+                if e >= s && e - s < RUN && mask >> s & 1 != 0 {
+                    let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
+                    for l in 0..VW {
+                        acc[l] = core::intrinsics::fmaf32(px[e][l], wt[s][l], acc[l]);
+                    }
+                }
+            });
+        });
+    }
 }
 
 /// The scalar path: one thread per element.
