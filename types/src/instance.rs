@@ -256,7 +256,9 @@ impl Instance {
         }
     }
     /// Workgroups per SM the NVIDIA build keeps resident at least (the
-    /// launch bound `.minnctapersm`, which caps registers per thread).
+    /// launch bound `.minnctapersm`, which caps registers per thread); the
+    /// automatic split-K sizes its round of workgroups per CU with it on
+    /// every family.
     pub const fn min_blocks(&self) -> u32 {
         match self.op {
             // Latency-bound streams of loads: four 256-thread blocks (64

@@ -203,10 +203,11 @@ pub fn plan_with(
         // example 20, 216 tiles on 132 SMs: 0.082 ms unsplit, 0.168 ms with 2).
         SplitK::Auto => {
             let blocks = (tiles_m as u64 * tiles_n as u64 * p.g as u64).max(1);
-            // A round: two workgroups per CU, and at least 8 warps (ResNeXt
-            // 16->16 on the 64-thread 16x64 tile, 96 tiles: k_batch 2 0.078
-            // ms, 4 0.057, 8 0.058, 12 0.060).
-            let per_cu = (256 / inst.threads(family).max(1) as u64).max(2);
+            // A round: the workgroups per CU the launch bound keeps resident
+            // (`min_blocks`, two), and at least 8 warps (ResNeXt 16->16 on
+            // the 64-thread 16x64 tile, 96 tiles: k_batch 2 0.078 ms, 4
+            // 0.057, 8 0.058, 12 0.060).
+            let per_cu = (256 / inst.threads(family).max(1) as u64).max(inst.min_blocks() as u64);
             let round = per_cu * compute_units as u64;
             // im2col(X) in element copies (channels not whole 16-byte
             // vectors, e.g. the RGB stem): the copies cannot run ahead of the
