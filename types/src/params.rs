@@ -32,9 +32,9 @@ pub mod vec_mode {
     pub const HALF: u32 = 4;
     /// Backward-data: the weights' lanes are one aligned vector (else gathered).
     pub const W_VEC: u32 = 8;
-    /// Backward-weight: streams go through output rows in segments, reading
-    /// each filter row's `x` window once (filter width 3, stride and dilation
-    /// 1 along x).
+    /// Backward-weight: streams go through row segments of the output (8
+    /// pixels along x), down the output's columns, reading each filter row's
+    /// `x` window once (filter width 3, stride and dilation 1 along x).
     pub const ROWS: u32 = 16;
 }
 
@@ -193,6 +193,12 @@ pub struct ConvArgs {
     /// Backward-data: division by the pixel runs per slice row; backward-weight:
     /// division by the columns per workgroup.
     pub div_run: FastDiv,
+    /// Direct backward-weight: division by the tap blocks (the fastest index
+    /// of a thread column).
+    pub div_tap_blocks: FastDiv,
+    /// Direct backward-weight, [`vec_mode::ROWS`]: division by the row
+    /// segments per output row.
+    pub div_segs: FastDiv,
 }
 
 /// FNV-1a over a list of words, usable in constants.
@@ -242,7 +248,8 @@ impl ConvArgs {
             offset_of!(ConvArgs, div_dot) as u32,
             offset_of!(ConvArgs, vec_mode) as u32,
             offset_of!(ConvArgs, div_run) as u32,
-            6, // bump when a field's meaning changes
+            offset_of!(ConvArgs, div_segs) as u32,
+            7, // bump when a field's meaning changes
         ])
     };
 }

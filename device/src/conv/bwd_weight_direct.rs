@@ -7,15 +7,17 @@
 //!   thread *column* is `(channel vector, k, tap block)`: `VW` consecutive
 //!   channels (groups for depthwise `C = K = 1`, else channels of one group)
 //!   times up to [`TAP_BLOCK`] filter taps, accumulated in registers. A
-//!   workgroup holds `vec_block_cols` columns (vector fastest: a wave reads
-//!   contiguous channel runs) times `256 / vec_block_cols` *streams*; each
-//!   stream walks its own run of `vec_stream_len` output pixels `(n, o)`
-//!   (with carries, no divisions), loading `dy` once per pixel (a vector for
-//!   depthwise, else one scalar) and one `x` vector per tap, or, for 3-wide
-//!   filters at unit stride and dilation along x, in row segments that read
-//!   each filter row's `x` window once (`row_segments`). The streams are
-//!   then summed in LDS in a fixed order, one tap at a time, and the sum is
-//!   this workgroup's partial (grid z = k-batch).
+//!   workgroup holds `vec_block_cols` columns (tap block fastest, then
+//!   vector: the blocks of one vector read the same `dy` in one wave
+//!   instruction, and a wave reads contiguous channel runs) times
+//!   `256 / vec_block_cols` *streams*; each stream walks its own run of
+//!   `vec_stream_len` output pixels `(n, o)` (with carries, no divisions),
+//!   loading `dy` once per pixel (a vector for depthwise, else one scalar)
+//!   and one `x` vector per tap, or, for 3-wide filters at unit stride and
+//!   dilation along x, row segments down the output's columns that read each
+//!   filter row's `x` window once (`row_segments`). The streams are then
+//!   summed in LDS in a fixed order, one tap at a time, and the sum is this
+//!   workgroup's partial (grid z = k-batch).
 //! - **Scalar** (any layout): one thread per weight element `(g, k, c, tap)`,
 //!   groups fastest, summing over its k-batch's slice of the reduction.
 //!
@@ -75,11 +77,12 @@ unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32
     unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, k, col, v) }
 }
 
-/// Column `col` -> `(g, c, k, first tap)` of its lane 0.
+/// Column `col` -> `(g, c, k, first tap)` of its lane 0: tap blocks
+/// fastest, then channel vectors, then `k`.
 #[inline(always)]
 fn column<const VW: usize, const DW: bool>(a: &ConvArgs, col: u32) -> (u32, u32, u32, u32) {
-    let (t, v) = a.div_vec.divmod(col);
-    let (tb, k) = a.div_k.divmod(t);
+    let (t, tb) = a.div_tap_blocks.divmod(col);
+    let (k, v) = a.div_vec.divmod(t);
     let (g, c) = if DW { (v * VW as u32, 0) } else { a.div_c.divmod(v * VW as u32) };
     (g, c, k, tb * TAP_BLOCK as u32)
 }
@@ -110,13 +113,16 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     let nt = taps.saturating_sub(tap0);
     let mut acc = [[0.0f32; VW]; TAP_BLOCK];
     let stream = kb * streams + s;
+    let rows = a.vec_mode & vec_mode::ROWS != 0;
+    // The reduction's units: row segments or pixels.
+    let units = if rows { a.n * a.output[0] * a.div_segs.div * a.output[1] } else { a.gemm_k };
     let r0 = stream * a.vec_stream_len;
-    let r1 = (r0 + a.vec_stream_len).min(a.gemm_k);
+    let r1 = (r0 + a.vec_stream_len).min(units);
     if col < a.vec_cols && s < streams && r0 < r1 {
         let x_g = g * xs[0] + c * xs[2];
         let y_g = g * ys[0] + k * ys[2];
         let st = Stream { r0, r1, x_g, y_g, tap, tap_off, nt };
-        if a.vec_mode & vec_mode::ROWS != 0 {
+        if rows {
             unsafe { row_segments::<In, VW, DW>(a, &st, &mut acc) };
         } else {
             unsafe { pixels::<In, VW, DW>(a, &st, &mut acc) };
@@ -127,7 +133,7 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
 
 /// One thread's share of the reduction and its column's context.
 struct Stream {
-    /// Output pixels `r0..r1` (batch-major).
+    /// Output pixels `r0..r1` (batch-major), or row segments on the row path.
     r0: u32,
     r1: u32,
     /// Offsets of the column's group and channel in `x` and `dY`.
@@ -185,15 +191,20 @@ unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &S
 }
 
 /// Output pixels per segment on the row path.
-const SEG: usize = 8;
+pub const SEG: usize = 8;
 // The segment loops are spelled out for 8 pixels and a 3-wide filter row.
 const _: () = assert!(SEG == 8 && TAP_BLOCK == 3);
 
-/// The stream's pixels `r0..r1` in segments of up to [`SEG`] consecutive
-/// pixels of one output row ([`vec_mode::ROWS`]: filter width 3, stride and
-/// dilation 1 along x, so the block is one filter row of 3 taps). Per
-/// segment it reads `SEG + 2` `x` vectors once and applies the row's three
-/// taps to them: 18 loads per 8 pixels instead of 32.
+/// The stream's row segments `r0..r1` ([`vec_mode::ROWS`]: filter width
+/// 3, stride and dilation 1 along x, so the block is one filter row of 3
+/// taps). A segment is up to [`SEG`] consecutive pixels of one output row;
+/// segments are numbered `(n, d, segment, h)`, `h` fastest, so a stream
+/// walks down the output's columns. Per segment it reads `SEG + 2` `x`
+/// vectors once and applies the row's three taps to them: 18 loads per 8
+/// pixels instead of 32. Walking down, the `x` row a block reads was read
+/// by the next filter row's block (its neighbour in the wave) one step
+/// before, so it comes from L1, and the blocks' `dy` loads are one request:
+/// each tensor leaves L2 about once, not once per filter row.
 ///
 /// The segment is branch-free: every load is unconditional (positions past
 /// the segment, the input or the filter read an in-bounds stand-in) and the
@@ -208,10 +219,12 @@ unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
     let Stream { r0, r1, x_g, y_g, ref tap, nt, .. } = *st;
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
     let (dy, x) = (a.dy as *const In, a.x as *const In);
-    let (mut n, mut o) = split_out_pixel(a, r0);
-    let mut r = r0;
-    while r < r1 {
-        let len = (a.output[2] - o[2]).min(r1 - r).min(SEG as u32);
+    let (t, mut oy) = a.div_out[1].divmod(r0);
+    let (t, mut seg) = a.div_segs.divmod(t);
+    let (mut n, mut oz) = a.div_out[0].divmod(t);
+    for _ in r0..r1 {
+        let o = [oz, oy, seg * SEG as u32];
+        let len = (a.output[2] - o[2]).min(SEG as u32);
         let y_px = y_g + n * ys[1] + o[0] * ys[3] + o[1] * ys[4] + o[2] * ys[5];
         let mut yv = [[0.0f32; VW]; SEG];
         unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
@@ -245,10 +258,20 @@ unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
                 }
             });
         });
-        // To the segment's last pixel, then one step (with the row carry).
-        o[2] += len - 1;
-        next_out_pixel(a, &mut n, &mut o);
-        r += len;
+        // Down one row, with carries to the next segment, depth and image.
+        oy += 1;
+        if oy == a.output[1] {
+            oy = 0;
+            seg += 1;
+            if seg == a.div_segs.div {
+                seg = 0;
+                oz += 1;
+                if oz == a.output[0] {
+                    oz = 0;
+                    n += 1;
+                }
+            }
+        }
     }
 }
 

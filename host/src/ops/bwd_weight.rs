@@ -5,7 +5,7 @@
 
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
-use convgrad_device::conv::bwd_weight_direct::TAP_BLOCK;
+use convgrad_device::conv::bwd_weight_direct::{SEG, TAP_BLOCK};
 use convgrad_types::params::{ConvArgs, FINISH_RUN, FastDiv, flags, vec_mode};
 use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
@@ -255,8 +255,20 @@ pub fn plan_with(
         .flatten()
         .map(|(mode, vw)| {
             let vectors = (p.g * p.c / vw) as u64;
-            let cols = vectors * p.k as u64 * p.filter_taps().div_ceil(TAP_BLOCK as u64);
+            let tap_blocks = p.filter_taps().div_ceil(TAP_BLOCK as u64);
+            let cols = vectors * p.k as u64 * tap_blocks;
             let (block_cols, streams, col_blocks) = column_blocks(cols);
+            // Streams are runs of reduction units: row segments of up to
+            // SEG pixels on the row path (a tap block is then one whole
+            // filter row, `TAP_BLOCK` = 3), else output pixels.
+            let rows = p.filter[2] == 3 && p.strides[2] == 1 && p.dilations[2] == 1;
+            let (segs, units) = if rows {
+                let o = p.output();
+                let segs = (o[2] as u64).div_ceil(SEG as u64);
+                (segs, p.n as u64 * o[0] as u64 * segs * o[1] as u64)
+            } else {
+                (1, gk)
+            };
             // One round of `min_blocks` workgroups per compute unit, with
             // streams of at least 64 output pixels: every split adds an LDS
             // sum and partials to combine. Two rounds where one would leave
@@ -267,7 +279,8 @@ pub fn plan_with(
             // G=144 56x56 176: 0.092, 88: 0.097, 352: 0.093 (bf16 176:
             // 0.092, 350: 0.096); ResNeXt 4->4 56x56 (570-pixel streams at
             // 176) 88: 0.201, 176: 0.169, 352: 0.160 (bf16 176: 0.193, 351:
-            // 0.176). A fixed split may go down to one pixel per stream.
+            // 0.176), timed before streams walked row segments. A fixed split
+            // may go down to one unit (row segment or pixel) per stream.
             let kb = match cfg.split_k {
                 SplitK::Auto => {
                     let round = inst.min_blocks() as u64 * compute_units as u64;
@@ -275,16 +288,18 @@ pub fn plan_with(
                     let long = gk.div_ceil(one * streams) >= 256 && !cfg.deterministic;
                     (if long { 2 * one } else { one }).min(gk.div_ceil(streams * 64))
                 }
-                SplitK::Fixed(n) => (n as u64).min(gk.div_ceil(streams)),
+                SplitK::Fixed(n) => n as u64,
             }
-            .clamp(1, 4096);
-            let len = gk.div_ceil(kb * streams).max(1);
-            let kb = gk.div_ceil(len * streams).max(1);
-            (mode, vectors, cols, block_cols, col_blocks, len, kb as u32)
+            .clamp(1, 4096)
+            .min(units.div_ceil(streams));
+            let len = units.div_ceil(kb * streams).max(1);
+            let kb = units.div_ceil(len * streams).max(1);
+            let fast = FastPlan { mode, rows, vectors, tap_blocks, segs, cols, block_cols, col_blocks, len };
+            (fast, kb as u32)
         })
-        .filter(|f| f.6 <= 65535 && (f.6 == 1 || (p.g as u64 * gm * gn) * f.6 as u64 <= u32::MAX as u64));
-    let (k_batch, k_per_batch) = match fast {
-        Some(f) => (f.6, f.5 as u32),
+        .filter(|&(_, kb)| kb <= 65535 && (kb == 1 || (p.g as u64 * gm * gn) * kb as u64 <= u32::MAX as u64));
+    let (k_batch, k_per_batch) = match &fast {
+        Some((f, kb)) => (*kb, f.len as u32),
         None => (k_batch, k_per_batch),
     };
     let mode = match (k_batch, cfg.deterministic) {
@@ -330,19 +345,18 @@ pub fn plan_with(
     for (i, d) in ds.iter().enumerate().take(MAX_D) {
         args.d_strides[i] = d.strides_u32();
     }
-    if let Some((vmode, vectors, cols, block_cols, _, len, _)) = fast {
-        // A tap block is then one whole filter row (`TAP_BLOCK` = 3).
-        let rows = p.filter[2] == 3 && p.strides[2] == 1 && p.dilations[2] == 1;
-        args.vec_mode = vmode | if rows { vec_mode::ROWS } else { 0 };
-        args.vec_cols = cols as u32;
-        args.vec_block_cols = block_cols as u32;
-        args.vec_stream_len = len as u32;
-        args.div_vec = FastDiv::new(vectors as u32);
-        args.div_run = FastDiv::new(block_cols as u32);
-        args.div_k = FastDiv::new(p.k as u32);
+    if let Some((f, _)) = &fast {
+        args.vec_mode = f.mode | if f.rows { vec_mode::ROWS } else { 0 };
+        args.vec_cols = f.cols as u32;
+        args.vec_block_cols = f.block_cols as u32;
+        args.vec_stream_len = f.len as u32;
+        args.div_vec = FastDiv::new(f.vectors as u32);
+        args.div_run = FastDiv::new(f.block_cols as u32);
+        args.div_tap_blocks = FastDiv::new(f.tap_blocks as u32);
+        args.div_segs = FastDiv::new(f.segs as u32);
     }
-    let grid = if let Some((.., col_blocks, _, kb)) = fast {
-        [col_blocks as u32, 1, kb]
+    let grid = if let Some((f, kb)) = &fast {
+        [f.col_blocks as u32, 1, *kb]
     } else if direct {
         [(weights as u32).div_ceil(inst.threads(family)), 1, k_batch]
     } else {
@@ -443,6 +457,24 @@ impl<'a> BwdWeightBuffers<'a> {
         super::collect_ds(&plan.ds, types.wei(), d, ds)?;
         Ok(BwdWeightBuffers { x: x.device_addr(), dy: dy.device_addr(), dw: dw.device_addr(), ds })
     }
+}
+
+/// The direct kernel's channel-vector launch (see `bwd_weight_direct`).
+struct FastPlan {
+    /// [`vec_mode`] bits of the lanes (`ROWS` is added from `rows`).
+    mode: u32,
+    /// Streams walk row segments (a 3-wide filter at unit stride and dilation along x).
+    rows: bool,
+    /// Channel vectors per `k`, tap blocks per vector, row segments per output row.
+    vectors: u64,
+    tap_blocks: u64,
+    segs: u64,
+    /// Thread columns in all and per workgroup, and workgroups along the columns.
+    cols: u64,
+    block_cols: u64,
+    col_blocks: u64,
+    /// Reduction units (row segments or pixels) per stream.
+    len: u64,
 }
 
 /// The direct kernel's column blocking for `cols` columns: `(columns per
