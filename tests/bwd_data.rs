@@ -189,7 +189,7 @@ fn bwd_data_direct_vector_paths() {
         ("dw 1d stride3 dil2", prob(&[1, 8, 2, 1, 1, 4, 23, 3, 2, 1, 2])),
         ("dw 3d", prob(&[3, 8, 1, 1, 1, 3, 3, 3, 4, 5, 6, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1])),
         ("dw G=10 stride4 > filter", prob(&[2, 10, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
-        ("groups C=K=4", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=K=4, whole windows", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 19, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("groups C=8 K=3 stride2", prob(&[2, 3, 2, 3, 8, 3, 3, 10, 9, 2, 2, 1, 1, 1, 1, 1, 0])),
         ("odd C=3", prob(&[2, 4, 2, 4, 3, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
@@ -223,9 +223,9 @@ fn bwd_data_direct_vector_paths() {
                     instance: Some(format!("bwdd_direct_{}", t.name())),
                 };
                 let mode = plan(p, &cfg, dev.family()).unwrap().args_template.vec_mode;
-                seen.insert((t.act().bytes(), if mode == 0 { 0 } else { mode & !vec_mode::W_VEC }));
-                if mode & vec_mode::W_VEC != 0 {
-                    seen.insert((0, vec_mode::W_VEC));
+                seen.insert((t.act().bytes(), if mode == 0 { 0 } else { mode & !vec_mode::DY_KVEC }));
+                if mode & vec_mode::DY_KVEC != 0 {
+                    seen.insert((t.act().bytes(), vec_mode::DY_KVEC));
                 }
                 let case = Case {
                     problem: *p,
@@ -255,13 +255,13 @@ fn bwd_data_direct_vector_paths() {
     }
     assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
     use vec_mode::{DW, HALF, ON};
-    // Both lane widths of f32 and of the 16-bit types, the fallback, vector weights.
+    // Both lane widths of f32 and of the 16-bit types, the fallback, dy read
+    // as k vectors.
     for bytes in [2, 4] {
-        for want in [0, ON | DW, ON | DW | HALF, ON, ON | HALF] {
+        for want in [0, ON | DW, ON | DW | HALF, ON, ON | HALF, vec_mode::DY_KVEC] {
             assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
         }
     }
-    assert!(seen.contains(&(0, vec_mode::W_VEC)));
 }
 
 /// The tile heuristic's measured decisions, per family: a narrow tile only

@@ -30,12 +30,14 @@ pub mod vec_mode {
     pub const DW: u32 = 2;
     /// Vectors of half the 16-byte width (8 bytes).
     pub const HALF: u32 = 4;
-    /// Backward-data: the weights' lanes are one aligned vector (else gathered).
-    pub const W_VEC: u32 = 8;
     /// Backward-weight: streams go through row segments of the output (8
     /// pixels along x), down the output's columns, reading each filter row's
     /// `x` window once (filter width 3, stride and dilation 1 along x).
     pub const ROWS: u32 = 16;
+    /// Backward-data, channel lanes: `dy`'s `k` run is one aligned vector
+    /// per [`KV`](../../convgrad_device/conv/bwd_data_direct/constant.KV.html)
+    /// `k`s (else read one scalar per `k`).
+    pub const DY_KVEC: u32 = 32;
 }
 
 /// Division of `u32` numerators below 2^31 by an invariant divisor, as a

@@ -10,7 +10,7 @@ use super::{LaunchSpec, OpError, check_buffer};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_types::params::{ConvArgs, FastDiv, vec_mode};
-use convgrad_device::conv::bwd_data_direct::RUN;
+use convgrad_device::conv::bwd_data_direct::{KV, RUN};
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 /// Layout of one `D` tensor of the epilogue. Every `D` is indexed like `dx`
@@ -323,15 +323,20 @@ pub fn plan_with(
     }
     // The direct kernel's channel-vector path: threads run
     // `(n, iz, iy, residue x, run of RUN slice positions, channel vector)`.
+    // Channel lanes read their weights as one vector too (else the scalar
+    // path runs: a gather beside the vector load in the kernel made LLVM
+    // merge both into 2-byte loads).
     let fast = direct
         .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), &dx, &dy))
         .flatten()
+        .filter(|&(mode, vw)| mode & vec_mode::DW != 0 || super::lane_axis(&w, 2, vw))
         .map(|(mode, vw)| {
-            let w_vec = if mode & vec_mode::DW == 0 && super::lane_axis(&w, 2, vw) { vec_mode::W_VEC } else { 0 };
+            let lanes = mode & vec_mode::DW == 0;
+            let kvec = if lanes && super::lane_axis(&dy, 2, KV) { vec_mode::DY_KVEC } else { 0 };
             let vectors = (p.g * p.c / vw) as u64;
             let runs = slice_rows[2].div_ceil(RUN) as u64;
             let threads = vectors * runs * p.strides[2] as u64 * (p.n * p.input[0] * p.input[1]) as u64;
-            (mode | w_vec, vectors, runs, threads)
+            (mode | kvec, vectors, runs, threads)
         })
         .filter(|f| f.3 <= limit);
     if let Some((mode, vectors, runs, _)) = fast {
