@@ -290,12 +290,13 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                 // Pixel of window element 0; element e + s feeds position p = e
                 // through the tap at shift s (tap `last - s / ts`).
                 let origin = vx.wrapping_sub(last * ts);
-                let win = Window { y_row, w_row, origin, last, tx: cx.t };
                 if ts == 1 && span == HALO as u32 {
                     // Three taps at shifts 0, 1, 2 (a 3-wide row at unit
                     // stride and dilation): constant masks, no per-row setup,
                     // unguarded multiply-adds.
-                    unsafe { window_taps::<In, VW, DW, true>(a, &win, 0b111, (RUN + HALO) as u32, &mut acc) };
+                    let (mask, used) = (0b111, (RUN + HALO) as u32);
+                    let win = Window { y_row, w_row, origin, last, tx: cx.t, mask, used };
+                    unsafe { window_taps::<In, VW, DW, true>(a, &win, &mut acc) };
                 } else {
                     // Bit s: a tap sits at shift s.
                     let mut mask = 0u32;
@@ -304,7 +305,8 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                         mask |= 1 << sh;
                         sh += ts;
                     }
-                    unsafe { window_taps::<In, VW, DW, false>(a, &win, mask, RUN as u32 + span, &mut acc) };
+                    let win = Window { y_row, w_row, origin, last, tx: cx.t, mask, used: RUN as u32 + span };
+                    unsafe { window_taps::<In, VW, DW, false>(a, &win, &mut acc) };
                 }
                 j0 = last + 1;
             }
@@ -329,15 +331,18 @@ struct Window {
     last: u32,
     /// The class's first tap along x.
     tx: u32,
+    /// Bit `s`: a tap sits at shift `s`.
+    mask: u32,
+    /// Window elements read (`RUN` plus the span of the shifts).
+    used: u32,
 }
 
-/// Applies the taps of one window to the run, for every `k`: `mask` bit
-/// `s` says a tap sits at shift `s`, `used` window elements are read.
+/// Applies the taps of one window to the run, for every `k`.
 /// Loads are unconditional (absent taps and pixels outside `dy` read an
 /// in-bounds stand-in) so that they issue back to back. Pixels outside `dY`
 /// count as zeros; only absent taps are branched around (per-pixel branches
 /// kept ten 64-bit lane masks live on AMD, and the scalar registers
-/// spilled). Called with constant `mask` and `used` for 3-tap rows, the
+/// spilled). Given a window of constant `mask` and `used` (3-tap rows), the
 /// inlined copy has no mask arithmetic and unguarded multiply-adds.
 ///
 /// With [`vec_mode::DY_KVEC`] the window is read once per [`KV`] `k`s and
@@ -350,15 +355,14 @@ struct Window {
 unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool, const FULL: bool>(
     a: &ConvArgs,
     win: &Window,
-    mask: u32,
-    used: u32,
     acc: &mut [[f32; VW]; RUN],
 ) {
     let (ys, dy) = (&a.dy_strides, a.dy as *const In);
-    // 3-tap windows wholly inside dY need no zeroing selects (whose ten lane
-    // masks stay live across the k loop on AMD).
-    let whole = FULL && win.origin < a.output[2] && win.origin + ((RUN + HALO - 1) as u32) < a.output[2];
-    if whole && !DW && a.vec_mode & vec_mode::DY_KVEC != 0 {
+    // 3-tap channel-lane windows wholly inside dY need no zeroing selects
+    // (whose ten lane masks stay live across the k loop on AMD). Depthwise
+    // lanes keep one copy: a second one cost G=144 14% on the H200.
+    let whole = FULL && !DW && win.origin < a.output[2] && win.origin + ((RUN + HALO - 1) as u32) < a.output[2];
+    if whole && a.vec_mode & vec_mode::DY_KVEC != 0 {
         let mut kb = 0;
         while kb < a.k {
             let mut raw = [[In::default(); KV]; RUN + HALO];
@@ -371,17 +375,17 @@ unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool, const FULL: boo
                 for e in 0..RUN + HALO {
                     px[e] = [raw[e][kk].to_f32(); VW];
                 }
-                let wt = unsafe { window_weights::<In, VW, DW>(a, win, mask, kb + kk as u32) };
-                window_fma(&px, &wt, mask, acc);
+                let wt = unsafe { window_weights::<In, VW, DW>(a, win, kb + kk as u32) };
+                window_fma(&px, &wt, win.mask, acc);
             });
             kb += KV as u32;
         }
         return;
     }
     if whole {
-        unsafe { k_loop::<In, VW, DW, false>(a, win, mask, used, acc) }
+        unsafe { k_loop::<In, VW, DW, false>(a, win, acc) }
     } else {
-        unsafe { k_loop::<In, VW, DW, true>(a, win, mask, used, acc) }
+        unsafe { k_loop::<In, VW, DW, true>(a, win, acc) }
     }
 }
 
@@ -394,14 +398,12 @@ unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool, const FULL: boo
 unsafe fn k_loop<In: Elem, const VW: usize, const DW: bool, const EDGE: bool>(
     a: &ConvArgs,
     win: &Window,
-    mask: u32,
-    used: u32,
     acc: &mut [[f32; VW]; RUN],
 ) {
     let (ys, dy) = (&a.dy_strides, a.dy as *const In);
-    let inside = |e: u32| !EDGE || (e < used && win.origin.wrapping_add(e) < a.output[2]);
+    let inside = |e: u32| !EDGE || (e < win.used && win.origin.wrapping_add(e) < a.output[2]);
     for k in 0..a.k {
-        let wt = unsafe { window_weights::<In, VW, DW>(a, win, mask, k) };
+        let wt = unsafe { window_weights::<In, VW, DW>(a, win, k) };
         let y_k = win.y_row + k * ys[2];
         let mut px = [[0.0f32; VW]; RUN + HALO];
         unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
@@ -417,7 +419,7 @@ unsafe fn k_loop<In: Elem, const VW: usize, const DW: bool, const EDGE: bool>(
                 px[e][l] = if inside(e as u32) { v[l] } else { 0.0 };
             }
         });
-        window_fma(&px, &wt, mask, acc);
+        window_fma(&px, &wt, win.mask, acc);
     }
 }
 
@@ -432,10 +434,9 @@ unsafe fn k_loop<In: Elem, const VW: usize, const DW: bool, const EDGE: bool>(
 unsafe fn window_weights<In: Elem, const VW: usize, const DW: bool>(
     a: &ConvArgs,
     win: &Window,
-    mask: u32,
     k: u32,
 ) -> [[f32; VW]; HALO + 1] {
-    let ws = &a.w_strides;
+    let (ws, mask) = (&a.w_strides, win.mask);
     let w = a.w as *const In;
     let mut wt = [[0.0f32; VW]; HALO + 1];
     unroll!(s in [0, 1, 2] => {
