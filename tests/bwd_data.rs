@@ -265,10 +265,11 @@ fn bwd_data_direct_vector_paths() {
 }
 
 /// The tile heuristic's measured decisions, per family: a narrow tile only
-/// where C fits one (16, 32 channels per group), 64x64 for C = 48 (the narrow
-/// tiles are slower per useful channel), the widest unpadded tile for C = 256,
-/// the direct kernel for 4 channels per group, the 16-wide tile for an RGB
-/// stem (C = 3, K = 64, 7x7 stride 2). Hopper takes its warpgroup tiles
+/// where C fits one (16, 32 channels per group; the 32-wide one for both),
+/// 64x64 for C = 48 (the narrow tiles are slower per useful channel), the
+/// widest unpadded tile for C = 256, the direct kernel for 4, 8 and 12
+/// channels per group, the 16-wide tile for an RGB stem (C = 3, K = 64, 7x7
+/// stride 2). Hopper takes its warpgroup tiles
 /// (128 and 64 wide) where they are unpadded. (H200 timings in
 /// `ops::bwd_data::choose_instance`.)
 #[test]
@@ -278,12 +279,14 @@ fn bwd_data_tile_choice() {
         let wide = if family == Family::Rdna3 { 64 } else { 128 };
         let hopper = family == Family::Hopper;
         for (c, want, wgmma) in [
-            (16, Some(16), false),
+            (16, Some(32), false),
             (32, Some(32), false),
             (48, Some(64), hopper),
             (64, Some(64), hopper),
             (256, Some(wide), hopper),
             (4, None, false),
+            (8, None, false),
+            (12, None, false),
         ] {
             let p = prob(&[2, 32, 4, c, c, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
             let inst = plan(&p, &cfg, family).unwrap().main.instance;

@@ -267,7 +267,12 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     let (out, st, tl) = (&a.output, &a.tap_step, &a.tilde);
     // Taps per group: shifts 0, ts, 2ts, ... up to HALO.
     let ts = st[2];
-    let per_group = if ts as usize <= HALO { HALO as u32 / ts + 1 } else { 1 };
+    // (HALO / ts + 1 without a division: HALO is 2.)
+    let per_group = match ts {
+        1 => 3,
+        2 => 2,
+        _ => 1,
+    };
     let mut acc = [[0.0f32; VW]; RUN];
     for jz in 0..cz.dot {
         let oz = vz.wrapping_sub(jz * st[0]);
@@ -313,9 +318,24 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
         }
     }
     let ix0 = rx + a.stride[2] * qx0;
+    // dx's offsets, computed once: the argument block is reread after each
+    // store (it may alias dx as far as LLVM knows), so per-pixel offsets
+    // would be recomputed from it eight times.
+    let x_step = (a.stride[2] * a.x_strides[5]) as usize;
+    let x0 = offset(&a.x_strides, [g, n, c, iz, iy, ix0]);
+    let (bound, plain) = (a.input[2], a.epi.len == 0);
     unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
-        if ix0 + a.stride[2] * (p as u32) < a.input[2] {
-            unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix0], p as u32, acc[p]) }
+        if ix0 + a.stride[2] * (p as u32) < bound {
+            let at = x0 + p * x_step;
+            if plain {
+                let mut out = [Out::default(); VW];
+                for l in 0..VW {
+                    out[l] = Out::from_f32(acc[p][l]);
+                }
+                unsafe { st_lanes::<Out, VW>(a.x as *mut Out, at, out) }
+            } else {
+                unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix0], p as u32, acc[p]) }
+            }
         }
     });
 }

@@ -169,8 +169,13 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     // when C is under 8 and the family has no tile of at most 16 columns. An
     // RGB stem (C = 3, a 1024-long reduction per slice), H200 f16: 128x16
     // tile 6.4 ms, 128x32 11.3 ms, direct 29.9 ms, 64x64 53 ms.
+    // C = K = 8 (576 MACs) is still faster direct: H200 f16, G=32 3x3 28x28,
+    // 0.117 ms vs 0.167 on the best tile; C = K = 16 is not (0.37 vs 0.19).
+    // And where `dy`'s k run is no multiple of 8 the GEMM gathers it element
+    // by element: C = K = 12, 28x28: direct 0.22 ms, tiles 1.5-1.9 ms.
     let narrow = instance::INSTANCES.iter().filter(fits).any(|i| i.op == Op::BwdData && i.tile.bn <= 16);
-    if (n * red < 512 || (n < 8 && !narrow)) && direct.is_some() {
+    let scalar_dy = p.k % 8 != 0 && n * p.k as u64 <= 256;
+    if (n * red < 1024 || scalar_dy || (n < 8 && !narrow)) && direct.is_some() {
         return direct.ok_or_else(none);
     }
     // Narrow tiles (under 64 columns) only where C fits one of them: per
@@ -187,8 +192,14 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     // f16): 128x128 beats 64x64 on every shape without padding, also with
     // as few as 1.5 workgroups per SM (C=256 at 14x14: 0.12 vs 0.20 ms);
     // 64x64 wins only at C=64 or less (50% padding of a 128-wide tile).
+    // Where C is a multiple of 8 (vector loads), tiles count as at least 32
+    // wide: the 32-wide tile beats the 16-wide one despite its padding (H200
+    // f16, G=32 3x3, ms: C=16 14x14 0.056 vs 0.072, 28x28 0.191 vs 0.296;
+    // C=8 28x28 0.165 vs 0.190; C=16 K=8 0.193 vs 0.278). With scalar
+    // gathers the 16-wide one wins (C=12 28x28: 1.45 vs 1.59 ms; RGB stem).
+    let cols = |i: &Instance| if n % 8 == 0 { i.tile.bn.max(32) } else { i.tile.bn } as u64;
     let waste = |i: &Instance| {
-        let padded = n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
+        let padded = n.div_ceil(cols(i)) * cols(i);
         (padded - n) * 100 / padded
     };
     // Hopper's warpgroup tile before mma.sync of the same shape: H200 bench,
