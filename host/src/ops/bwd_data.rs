@@ -174,7 +174,7 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     // And where `dy`'s k run is no multiple of 8 the GEMM gathers it element
     // by element: C = K = 12, 28x28: direct 0.22 ms, tiles 1.5-1.9 ms.
     let narrow = instance::INSTANCES.iter().filter(fits).any(|i| i.op == Op::BwdData && i.tile.bn <= 16);
-    let scalar_dy = p.k % 8 != 0 && n * p.k as u64 <= 256;
+    let scalar_dy = !p.k.is_multiple_of(8) && n * p.k as u64 <= 256;
     if (n * red < 1024 || scalar_dy || (n < 8 && !narrow)) && direct.is_some() {
         return direct.ok_or_else(none);
     }
@@ -197,7 +197,7 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     // f16, G=32 3x3, ms: C=16 14x14 0.056 vs 0.072, 28x28 0.191 vs 0.296;
     // C=8 28x28 0.165 vs 0.190; C=16 K=8 0.193 vs 0.278). With scalar
     // gathers the 16-wide one wins (C=12 28x28: 1.45 vs 1.59 ms; RGB stem).
-    let cols = |i: &Instance| if n % 8 == 0 { i.tile.bn.max(32) } else { i.tile.bn } as u64;
+    let cols = |i: &Instance| if n.is_multiple_of(8) { i.tile.bn.max(32) } else { i.tile.bn } as u64;
     let waste = |i: &Instance| {
         let padded = n.div_ceil(cols(i)) * cols(i);
         (padded - n) * 100 / padded
