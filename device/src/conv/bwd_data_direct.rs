@@ -318,9 +318,9 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
         }
     }
     let ix0 = rx + a.stride[2] * qx0;
-    // dx's offsets, computed once: the argument block is reread after each
-    // store (it may alias dx as far as LLVM knows), so per-pixel offsets
-    // would be recomputed from it eight times.
+    // dx's offset, computed once here: left to `write_lanes`, the H200 code
+    // rebuilt the 64-bit offset from the argument block for each of the
+    // eight pixels (G=144 depthwise 6% slower).
     let x_step = (a.stride[2] * a.x_strides[5]) as usize;
     let x0 = offset(&a.x_strides, [g, n, c, iz, iy, ix0]);
     let (bound, plain) = (a.input[2], a.epi.len == 0);
