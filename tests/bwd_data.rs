@@ -80,7 +80,7 @@ fn suite(arch: EmuArch) {
         for j in 0..3 {
             let t = types[(i + j) % 3];
             let (epilogue, d_layouts, alias) = epis[(2 * i + j) % epis.len()].clone();
-            let cfg = BwdDataConfig { layout: layouts[(i + 3 * j) % 4], types: t, epilogue, d_layouts, instance: None };
+            let cfg = BwdDataConfig { layout: layouts[(i + 3 * j) % 4], types: t, epilogue, d_layouts, instance: None, strip_rows: None };
             let case = Case {
                 problem: p,
                 config: cfg.clone(),
@@ -154,7 +154,7 @@ fn bwd_data_every_instance() {
 #[test]
 fn bwd_data_bad_requests() {
     let p = prob(&[2, 1, 1, 8, 8, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]);
-    let err = |cfg: &BwdDataConfig| plan(&p, cfg, Family::Nvidia).unwrap_err().to_string();
+    let err = |cfg: &BwdDataConfig| plan(&p, cfg, Family::Nvidia, 132).unwrap_err().to_string();
     let e = err(&BwdDataConfig { types: TypeConfig::Bf16F32, ..Default::default() });
     assert!(e.contains("bf16-f32") && e.contains("f32, f16 and bf16"), "{e}");
     let e = err(&BwdDataConfig { instance: Some("bwdw_f16_64x64x32_mma16x8".into()), ..Default::default() });
@@ -166,7 +166,7 @@ fn bwd_data_bad_requests() {
     // A D that aliases dx in a broadcast layout would race: refused at execute.
     let (dev, module) = device(EmuArch::Sm90);
     let cfg = BwdDataConfig { epilogue: vec![EpilogueOp::Add], d_layouts: vec![DLayout::PerChannel], ..Default::default() };
-    let pl = plan(&p, &cfg, dev.family()).unwrap();
+    let pl = plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap();
     let buf = dev.alloc::<u16>(pl.dx.span() as usize).unwrap();
     let ds = [buf.device_addr()];
     let bufs = convgrad::ops::bwd_data::BwdDataBuffers { dy: buf.device_addr(), w: buf.device_addr(), dx: buf.device_addr(), ds: &ds };
@@ -221,8 +221,9 @@ fn bwd_data_direct_vector_paths() {
                     epilogue,
                     d_layouts,
                     instance: Some(format!("bwdd_direct_{}", t.name())),
+                    strip_rows: None,
                 };
-                let mode = plan(p, &cfg, dev.family()).unwrap().args_template.vec_mode;
+                let mode = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.vec_mode;
                 seen.insert((t.act().bytes(), if mode == 0 { 0 } else { mode & !vec_mode::DY_KVEC }));
                 if mode & vec_mode::DY_KVEC != 0 {
                     seen.insert((t.act().bytes(), vec_mode::DY_KVEC));
@@ -264,6 +265,92 @@ fn bwd_data_direct_vector_paths() {
     }
 }
 
+/// The depthwise column-strip kernel: strips of several rows (and shorter
+/// last strips), stride-2 classes with one or two taps per dim, dilation with
+/// a tap step of one row, tapless classes (stride over the filter), 1D, 3D
+/// with a flat filter, every dtype and epilogue (also D aliasing dx); on the
+/// three models, with the chosen strip length and forced ones (1 to 7 rows).
+/// Problems it cannot take are refused by name; the strip rule's measured
+/// choices are pinned.
+#[test]
+fn bwd_data_depthwise_strips() {
+    let problems = [
+        ("dw 3x3 pad1, 3 strips", prob(&[2, 16, 2, 1, 1, 3, 3, 19, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("dw stride2 asym", prob(&[2, 24, 2, 1, 1, 3, 3, 11, 12, 2, 2, 1, 1, 1, 0, 0, 1])),
+        ("dw stride2 dil2", prob(&[2, 8, 2, 1, 1, 3, 3, 13, 14, 2, 2, 2, 2, 2, 1, 1, 2])),
+        ("dw 2x3 asym pad", prob(&[2, 6, 1, 1, 1, 2, 3, 17, 9, 1, 1, 1, 1, 0, 1, 1, 1])),
+        ("dw 1d", prob(&[1, 8, 2, 1, 1, 3, 23, 1, 1, 1, 1])),
+        ("dw 3d 1x3x3", prob(&[3, 4, 1, 1, 1, 1, 3, 3, 3, 9, 8, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
+        ("dw stride3 > filter", prob(&[2, 10, 2, 1, 1, 2, 2, 9, 11, 3, 3, 1, 1, 0, 0, 0, 2])),
+        ("dw x dil2", prob(&[2, 4, 2, 1, 1, 3, 2, 12, 11, 1, 1, 1, 2, 1, 1, 1, 1])),
+        ("dw 3 rows", prob(&[2, 2, 3, 1, 1, 3, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("dw 40 rows", prob(&[2, 4, 1, 1, 1, 3, 3, 40, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+    ];
+    let types = [TypeConfig::F32, TypeConfig::F16, TypeConfig::Bf16];
+    let epis = epilogues();
+    let mut failures = Vec::new();
+    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
+        let (dev, module) = device(arch);
+        for (i, (name, p)) in problems.iter().enumerate() {
+            for (j, &t) in types.iter().enumerate() {
+                let (epilogue, d_layouts, alias) = epis[(i + 3 * j) % epis.len()].clone();
+                let strip_rows = [None, Some(1), Some(2), Some(4), Some(7)][(i + j) % 5];
+                let cfg = BwdDataConfig { types: t, epilogue, d_layouts, strip_rows, ..Default::default() };
+                let case = Case {
+                    problem: *p,
+                    config: cfg.clone(),
+                    seed: 6000 + 29 * i as u64 + j as u64,
+                    init: if (i + j) % 2 == 0 { Init::Float } else { Init::Int },
+                    alias_d0: alias,
+                    timed_runs: 0,
+                    dump: false,
+                };
+                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
+                let line = format!(
+                    "{} {name} [{p}] {} rows={strip_rows:?} {:?} {:?} alias={alias} -> {}: {}",
+                    dev.arch(),
+                    t.name(),
+                    cfg.epilogue,
+                    cfg.d_layouts,
+                    o.instance,
+                    o.report.summary()
+                );
+                println!("{line}");
+                if o.instance != format!("bwdd_dw_{}", t.name()) || !o.passed() {
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    // Forced where it does not apply: groups not innermost, a 5-tall filter.
+    let forced = BwdDataConfig { types: TypeConfig::F16, instance: Some("bwdd_dw_f16".into()), ..Default::default() };
+    let dw = |f: usize| prob(&[2, 8, 2, 1, 1, f, f, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]);
+    for (p, layout) in [(dw(3), ConvLayout::GnhwcGkyxcGnhwk), (dw(5), ConvLayout::NhwgcGkyxcNhwgk)] {
+        let e = plan(&p, &BwdDataConfig { layout, ..forced.clone() }, Family::Nvidia, 132).unwrap_err().to_string();
+        assert!(e.contains("bwdd_dw_f16 does not apply") && e.contains("bwdd_direct_f16"), "{e}");
+    }
+    // Automatically: strips for a 3x3 depthwise problem, the direct kernel for 5x5.
+    let auto = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
+    for family in Family::ALL {
+        assert_eq!(plan(&dw(3), &auto, family, 132).unwrap().main.instance.name, "bwdd_dw_f16");
+        assert_eq!(plan(&dw(5), &auto, family, 132).unwrap().main.instance.name, "bwdd_direct_f16");
+    }
+    // Strip lengths on 132 SMs (H200 timings at `dw_strip_count`).
+    for (v, rows) in [
+        ([2, 144, 64, 1, 1, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], 28),
+        ([2, 384, 64, 1, 1, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], 7),
+        ([2, 32, 64, 1, 1, 3, 3, 112, 112, 1, 1, 1, 1, 1, 1, 1, 1], 28),
+    ] {
+        let pl = plan(&prob(&v), &auto, Family::Nvidia, 132).unwrap();
+        assert_eq!(pl.args_template.strip_rows, rows, "{v:?}");
+    }
+    let e = plan(&dw(5), &BwdDataConfig { strip_rows: Some(4), ..auto.clone() }, Family::Nvidia, 132).unwrap_err();
+    assert!(e.to_string().contains("strip_rows applies"), "{e}");
+    let e = plan(&dw(3), &BwdDataConfig { strip_rows: Some(0), ..auto }, Family::Nvidia, 132).unwrap_err();
+    assert!(e.to_string().contains("at least 1"), "{e}");
+}
+
 /// The tile heuristic's measured decisions, per family: a narrow tile only
 /// where C fits one (16, 32 channels per group; the 32-wide one for both),
 /// 64x64 for C = 48 (the narrow tiles are slower per useful channel), the
@@ -289,13 +376,13 @@ fn bwd_data_tile_choice() {
             (12, None, false),
         ] {
             let p = prob(&[2, 32, 4, c, c, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
-            let inst = plan(&p, &cfg, family).unwrap().main.instance;
+            let inst = plan(&p, &cfg, family, 132).unwrap().main.instance;
             let got = (inst.op == Op::BwdData).then_some(inst.tile.bn);
             assert_eq!(got, want, "{family:?} C=K={c}: chose {}", inst.name);
             assert_eq!(inst.atom.warpgroup(), wgmma, "{family:?} C=K={c}: chose {}", inst.name);
         }
         let stem = prob(&[2, 1, 2, 64, 3, 7, 7, 32, 32, 2, 2, 1, 1, 3, 3, 3, 3]);
-        let inst = plan(&stem, &cfg, family).unwrap().main.instance;
+        let inst = plan(&stem, &cfg, family, 132).unwrap().main.instance;
         assert_eq!((inst.op, inst.tile.bn), (Op::BwdData, 16), "{family:?} RGB stem: chose {}", inst.name);
     }
 }

@@ -33,8 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         epilogue: vec![EpilogueOp::AddRelu],
         d_layouts: vec![DLayout::PerChannel],
         instance: None,
+        strip_rows: None,
     };
-    let plan = bwd_data::plan(&p, &cfg, dev.family())?;
+    let plan = bwd_data::plan(&p, &cfg, dev.family(), dev.compute_units())?;
     println!("problem: {p}\nkernel: {} over {} stride slices", plan.main.instance.name, plan.slices);
 
     // Inputs as f16 (random, exactly representable), output poisoned with NaN.

@@ -81,6 +81,10 @@ pub enum Op {
     /// K): channel vectors x a run of pixels per thread (or one thread per
     /// element when the layout has no vector run).
     BwdDataDirect,
+    /// Depthwise backward-data by column strips: each thread keeps three rows
+    /// of accumulators and reads every `dy` row of its strip once (3-tall
+    /// filter classes, one `x` window per row; else [`Op::BwdDataDirect`]).
+    BwdDataDepthwise,
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -270,7 +274,7 @@ impl Instance {
     /// LDS bytes it is launched with.
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
-            Op::SplitKFinish | Op::BwdDataDirect => 0,
+            Op::SplitKFinish | Op::BwdDataDirect | Op::BwdDataDepthwise => 0,
             // The channel-vector path sums its streams in LDS: 256 threads x 4
             // f32 lanes (`bwd_data_direct::LANES`, shared by both direct kernels).
             Op::BwdWeightDirect => 256 * 4 * 4,
@@ -363,6 +367,10 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdd_direct_f16, [Cdna, Rdna3, Nvidia], BwdDataDirect, F16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdd_direct_bf16, [Cdna, Rdna3, Nvidia], BwdDataDirect, Bf16, 256, 1, 1, 256, 1, Fma);
+        // Backward-data, depthwise column strips.
+        $m!($($extra,)* bwdd_dw_f32, [Cdna, Rdna3, Nvidia], BwdDataDepthwise, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_dw_f16, [Cdna, Rdna3, Nvidia], BwdDataDepthwise, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_dw_bf16, [Cdna, Rdna3, Nvidia], BwdDataDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

@@ -201,6 +201,13 @@ pub struct ConvArgs {
     /// Direct backward-weight, [`vec_mode::ROWS`]: division by the row
     /// segments per output row.
     pub div_segs: FastDiv,
+    /// Depthwise backward-data by column strips ([`Op::BwdDataDepthwise`](crate::instance::Op)):
+    /// division by the strips per stride-slice column.
+    pub div_strip: FastDiv,
+    /// Depthwise backward-data by column strips: slice rows per strip.
+    pub strip_rows: u32,
+    /// Keeps the block a multiple of 8 bytes.
+    pub _pad: u32,
 }
 
 /// FNV-1a over a list of words, usable in constants.
@@ -251,7 +258,9 @@ impl ConvArgs {
             offset_of!(ConvArgs, vec_mode) as u32,
             offset_of!(ConvArgs, div_run) as u32,
             offset_of!(ConvArgs, div_segs) as u32,
-            7, // bump when a field's meaning changes
+            offset_of!(ConvArgs, div_strip) as u32,
+            offset_of!(ConvArgs, strip_rows) as u32,
+            8, // bump when a field's meaning changes
         ])
     };
 }

@@ -351,8 +351,9 @@ fn time_ours(
                     vec![]
                 },
                 instance: instance.map(Into::into),
+                strip_rows: None,
             };
-            let plan = data_op::plan(&s.p, &cfg, dev.family())?;
+            let plan = data_op::plan(&s.p, &cfg, dev.family(), dev.compute_units())?;
             let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
             let w = random_buffer(dev, 3, wei, plan.w.span() as usize)?;
             let dx = dev.alloc::<u8>(plan.dx.span() as usize * act.bytes())?;

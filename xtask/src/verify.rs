@@ -45,6 +45,9 @@ pub struct VerifyArgs {
     /// bwd-weight: k-batches of split-K, a number or auto (default auto).
     #[arg(long)]
     pub split_k: Option<String>,
+    /// bwd-data: rows per strip of the depthwise column-strip kernel (default: chosen).
+    #[arg(long)]
+    pub strip_rows: Option<usize>,
     /// bwd-weight: deterministic split-K (f32 partials, fixed-order sum).
     #[arg(long)]
     pub deterministic: bool,
@@ -362,6 +365,9 @@ fn check_op_options(op: OpKind, a: &VerifyArgs) -> Result<()> {
         if a.alias_d0 {
             bail!("--alias-d0 applies to bwd-data and bwd-data-multi-d only");
         }
+        if a.strip_rows.is_some() {
+            bail!("--strip-rows applies to bwd-data and bwd-data-multi-d only (the depthwise strip kernel)");
+        }
     } else {
         if let Some(s) = &a.split_k {
             bail!(
@@ -463,6 +469,7 @@ fn run_bwd_data(
         epilogue,
         d_layouts,
         instance: a.instance.clone(),
+        strip_rows: a.strip_rows,
     };
     let case = bwd_data::Case {
         problem: c.problem,
@@ -477,7 +484,7 @@ fn run_bwd_data(
         .map_err(anyhow::Error::from_boxed)
         .with_context(|| format!("{} {}", op.name(), c.problem))?;
     // The same plan run() made (it succeeded there): slices and D tensors.
-    let plan = data_op::plan(&c.problem, &case.config, dev.family())
+    let plan = data_op::plan(&c.problem, &case.config, dev.family(), dev.compute_units())
         .with_context(|| format!("{} {}", op.name(), c.problem))?;
     let act = c.types.act().bytes() as u64;
     let d_bytes: u64 = plan.ds.iter().map(|d| d.span() * act).sum();
@@ -521,10 +528,13 @@ fn run_bwd_data(
     };
     let mut extra = serde_json::Map::new();
     extra.insert("slices".into(), plan.slices.into());
+    extra.insert("strip_rows".into(), plan.args_template.strip_rows.into());
     extra.insert("d_layouts".into(), serde_json::json!(d_names));
     extra.insert("alias_d0".into(), a.alias_d0.into());
     Ok(Ran {
-        kernel_note: if plan.slices == 0 {
+        kernel_note: if plan.args_template.strip_rows > 0 {
+            format!("depthwise strips of {} slice rows (direct kernel)", plan.args_template.strip_rows)
+        } else if plan.slices == 0 {
             "stride slices 0 (direct kernel)".into()
         } else {
             format!("stride slices {}", plan.slices)

@@ -65,10 +65,13 @@ const _: () = assert!(KV == 4);
 /// The lanes must lie in an allocation the kernel was given, `off` aligned.
 #[inline(always)]
 pub(crate) unsafe fn ld_raw<T: Elem, const VW: usize>(p: *const T, off: usize) -> [T; VW] {
+    // The lanes' address as `p + off` elements (indexing by `off / VW` cost
+    // a shift per load on the H200).
+    let q = p.wrapping_add(off);
     match VW * T::BYTES {
-        16 => unsafe { arch::ld(p as *const Vec16<[T; VW]>, off / VW) }.0,
-        8 => unsafe { arch::ld(p as *const Al8<[T; VW]>, off / VW) }.0,
-        4 => unsafe { arch::ld(p as *const Al4<[T; VW]>, off / VW) }.0,
+        16 => unsafe { arch::ld(q as *const Vec16<[T; VW]>, 0) }.0,
+        8 => unsafe { arch::ld(q as *const Al8<[T; VW]>, 0) }.0,
+        4 => unsafe { arch::ld(q as *const Al4<[T; VW]>, 0) }.0,
         _ => {
             let mut out = [T::default(); VW];
             for l in 0..VW {
@@ -106,16 +109,22 @@ pub(crate) unsafe fn ld_gather<T: Elem, const VW: usize>(p: *const T, off: u32, 
     out
 }
 
-/// Stores `VW` lanes at element `off` (a multiple of `VW`): one aligned vector store.
+/// Stores `VW` f32 lanes as `T` at element `off` (a multiple of `VW`): one
+/// aligned vector store.
 ///
 /// # Safety
 /// As [`ld_lanes`].
 #[inline(always)]
-unsafe fn st_lanes<T: Elem, const VW: usize>(p: *mut T, off: usize, v: [T; VW]) {
+unsafe fn st_lanes<T: Elem, const VW: usize>(p: *mut T, off: usize, f: [f32; VW]) {
+    let mut v = [T::default(); VW];
+    for l in 0..VW {
+        v[l] = T::from_f32(f[l]);
+    }
+    let q = p.wrapping_add(off);
     match VW * T::BYTES {
-        16 => unsafe { arch::st(p as *mut Vec16<[T; VW]>, off / VW, Vec16(v)) },
-        8 => unsafe { arch::st(p as *mut Al8<[T; VW]>, off / VW, Al8(v)) },
-        4 => unsafe { arch::st(p as *mut Al4<[T; VW]>, off / VW, Al4(v)) },
+        16 => unsafe { arch::st(q as *mut Vec16<[T; VW]>, 0, Vec16(v)) },
+        8 => unsafe { arch::st(q as *mut Al8<[T; VW]>, 0, Al8(v)) },
+        4 => unsafe { arch::st(q as *mut Al4<[T; VW]>, 0, Al4(v)) },
         _ => {
             for l in 0..VW {
                 unsafe { arch::st(p, off + l, v[l]) }
@@ -169,19 +178,19 @@ pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
 
 /// The tap class of stride residue `r` along dim `d` (pass a literal `d`).
 #[derive(Clone, Copy)]
-struct Class {
+pub(crate) struct Class {
     /// First tap.
-    t: u32,
+    pub t: u32,
     /// Output pixel of tap 0 for slice position 0 (wrapping below zero).
-    base: u32,
+    pub base: u32,
     /// Taps of the class (0: no tap reaches the residue).
-    dot: u32,
+    pub dot: u32,
 }
 
 /// The one `t < tilde` with `r + P - t*D ≡ 0 (mod S)`, with multiply-high
 /// divisions only: `r + P + S*D - t*D` stays non-negative.
 #[inline(always)]
-fn class_of(a: &ConvArgs, d: usize, r: u32) -> Class {
+pub(crate) fn class_of(a: &ConvArgs, d: usize, r: u32) -> Class {
     let (s, dil) = (a.stride[d], a.dilation[d]);
     let top = r + a.lpad[d] + s * dil;
     let mut t = 0;
@@ -228,11 +237,7 @@ unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
         }
         dv
     });
-    let mut out = [Out::default(); VW];
-    for l in 0..VW {
-        out[l] = Out::from_f32(v[l]);
-    }
-    unsafe { st_lanes::<Out, VW>(a.x as *mut Out, at(&a.x_strides), out) }
+    unsafe { st_lanes::<Out, VW>(a.x as *mut Out, at(&a.x_strides), v) }
 }
 
 /// The channel-vector path (module docs).
@@ -317,44 +322,55 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
             }
         }
     }
-    let ix0 = rx + a.stride[2] * qx0;
+    unsafe { store_run::<Out, VW, DW>(a, g, n, c, [iz, iy, rx + a.stride[2] * qx0], &acc) }
+}
+
+/// Writes a run's pixels that lie inside `dx` (lanes as in [`write_lanes`];
+/// `i0`: the run's first input pixel).
+///
+/// # Safety
+/// As the kernel.
+#[inline(always)]
+pub(crate) unsafe fn store_run<Out: Elem, const VW: usize, const DW: bool>(
+    a: &ConvArgs,
+    g: u32,
+    n: u32,
+    c: u32,
+    i0: [u32; 3],
+    acc: &[[f32; VW]; RUN],
+) {
     // dx's offset, computed once here: left to `write_lanes`, the H200 code
     // rebuilt the 64-bit offset from the argument block for each of the
     // eight pixels (G=144 depthwise 6% slower).
     let x_step = (a.stride[2] * a.x_strides[5]) as usize;
-    let x0 = offset(&a.x_strides, [g, n, c, iz, iy, ix0]);
+    let x0 = offset(&a.x_strides, [g, n, c, i0[0], i0[1], i0[2]]);
     let (bound, plain) = (a.input[2], a.epi.len == 0);
     unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
-        if ix0 + a.stride[2] * (p as u32) < bound {
-            let at = x0 + p * x_step;
+        if i0[2] + a.stride[2] * (p as u32) < bound {
             if plain {
-                let mut out = [Out::default(); VW];
-                for l in 0..VW {
-                    out[l] = Out::from_f32(acc[p][l]);
-                }
-                unsafe { st_lanes::<Out, VW>(a.x as *mut Out, at, out) }
+                unsafe { st_lanes::<Out, VW>(a.x as *mut Out, x0 + p * x_step, acc[p]) }
             } else {
-                unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, [iz, iy, ix0], p as u32, acc[p]) }
+                unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, i0, p as u32, acc[p]) }
             }
         }
     });
 }
 
 /// One tap group's window of a filter row (see [`vectors`]).
-struct Window {
+pub(crate) struct Window {
     /// Offsets of the row in `dy` (pixel 0, `k` 0) and in `w` (tap 0, `k` 0, lane 0).
-    y_row: u32,
-    w_row: u32,
+    pub y_row: u32,
+    pub w_row: u32,
     /// Output pixel of window element 0 (wrapping below zero).
-    origin: u32,
+    pub origin: u32,
     /// The group's last tap (at shift 0).
-    last: u32,
+    pub last: u32,
     /// The class's first tap along x.
-    tx: u32,
+    pub tx: u32,
     /// Bit `s`: a tap sits at shift `s`.
-    mask: u32,
+    pub mask: u32,
     /// Window elements read (`RUN` plus the span of the shifts).
-    used: u32,
+    pub used: u32,
 }
 
 /// Applies the taps of one window to the run, for every `k`.
@@ -451,7 +467,7 @@ unsafe fn k_loop<In: Elem, const VW: usize, const DW: bool, const EDGE: bool>(
 /// # Safety
 /// As the kernel.
 #[inline(always)]
-unsafe fn window_weights<In: Elem, const VW: usize, const DW: bool>(
+pub(crate) unsafe fn window_weights<In: Elem, const VW: usize, const DW: bool>(
     a: &ConvArgs,
     win: &Window,
     k: u32,
@@ -474,7 +490,7 @@ unsafe fn window_weights<In: Elem, const VW: usize, const DW: bool>(
 /// The multiply-adds of one window at one `k`: element `e` feeds position
 /// `p = e - s` through the tap at shift `s` (constant-folded per pair).
 #[inline(always)]
-fn window_fma<const VW: usize>(
+pub(crate) fn window_fma<const VW: usize>(
     px: &[[f32; VW]; RUN + HALO],
     wt: &[[f32; VW]; HALO + 1],
     mask: u32,

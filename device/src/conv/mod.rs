@@ -2,6 +2,7 @@
 
 pub mod bwd_data;
 pub mod bwd_data_direct;
+pub mod bwd_data_dw;
 pub mod bwd_weight;
 pub mod bwd_weight_direct;
 

@@ -54,6 +54,9 @@ macro_rules! body {
     ($args:ident, BwdDataDirect, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_data_direct::kernel::<in_ty!($ty), in_ty!($ty)>($args)
     };
+    ($args:ident, BwdDataDepthwise, $ty:ident, $($rest:tt)*) => {
+        $crate::conv::bwd_data_dw::kernel::<in_ty!($ty), in_ty!($ty)>($args)
+    };
     ($args:ident, BwdWeightDirect, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_weight_direct::kernel::<in_ty!($ty), out_ty!($ty)>($args)
     };

@@ -10,7 +10,8 @@ use super::{LaunchSpec, OpError, check_buffer};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_types::params::{ConvArgs, FastDiv, vec_mode};
-use convgrad_device::conv::bwd_data_direct::{KV, RUN};
+use convgrad_device::conv::bwd_data_direct::{HALO, KV, RUN};
+use convgrad_device::conv::bwd_data_dw::DEPTH;
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 /// Layout of one `D` tensor of the epilogue. Every `D` is indexed like `dx`
@@ -83,6 +84,10 @@ pub struct BwdDataConfig {
     pub d_layouts: Vec<DLayout>,
     /// Force an instance by name.
     pub instance: Option<String>,
+    /// Depthwise column-strip kernel ([`Op::BwdDataDepthwise`]): stride-slice
+    /// rows per strip (at least 1), else chosen from the problem and the
+    /// device's compute units.
+    pub strip_rows: Option<usize>,
 }
 
 impl Default for BwdDataConfig {
@@ -93,6 +98,7 @@ impl Default for BwdDataConfig {
             epilogue: Vec::new(),
             d_layouts: Vec::new(),
             instance: None,
+            strip_rows: None,
         }
     }
 }
@@ -137,7 +143,11 @@ fn gcd(a: usize, b: usize) -> usize {
 /// Picks the instance for `family` (or checks a forced one).
 pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> Result<&'static Instance, OpError> {
     let fits =
-        |i: &&Instance| matches!(i.op, Op::BwdData | Op::BwdDataDirect) && i.types == cfg.types && i.on(family);
+        |i: &&Instance| {
+            matches!(i.op, Op::BwdData | Op::BwdDataDirect | Op::BwdDataDepthwise)
+                && i.types == cfg.types
+                && i.on(family)
+        };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
             OpError::Instance(format!("--instance {name}: no such instance (see `cargo xtask list-instances`)"))
@@ -208,17 +218,58 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
     tiles.first().copied().or(direct).ok_or_else(none)
 }
 
+/// Groups per thread of the depthwise strip kernel.
+const DW_VW: usize = convgrad_device::conv::bwd_data_dw::VW;
+
+/// Whether the depthwise column-strip kernel applies (module docs of the
+/// device crate's `conv::bwd_data_dw`).
+fn dw_strips(p: &ConvProblem, dx: &TensorDesc, dy: &TensorDesc) -> bool {
+    let taps = |d: usize| p.filter[d].div_ceil(tilde(p, d));
+    let ts = |d: usize| p.dilations[d] / gcd(p.strides[d], p.dilations[d]);
+    p.c == 1
+        && p.k == 1
+        && super::lane_axis(dx, 0, DW_VW)
+        && super::lane_axis(dy, 0, DW_VW)
+        && taps(0) == 1
+        && taps(1) <= DEPTH
+        && ts(1) == 1
+        && (taps(2) - 1) * ts(2) <= HALO
+}
+
+/// `(strips, rows per strip)` for `rows` slice rows, `per_strip` threads per
+/// strip in workgroups of `block`, `round` workgroups resident at once: the
+/// fewest strips that minimise rounds times steps per thread (rows + 2).
+/// Long strips read fewer halo rows and fill fewer dropped slots; the
+/// rounds count the tail. H200 f16 (ms, strip rows): G=144 56x56 0.067 (28),
+/// 0.071 (14), 0.080 (8); G=384 14x14 0.021 (7), 0.026 (14), 0.024 (4);
+/// G=32 112x112 0.065 (28), 0.064 (8), 0.074 (16); G=96 stride 2 0.156 (8),
+/// 0.163 (14), 0.166 (28). The rule picks 28, 7, 28 and 8.
+fn dw_strip_count(rows: usize, per_strip: u64, block: u64, round: u64) -> (usize, usize) {
+    let cost = |strips: usize| {
+        let blocks = (per_strip * strips as u64).div_ceil(block);
+        blocks.div_ceil(round) * (rows.div_ceil(strips) as u64 + 2)
+    };
+    let strips = (1..=rows.max(1)).min_by_key(|&s| cost(s)).unwrap_or(1);
+    (strips, rows.div_ceil(strips).max(1))
+}
+
 fn slice_count(p: &ConvProblem) -> usize {
     p.strides.iter().product()
 }
 
-/// Builds the plan for `p` on a device of `family` (packed tensors).
-pub fn plan(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> Result<BwdDataPlan, OpError> {
+/// Builds the plan for `p` on a device of `family` with `compute_units`
+/// (packed tensors).
+pub fn plan(
+    p: &ConvProblem,
+    cfg: &BwdDataConfig,
+    family: Family,
+    compute_units: u32,
+) -> Result<BwdDataPlan, OpError> {
     p.validate()?;
     let dy = TensorDesc::packed(p, cfg.layout, TensorRole::Output);
     let w = TensorDesc::packed(p, cfg.layout, TensorRole::Weight);
     let dx = TensorDesc::packed(p, cfg.layout, TensorRole::Input);
-    plan_with(p, cfg, family, dy, w, dx)
+    plan_with(p, cfg, family, compute_units, dy, w, dx)
 }
 
 /// As [`plan`], with explicit (possibly strided) descriptors of dy, w, dx.
@@ -226,6 +277,7 @@ pub fn plan_with(
     p: &ConvProblem,
     cfg: &BwdDataConfig,
     family: Family,
+    compute_units: u32,
     dy: TensorDesc,
     w: TensorDesc,
     dx: TensorDesc,
@@ -262,8 +314,33 @@ pub fn plan_with(
     if p.g > 65535 {
         return Err(OpError::Desc(DescError::TooLarge { field: "G (grid z)", value: p.g as u64, max: 65535 }));
     }
-    let inst = choose_instance(p, cfg, family)?;
-    let direct = inst.op == Op::BwdDataDirect;
+    let mut inst = choose_instance(p, cfg, family)?;
+    let strips = dw_strips(p, &dx, &dy);
+    if inst.op == Op::BwdDataDirect && cfg.instance.is_none() && strips {
+        let dw = |i: &&Instance| i.op == Op::BwdDataDepthwise && i.types == cfg.types && i.on(family);
+        inst = instance::INSTANCES.iter().find(dw).unwrap_or(inst);
+    }
+    if inst.op == Op::BwdDataDepthwise && !strips {
+        return Err(OpError::Instance(format!(
+            "--instance {} does not apply: depthwise column strips need C = K = 1, the groups \
+             innermost in dx and dy in runs of {DW_VW} (a channels-last layout), at most 3 taps per \
+             stride class along y one dy row apart, one along z, and an x span of at most {HALO} \
+             (use bwdd_direct_{})",
+            inst.name,
+            cfg.types.name()
+        )));
+    }
+    match cfg.strip_rows {
+        Some(0) => return Err(OpError::Usage("strip_rows: at least 1 (slice rows per strip)".into())),
+        Some(_) if inst.op != Op::BwdDataDepthwise => {
+            return Err(OpError::Usage(format!(
+                "strip_rows applies to the depthwise column-strip kernel (bwdd_dw_*); this problem runs {}",
+                inst.name
+            )));
+        }
+        _ => {}
+    }
+    let direct = matches!(inst.op, Op::BwdDataDirect | Op::BwdDataDepthwise);
     let t = inst.tile;
     let slice_rows: [usize; 3] = std::array::from_fn(|d| p.input[d].div_ceil(p.strides[d]));
     let gm = p.n as u64 * slice_rows.iter().map(|&r| r as u64).product::<u64>();
@@ -337,7 +414,7 @@ pub fn plan_with(
     // Channel lanes read their weights as one vector too (else the scalar
     // path runs: a gather beside the vector load in the kernel made LLVM
     // merge both into 2-byte loads).
-    let fast = direct
+    let fast = (direct && inst.op == Op::BwdDataDirect)
         .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), &dx, &dy))
         .flatten()
         .filter(|&(mode, vw)| mode & vec_mode::DW != 0 || super::lane_axis(&w, 2, vw))
@@ -350,6 +427,30 @@ pub fn plan_with(
             (mode | kvec, vectors, runs, threads)
         })
         .filter(|f| f.3 <= limit);
+    // Depthwise strips: `(n, iz, residue y, strip, residue x, run, vector)`.
+    let fast = fast.or_else(|| {
+        (inst.op == Op::BwdDataDepthwise).then_some(())?;
+        let vectors = (p.g / DW_VW) as u64;
+        let runs = slice_rows[2].div_ceil(RUN) as u64;
+        let per_strip = vectors * runs * (p.strides[2] * p.strides[1] * p.n * p.input[0]) as u64;
+        let round = inst.min_blocks() as u64 * compute_units.max(1) as u64;
+        let (strips, rows) = match cfg.strip_rows {
+            Some(r) => (slice_rows[1].div_ceil(r), r),
+            None => dw_strip_count(slice_rows[1], per_strip, inst.threads(family) as u64, round),
+        };
+        let threads = per_strip * strips as u64;
+        args.div_strip = FastDiv::new(strips as u32);
+        args.strip_rows = rows as u32;
+        Some((vec_mode::ON | vec_mode::DW | vec_mode::HALF, vectors, runs, threads))
+    });
+    if inst.op == Op::BwdDataDepthwise && fast.is_none_or(|f| f.3 > limit) {
+        return Err(OpError::Desc(DescError::TooLarge {
+            field: "depthwise strip threads (G / 2 * runs * strips * N * D)",
+            value: fast.map_or(0, |f| f.3),
+            max: limit,
+        }));
+    }
+    let fast = fast.filter(|f| f.3 <= limit);
     if let Some((mode, vectors, runs, _)) = fast {
         args.vec_mode = mode;
         args.div_vec = FastDiv::new(vectors as u32);

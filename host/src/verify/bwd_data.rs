@@ -32,7 +32,7 @@ pub struct Case {
 pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error> {
     let p = &case.problem;
     let cfg = &case.config;
-    let plan = op::plan(p, cfg, dev.family())?;
+    let plan = op::plan(p, cfg, dev.family(), dev.compute_units())?;
     let t = cfg.types.act();
     let n_dx = plan.dx.span() as usize;
     let dy = check::fill_random(case.seed, case.init, t, plan.dy.span() as usize);
