@@ -367,10 +367,13 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdd_direct_f16, [Cdna, Rdna3, Nvidia], BwdDataDirect, F16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdd_direct_bf16, [Cdna, Rdna3, Nvidia], BwdDataDirect, Bf16, 256, 1, 1, 256, 1, Fma);
-        // Backward-data, depthwise column strips.
-        $m!($($extra,)* bwdd_dw_f32, [Cdna, Rdna3, Nvidia], BwdDataDepthwise, F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdd_dw_f16, [Cdna, Rdna3, Nvidia], BwdDataDepthwise, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdd_dw_bf16, [Cdna, Rdna3, Nvidia], BwdDataDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
+        // Backward-data, depthwise column strips. Not on CDNA yet: with its
+        // epilogue inside the row walk, gfx90a/gfx942 spill 96-200 scalar
+        // registers (64-bit lane masks and the epilogue's uniforms); CDNA keeps
+        // the direct kernel for depthwise problems.
+        $m!($($extra,)* bwdd_dw_f32, [Rdna3, Nvidia], BwdDataDepthwise, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_dw_f16, [Rdna3, Nvidia], BwdDataDepthwise, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_dw_bf16, [Rdna3, Nvidia], BwdDataDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);
