@@ -67,6 +67,13 @@ fn epilogues() -> Vec<(Vec<EpilogueOp>, Vec<DLayout>, bool)> {
     ]
 }
 
+/// An untimed, undumped case with fresh random inputs (`float`: uniform
+/// floats, else small integers).
+fn case(problem: ConvProblem, config: BwdDataConfig, seed: u64, float: bool, alias_d0: bool) -> Case {
+    let init = if float { Init::Float } else { Init::Int };
+    Case { problem, config, seed, init, alias_d0, timed_runs: 0, dump: false }
+}
+
 /// Runs the suite on one architecture model; dtypes, layouts and epilogues
 /// rotate over the problems so every combination kind appears.
 fn suite(arch: EmuArch) {
@@ -80,16 +87,8 @@ fn suite(arch: EmuArch) {
         for j in 0..3 {
             let t = types[(i + j) % 3];
             let (epilogue, d_layouts, alias) = epis[(2 * i + j) % epis.len()].clone();
-            let cfg = BwdDataConfig { layout: layouts[(i + 3 * j) % 4], types: t, epilogue, d_layouts, instance: None, strip_rows: None };
-            let case = Case {
-                problem: p,
-                config: cfg.clone(),
-                seed: 2000 + 17 * i as u64 + j as u64,
-                init: if j % 2 == 0 { Init::Float } else { Init::Int },
-                alias_d0: alias,
-                timed_runs: 0,
-                dump: false,
-            };
+            let cfg = BwdDataConfig { layout: layouts[(i + 3 * j) % 4], types: t, epilogue, d_layouts, ..Default::default() };
+            let case = case(p, cfg.clone(), 2000 + 17 * i as u64 + j as u64, j % 2 == 0, alias);
             let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
             n += 1;
             let line = format!(
@@ -141,8 +140,7 @@ fn bwd_data_every_instance() {
                 d_layouts: vec![DLayout::PerChannel],
                 ..Default::default()
             };
-            let case =
-                Case { problem: p, config: cfg, seed: 78, init: Init::Float, alias_d0: false, timed_runs: 0, dump: false };
+            let case = case(p, cfg, 78, true, false);
             let o = run(&dev, &module, &case).unwrap();
             assert_eq!(o.instance, inst.name);
             assert!(o.passed(), "{} on {}: {}", inst.name, dev.arch(), o.report.summary());
@@ -228,15 +226,7 @@ fn bwd_data_direct_vector_paths() {
                 if mode & vec_mode::DY_KVEC != 0 {
                     seen.insert((t.act().bytes(), vec_mode::DY_KVEC));
                 }
-                let case = Case {
-                    problem: *p,
-                    config: cfg.clone(),
-                    seed: 4000 + 31 * i as u64 + j as u64,
-                    init: if j % 2 == 0 { Init::Float } else { Init::Int },
-                    alias_d0: alias,
-                    timed_runs: 0,
-                    dump: false,
-                };
+                let case = case(*p, cfg.clone(), 4000 + 31 * i as u64 + j as u64, j % 2 == 0, alias);
                 let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
                 let line = format!(
                     "{} {name} [{p}] {} {} {:?} {:?} alias={alias} vec_mode={mode:#x}: {}",
@@ -298,15 +288,7 @@ fn bwd_data_depthwise_strips() {
                 let (epilogue, d_layouts, alias) = epis[(i + 3 * j) % epis.len()].clone();
                 let strip_rows = [None, Some(1), Some(2), Some(4), Some(7)][(i + j) % 5].filter(|_| strips);
                 let cfg = BwdDataConfig { types: t, epilogue, d_layouts, strip_rows, ..Default::default() };
-                let case = Case {
-                    problem: *p,
-                    config: cfg.clone(),
-                    seed: 6000 + 29 * i as u64 + j as u64,
-                    init: if (i + j) % 2 == 0 { Init::Float } else { Init::Int },
-                    alias_d0: alias,
-                    timed_runs: 0,
-                    dump: false,
-                };
+                let case = case(*p, cfg.clone(), 6000 + 29 * i as u64 + j as u64, (i + j) % 2 == 0, alias);
                 let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
                 let line = format!(
                     "{} {name} [{p}] {} rows={strip_rows:?} {:?} {:?} alias={alias} -> {}: {}",

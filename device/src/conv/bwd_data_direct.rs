@@ -308,13 +308,7 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                     let win = Window { y_row, w_row, origin, last, tx: cx.t, mask, used };
                     unsafe { window_taps::<In, VW, DW, true>(a, &win, &mut acc) };
                 } else {
-                    // Bit s: a tap sits at shift s.
-                    let mut mask = 0u32;
-                    let mut sh = 0;
-                    while sh <= span {
-                        mask |= 1 << sh;
-                        sh += ts;
-                    }
+                    let mask = tap_mask(span, ts);
                     let win = Window { y_row, w_row, origin, last, tx: cx.t, mask, used: RUN as u32 + span };
                     unsafe { window_taps::<In, VW, DW, false>(a, &win, &mut acc) };
                 }
@@ -354,6 +348,19 @@ pub(crate) unsafe fn store_run<Out: Elem, const VW: usize, const DW: bool>(
             }
         }
     });
+}
+
+/// Bit `s` set where a tap of a window sits at shift `s`: shifts `0, ts,
+/// 2ts, ...` up to `span`.
+#[inline(always)]
+pub(crate) fn tap_mask(span: u32, ts: u32) -> u32 {
+    let mut mask = 0u32;
+    let mut sh = 0;
+    while sh <= span {
+        mask |= 1 << sh;
+        sh += ts;
+    }
+    mask
 }
 
 /// One tap group's window of a filter row (see [`vectors`]).

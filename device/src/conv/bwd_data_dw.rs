@@ -27,7 +27,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::bwd_data_direct::{HALO, LANES, RUN, THREADS, Window, class_of, ld_lanes, store_run, unroll};
-use super::bwd_data_direct::{window_fma, window_weights};
+use super::bwd_data_direct::{tap_mask, window_fma, window_weights};
 use super::load_args;
 use crate::arch;
 use crate::elem::Elem;
@@ -75,12 +75,7 @@ unsafe fn columns<In: Elem, Out: Elem>(a: &ConvArgs) {
     let last = cx.dot.max(1) - 1;
     let qx0 = run * RUN as u32;
     let origin = qx0.wrapping_add(cx.base).wrapping_sub(last * ts);
-    let mut mask = 0u32;
-    let mut sh = 0;
-    while sh <= last * ts {
-        mask |= 1 << sh;
-        sh += ts;
-    }
+    let mask = tap_mask(last * ts, ts);
     let used = RUN as u32 + last * ts;
     // Weights of tap row jy (zero for absent rows: never applied).
     let mut wt = [[[0.0f32; VW]; HALO + 1]; DEPTH];

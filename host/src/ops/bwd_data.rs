@@ -136,6 +136,12 @@ fn tilde(p: &ConvProblem, d: usize) -> usize {
     p.strides[d] / gcd(p.strides[d], p.dilations[d])
 }
 
+/// `dilation / gcd(S, dilation)` along canonical spatial dim `d`: how far the
+/// output pixel moves between consecutive taps of one class.
+fn tap_step(p: &ConvProblem, d: usize) -> usize {
+    p.dilations[d] / gcd(p.strides[d], p.dilations[d])
+}
+
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }
@@ -225,15 +231,14 @@ const DW_VW: usize = convgrad_device::conv::bwd_data_dw::VW;
 /// device crate's `conv::bwd_data_dw`).
 fn dw_strips(p: &ConvProblem, dx: &TensorDesc, dy: &TensorDesc) -> bool {
     let taps = |d: usize| p.filter[d].div_ceil(tilde(p, d));
-    let ts = |d: usize| p.dilations[d] / gcd(p.strides[d], p.dilations[d]);
     p.c == 1
         && p.k == 1
         && super::lane_axis(dx, 0, DW_VW)
         && super::lane_axis(dy, 0, DW_VW)
         && taps(0) == 1
         && taps(1) <= DEPTH
-        && ts(1) == 1
-        && (taps(2) - 1) * ts(2) <= HALO
+        && tap_step(p, 1) == 1
+        && (taps(2) - 1) * tap_step(p, 2) <= HALO
 }
 
 /// `(strips, rows per strip)` for `rows` slice rows, `per_strip` threads per
@@ -396,7 +401,7 @@ pub fn plan_with(
         div_c: FastDiv::new(p.c as u32),
         div_g: FastDiv::new(p.g as u32),
         tilde: u3(tl),
-        tap_step: std::array::from_fn(|d| (p.dilations[d] / gcd(p.strides[d], p.dilations[d])) as u32),
+        tap_step: std::array::from_fn(|d| tap_step(p, d) as u32),
         slices: slices as u32,
         slice_rows: u3(slice_rows),
         div_slice_rows: slice_rows.map(|r| FastDiv::new(r as u32)),
