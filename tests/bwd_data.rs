@@ -337,6 +337,80 @@ fn bwd_data_depthwise_strips() {
     assert!(e.to_string().contains("at least 1"), "{e}");
 }
 
+/// The tap-shift kernel (`bwdd_halo_*`, stride 1, at most 16 channels per
+/// group): tiles that straddle images, a part-filled group set, C under the
+/// tile's 16 (runs cut short), K = 8, dilation with asymmetric pads, a
+/// filter smaller than the pads need, 1D, 3D with a 1-tall z filter, 1x1,
+/// both channels-last layout families, f16 and bf16, rotating epilogues
+/// (dx aliased too). Forced on every case so each runs it; problems it
+/// cannot run are refused by name.
+#[test]
+fn bwd_data_tap_shifts() {
+    let problems = [
+        ("3x3 pad1, tiles across images", prob(&[2, 6, 2, 16, 16, 3, 3, 20, 21, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("K=8 C=12", prob(&[2, 5, 3, 8, 12, 3, 3, 9, 11, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("dil2 asym pads", prob(&[2, 4, 2, 16, 8, 3, 3, 10, 9, 1, 1, 2, 2, 2, 1, 1, 2])),
+        ("2x3 unpadded", prob(&[2, 3, 2, 16, 16, 2, 3, 8, 12, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("1d", prob(&[1, 4, 3, 16, 16, 5, 30, 1, 1, 2, 2])),
+        ("3d 1x3x3", prob(&[3, 2, 2, 8, 8, 1, 3, 3, 3, 6, 7, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
+        ("1x1", prob(&[2, 4, 2, 16, 16, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
+    ];
+    let types = [TypeConfig::F16, TypeConfig::Bf16];
+    let layouts = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
+    let epis = epilogues();
+    let mut failures = Vec::new();
+    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
+        let (dev, module) = device(arch);
+        let halo = |t: TypeConfig| {
+            INSTANCES.iter().find(|i| i.op == Op::BwdDataHalo && i.types == t && i.on(dev.family())).unwrap().name
+        };
+        for (i, (name, p)) in problems.iter().enumerate() {
+            for (j, &t) in types.iter().enumerate() {
+                let (epilogue, d_layouts, alias) = epis[(i + 3 * j) % epis.len()].clone();
+                let layout = layouts[(i + j) % 2];
+                let instance = Some(halo(t).to_string());
+                let cfg = BwdDataConfig { layout, types: t, epilogue, d_layouts, instance, ..Default::default() };
+                let case = case(*p, cfg.clone(), 7000 + 31 * i as u64 + j as u64, (i + j) % 2 == 0, alias);
+                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
+                let line = format!(
+                    "{} {name} [{p}] {} {} {:?} {:?} alias={alias} -> {}: {}",
+                    dev.arch(),
+                    t.name(),
+                    layout.name(),
+                    cfg.epilogue,
+                    cfg.d_layouts,
+                    o.instance,
+                    o.report.summary()
+                );
+                println!("{line}");
+                if !o.passed() {
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    let forced = BwdDataConfig { instance: Some("bwdd_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
+    for (v, why) in [
+        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
+        (vec![2, 4, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8"),
+        (vec![2, 4, 2, 16, 32, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C up to"),
+        (vec![2, 4, 2, 16, 16, 5, 5, 9, 9, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
+        (vec![2, 4, 2, 16, 16, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], "largest tap shift"),
+        (vec![3, 4, 2, 16, 16, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "z filter"),
+    ] {
+        let e = plan(&prob(&v), &forced, Family::Nvidia, 132).unwrap_err().to_string();
+        assert!(e.contains("bwdd_halo_f16_224x64x16_mma16x8 does not apply") && e.contains(why), "{v:?}: {e}");
+    }
+    let e = plan(&prob(&[2, 4, 2, 16, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]), &BwdDataConfig {
+        layout: ConvLayout::NgchwGkcyxNgkhw,
+        ..forced
+    }, Family::Nvidia, 132)
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("contiguous in dy"), "{e}");
+}
+
 /// The tile heuristic's measured decisions, per family: a narrow tile only
 /// where C fits one (16, 32 channels per group; the 32-wide one for both),
 /// 64x64 for C = 48 (the narrow tiles are slower per useful channel), the
@@ -363,6 +437,11 @@ fn bwd_data_tile_choice() {
         ] {
             let p = prob(&[2, 32, 4, c, c, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
             let inst = plan(&p, &cfg, family, 132).unwrap().main.instance;
+            // 8 and 16 channels per group, stride 1: tap shifts.
+            if c == 8 || c == 16 {
+                assert_eq!(inst.op, Op::BwdDataHalo, "{family:?} C=K={c}: chose {}", inst.name);
+                continue;
+            }
             let got = (inst.op == Op::BwdData).then_some(inst.tile.bn);
             assert_eq!(got, want, "{family:?} C=K={c}: chose {}", inst.name);
             assert_eq!(inst.atom.warpgroup(), wgmma, "{family:?} C=K={c}: chose {}", inst.name);

@@ -85,6 +85,11 @@ pub enum Op {
     /// of accumulators and reads every `dy` row of its strip once (3-tall
     /// filter classes, one `x` window per row; else [`Op::BwdDataDirect`]).
     BwdDataDepthwise,
+    /// Backward-data by tap shifts (stride 1, at most `bk` output and
+    /// `bn / waves_n` input channels per group): one halo tile of `dy` and
+    /// the filter of `waves_n` groups in LDS, each tap a row shift of the
+    /// same tile fed to the matrix atoms.
+    BwdDataHalo,
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -225,6 +230,32 @@ impl TileConfig {
     pub const fn row_table_fits(&self, atom: AtomKind, elem_bytes: u32) -> bool {
         self.epilogue_bytes(atom) + 8 * self.bm <= self.main_lds_bytes(atom, elem_bytes)
     }
+    /// Halo tiles ([`Op::BwdDataHalo`]): rows of `dy` staged past the
+    /// `bm` output rows, which bounds the largest tap shift.
+    pub const HALO_SLACK: u32 = 64;
+    /// Halo tiles: most filter taps (their weights all sit in LDS).
+    pub const HALO_TAPS: u32 = 9;
+    /// Halo tiles: `dy` row length in LDS, elements (`waves_n` groups of
+    /// `bk` channels, padded).
+    pub const fn halo_a_ld(&self) -> u32 {
+        self.waves_n * self.bk + Self::LDS_PAD
+    }
+    /// Halo tiles: weight row length in LDS (`bn / waves_n` channels; padded
+    /// for `ldmatrix` on mma.sync, else packed to keep AMD under 64 KiB).
+    pub const fn halo_b_ld(&self, atom: AtomKind) -> u32 {
+        let c = self.bn / self.waves_n;
+        if matches!(atom, AtomKind::Mma16x8x16) { c + Self::LDS_PAD } else { c }
+    }
+    /// Halo tiles: bytes of the `dy` halo (`bm + HALO_SLACK` rows).
+    pub const fn halo_a_bytes(&self, elem_bytes: u32) -> u32 {
+        (self.bm + Self::HALO_SLACK) * self.halo_a_ld() * elem_bytes
+    }
+    /// Halo tiles: LDS bytes of the main loop (halo, then the weights of
+    /// `waves_n` groups x `HALO_TAPS` taps x `bk` rows).
+    pub const fn halo_main_bytes(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
+        let b = self.waves_n * Self::HALO_TAPS * self.bk * self.halo_b_ld(atom) * elem_bytes;
+        self.halo_a_bytes(elem_bytes) + b
+    }
     /// Bytes of one multistage stage (A then B).
     pub const fn stage_bytes(&self, elem_bytes: u32, atom: AtomKind) -> u32 {
         Self::slab_bytes(self.bm, self.bk, elem_bytes, atom) + Self::slab_bytes(self.bn, self.bk, elem_bytes, atom)
@@ -280,6 +311,12 @@ impl Instance {
             Op::BwdWeightDirect => 256 * 4 * 4,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
+            // The halo and weights, or the result tile and its row table.
+            Op::BwdDataHalo => {
+                let main = self.tile.halo_main_bytes(self.atom, self.types.act().bytes() as u32);
+                let tile = self.tile.epilogue_bytes(self.atom) + 8 * self.tile.bm;
+                if main > tile { main } else { tile }
+            }
             _ => {
                 // Main loop (double-buffered A and B slabs) or the f32 result
                 // tile the epilogue goes through, whichever is larger.
@@ -374,6 +411,14 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_dw_f32, [Rdna3, Nvidia], BwdDataDepthwise, F32, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdd_dw_f16, [Rdna3, Nvidia], BwdDataDepthwise, F16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdd_dw_bf16, [Rdna3, Nvidia], BwdDataDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
+        // Backward-data by tap shifts: 4 groups of at most 16 channels, a
+        // halo of 224 + 64 rows (14x14 images: one image per tile).
+        $m!($($extra,)* bwdd_halo_f16_224x64x16_mma16x8, [Nvidia], BwdDataHalo, F16, 224, 64, 16, 2, 4, Mma16x8x16);
+        $m!($($extra,)* bwdd_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdDataHalo, Bf16, 224, 64, 16, 2, 4, Mma16x8x16);
+        $m!($($extra,)* bwdd_halo_f16_224x64x16_mfma16, [Cdna], BwdDataHalo, F16, 224, 64, 16, 2, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdd_halo_bf16_224x64x16_mfma16, [Cdna], BwdDataHalo, Bf16, 224, 64, 16, 2, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdd_halo_f16_224x64x16_wmma16, [Rdna3], BwdDataHalo, F16, 224, 64, 16, 2, 4, Wmma16x16x16);
+        $m!($($extra,)* bwdd_halo_bf16_224x64x16_wmma16, [Rdna3], BwdDataHalo, Bf16, 224, 64, 16, 2, 4, Wmma16x16x16);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

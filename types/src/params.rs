@@ -206,8 +206,12 @@ pub struct ConvArgs {
     pub div_strip: FastDiv,
     /// Depthwise backward-data by column strips: slice rows per strip.
     pub strip_rows: u32,
-    /// Keeps the block a multiple of 8 bytes.
-    pub _pad: u32,
+    /// Backward-data by tap shifts: output rows per tile (of `div_halo[0].div`
+    /// rows per image, the last `(Y - 1) * dilation` of them past the image).
+    pub halo_rows: u32,
+    /// Backward-data by tap shifts: division by the halo rows per image and
+    /// by the halo row length (`H + (Y - 1) * dil`, `W + (X - 1) * dil`).
+    pub div_halo: [FastDiv; 2],
 }
 
 /// FNV-1a over a list of words, usable in constants.
@@ -260,7 +264,8 @@ impl ConvArgs {
             offset_of!(ConvArgs, div_segs) as u32,
             offset_of!(ConvArgs, div_strip) as u32,
             offset_of!(ConvArgs, strip_rows) as u32,
-            8, // bump when a field's meaning changes
+            offset_of!(ConvArgs, div_halo) as u32,
+            9, // bump when a field's meaning changes
         ])
     };
 }

@@ -529,10 +529,14 @@ fn run_bwd_data(
     let mut extra = serde_json::Map::new();
     extra.insert("slices".into(), plan.slices.into());
     extra.insert("strip_rows".into(), plan.args_template.strip_rows.into());
+    extra.insert("halo_rows".into(), plan.args_template.halo_rows.into());
     extra.insert("d_layouts".into(), serde_json::json!(d_names));
     extra.insert("alias_d0".into(), a.alias_d0.into());
     Ok(Ran {
-        kernel_note: if plan.args_template.strip_rows > 0 {
+        kernel_note: if plan.args_template.halo_rows > 0 {
+            let [hp, wp] = plan.args_template.div_halo.map(|d| d.div);
+            format!("tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", plan.args_template.halo_rows)
+        } else if plan.args_template.strip_rows > 0 {
             format!("depthwise strips of {} slice rows (direct kernel)", plan.args_template.strip_rows)
         } else if plan.slices == 0 {
             "stride slices 0 (direct kernel)".into()

@@ -3,6 +3,7 @@
 pub mod bwd_data;
 pub mod bwd_data_direct;
 pub mod bwd_data_dw;
+pub mod bwd_data_halo;
 pub mod bwd_weight;
 pub mod bwd_weight_direct;
 

@@ -51,6 +51,16 @@ macro_rules! body {
             { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
         >($args)
     }};
+    ($args:ident, BwdDataHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
+        type At = atom_ty!($atom, $ty);
+        $crate::conv::bwd_data_halo::kernel::<
+            At,
+            in_ty!($ty),
+            $bm, $bn, $bk, $wm, $wn,
+            { $bm / $wm / <At as $crate::atom::MmaAtom>::M },
+            { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
+        >($args)
+    }};
     ($args:ident, BwdDataDirect, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_data_direct::kernel::<in_ty!($ty), in_ty!($ty)>($args)
     };

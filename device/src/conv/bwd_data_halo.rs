@@ -1,0 +1,293 @@
+//! Backward-data by tap shifts ([`Op::BwdDataHalo`]): stride 1, few
+//! channels per group (ResNeXt's 16).
+//!
+//! The slice GEMM of [`bwd_data`] gathers `dY` once per tap: at C = K = 16
+//! a 128-row tile re-reads every `dY` pixel nine times through per-element
+//! address arithmetic, and a 32-column tile multiplies half padding (H200,
+//! G=32 14x14 f16: 0.056 ms, cuDNN 0.047). Here a workgroup stages one halo
+//! of `dY` for [`TileConfig::waves_n`] groups in LDS, once, plus those
+//! groups' whole filters; every tap is then the same tile read `shift` rows
+//! further on.
+//!
+//! Pixels are laid out on a padded grid: each image is `Hp = H + (Y-1)*d`
+//! rows of `Wp = W + (X-1)*d` columns, images stacked (`(n, z)` batch-major,
+//! a 1-tall z filter). Output `(i, j)` of an image is grid row `i*Wp + j`,
+//! and with the filter flipped (`y' = Y-1-y`) tap `(y', x')` reads grid row
+//! `i*Wp + j + y'*d*Wp + x'*d` of the halo, whose grid row `r*Wp + c` holds
+//! `dY[r + P - (Y-1)*d, c + P - (X-1)*d]` (zero outside). So tap `t`'s A
+//! operand is the halo from row `shift(t)` on: one GEMM per tap, `M` = grid
+//! rows, `N = C`, reduction `K`, all accumulating into one tile. Grid rows
+//! past the image (`j >= W`, `i >= H`) are computed and dropped.
+//!
+//! A workgroup takes [`ConvArgs::halo_rows`] image rows (`halo_rows * Wp <=
+//! BM` grid rows; the host checks that the largest shift is at most
+//! [`TileConfig::HALO_SLACK`], the halo rows staged past `BM`), and wave
+//! column `wn` computes group `g0 + wn`: grid `x` = row tiles, `y` = group
+//! sets. Every input-gradient element is written once, by the tile holding
+//! its grid row.
+//!
+//! [`Op::BwdDataHalo`]: convgrad_types::instance::Op::BwdDataHalo
+//! [`bwd_data`]: super::bwd_data
+
+use super::{BiasRun, load_args, offset, store_run_at};
+use crate::arch;
+use crate::atom::{LdsTile, MmaAtom};
+use crate::elem::Elem;
+use crate::gemm::block::{self, Acc};
+use convgrad_types::instance::TileConfig;
+use convgrad_types::params::ConvArgs;
+
+/// Where the tile's pieces sit in LDS and how it maps onto the grid.
+#[derive(Clone, Copy)]
+struct Halo {
+    /// `dY` row length in LDS (elements).
+    lda: usize,
+    /// Byte offset of the weights.
+    b_base: usize,
+    /// Weight row length in LDS (elements).
+    ldb: usize,
+    /// First grid image row of the tile (over the stacked images).
+    row0: u32,
+    /// Images (`N * D`).
+    images: u32,
+}
+
+/// Kernel body (module docs). `BK` is the channel count `K` padded, `BN /
+/// WN` the channels `C` padded; `FC` atoms span one group's columns.
+///
+/// # Safety
+/// Launch contract of the instance (grid above, block, LDS) and a valid argument block.
+#[inline(always)]
+pub unsafe fn kernel<
+    At: MmaAtom,
+    Out: Elem,
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const WM: usize,
+    const WN: usize,
+    const FR: usize,
+    const FC: usize,
+>(
+    args: *const ConvArgs,
+) {
+    const { assert!(FC * At::N == BN / WN && BK.is_multiple_of(At::K)) };
+    let a = unsafe { load_args(args) };
+    let tile = TileConfig::of(BM, BN, BK, WM, WN);
+    let e = <At::In as Elem>::BYTES;
+    let [t, gs, _] = arch::block_id();
+    let h = Halo {
+        lda: tile.halo_a_ld() as usize,
+        b_base: tile.halo_a_bytes(e as u32) as usize,
+        ldb: tile.halo_b_ld(At::KIND) as usize,
+        row0: t * a.halo_rows,
+        images: a.n * a.input[0],
+    };
+    let g0 = gs * WN as u32;
+    unsafe {
+        let threads = WM * WN * At::WAVE;
+        stage_halo::<At::In, BM, BK, WN>(a, &h, g0, threads);
+        stage_weights::<At::In, BN, BK, WN>(a, &h, g0, threads);
+    }
+    arch::cp_async_commit();
+    arch::cp_async_wait(0);
+    arch::barrier();
+    let acc = unsafe { multiply::<At, BM, BN, BK, WM, WN, FR, FC>(a, &h) };
+    // The result tile reuses the LDS the waves were reading.
+    arch::barrier();
+    unsafe { epilogue::<At, Out, BM, BN, WM, WN, FR, FC>(a, &h, g0, &acc) }
+}
+
+/// Image row `r` of the stacked grid row `row` -> `(n, z, r)`, or none past the images.
+#[inline(always)]
+fn image_row(a: &ConvArgs, h: &Halo, row: u32) -> Option<(u32, u32, u32)> {
+    let (b, r) = a.div_halo[0].divmod(row);
+    let (n, z) = a.div_in[0].divmod(b);
+    (b < h.images).then_some((n, z, r))
+}
+
+/// Copies the halo: `BM + HALO_SLACK` grid rows from the tile's first, each
+/// `WN` groups x `BK` channels of `dY` (16-byte vectors along k; zeros
+/// outside `dY`, past `K` and past `G`).
+#[inline(always)]
+unsafe fn stage_halo<T: Elem, const BM: usize, const BK: usize, const WN: usize>(
+    a: &ConvArgs,
+    h: &Halo,
+    g0: u32,
+    threads: usize,
+) {
+    let per_group = BK / T::LANES;
+    let per_row = WN * per_group;
+    let rows = BM + TileConfig::HALO_SLACK as usize;
+        let (s, out) = (&a.dy_strides, &a.output);
+    // dY pixel of grid position (r, c): r - (Y-1)*d + P (wrapping below zero).
+    let oy = a.lpad[1].wrapping_sub((a.filter[1] - 1) * a.dilation[1]);
+    let ox = a.lpad[2].wrapping_sub((a.filter[2] - 1) * a.dilation[2]);
+    // Rows the taps reach from the tile's grid rows; the rest (read only
+    // for dropped grid rows) are zeroed.
+    let wp = a.div_halo[1].div;
+    let need = (a.halo_rows + (a.filter[1] - 1) * a.dilation[1]) * wp + (a.filter[2] - 1) * a.dilation[2];
+    let mut idx = arch::thread_id() as usize;
+    while idx < rows * per_row {
+        let (hr, v) = (idx / per_row, idx % per_row);
+        let (gl, kv) = ((v / per_group) as u32, ((v % per_group) * T::LANES) as u32);
+        let (dr, c) = a.div_halo[1].divmod(hr as u32);
+        let used = (hr as u32) < need;
+        let src = used.then(|| image_row(a, h, h.row0 + dr)).flatten().and_then(|(n, z, r)| {
+            let (y, x, g) = (r.wrapping_add(oy), c.wrapping_add(ox), g0 + gl);
+            let inside = (y < out[1]) & (x < out[2]) & (g < a.g) & (kv < a.k);
+            let o = offset(s, [g, n, kv, z, y, x]);
+            inside.then(|| (a.dy as *const T).wrapping_add(o) as *const T::V16)
+        });
+        unsafe { arch::cp_async16((hr * h.lda + v * T::LANES) * T::BYTES, src) };
+        idx += threads;
+    }
+}
+
+/// Copies the filters of the `WN` groups, flipped, as `[group][tap][k][c]`
+/// (tap `y' * X + x'` holds `W[Y-1-y', X-1-x']`): 16-byte vectors along `c`
+/// where `W` has them, else element by element; zeros past `C`, `K`, `G`.
+#[inline(always)]
+unsafe fn stage_weights<T: Elem, const BN: usize, const BK: usize, const WN: usize>(
+    a: &ConvArgs,
+    h: &Halo,
+    g0: u32,
+    threads: usize,
+) {
+    let cp = BN / WN;
+    let taps = (a.filter[1] * a.filter[2]) as usize;
+        let ws = &a.w_strides;
+    let vec = super::vector_axis(ws, 2, a.c, T::LANES as u32);
+    let lanes = if vec { T::LANES } else { 1 };
+    let per_k = cp / lanes;
+    let total = per_k * BK * WN * taps;
+    let w = a.w as *const T;
+    let mut idx = arch::thread_id() as usize;
+    while idx < total {
+        let (q, cv) = (idx / per_k, idx % per_k);
+        let (q, k) = (q / BK, q % BK);
+        let (tap, gl) = (q / WN, q % WN);
+        let (yf, xf) = a.div_x.divmod(tap as u32);
+        let (y, x) = (a.filter[1] - 1 - yf, a.filter[2] - 1 - xf);
+        let (g, c) = (g0 + gl as u32, (cv * lanes) as u32);
+        let inside = (g < a.g) & ((k as u32) < a.k) & (c < a.c);
+        let o = offset(ws, [g, k as u32, c, 0, y, x]);
+        let at = h.b_base + (((gl * TileConfig::HALO_TAPS as usize + tap) * BK + k) * h.ldb + cv * lanes) * T::BYTES;
+        if vec {
+            let src = inside.then(|| w.wrapping_add(o) as *const T::V16);
+            unsafe { arch::cp_async16(at, src) };
+        } else {
+            let v = if inside { unsafe { arch::ld(w, o) } } else { T::default() };
+            unsafe { arch::lds_st(at, v) };
+        }
+        idx += threads;
+    }
+}
+
+/// Every tap's GEMM into one tile: wave `(wm, wn)` takes rows `wm * BM / WM
+/// ..` of group `wn`, A from the halo `shift` rows on, B from the tap's weights.
+#[inline(always)]
+unsafe fn multiply<
+    At: MmaAtom,
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const WM: usize,
+    const WN: usize,
+    const FR: usize,
+    const FC: usize,
+>(
+    a: &ConvArgs,
+    h: &Halo,
+) -> Acc<At, FR, FC> {
+    let tid = arch::thread_id() as usize;
+    let (lane, wave) = (tid % At::WAVE, tid / At::WAVE);
+    let (wm, wn) = (wave % WM, wave / WM);
+    let e = <At::In as Elem>::BYTES;
+    let wp = a.div_halo[1].div as usize;
+    let (dy, dx) = (a.dilation[1] as usize, a.dilation[2] as usize);
+    let ta = LdsTile { base: 0, ld: h.lda, mn_major: false };
+    let i0 = wm * (BM / WM);
+    let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
+    for yf in 0..a.filter[1] as usize {
+        for xf in 0..a.filter[2] as usize {
+            let shift = yf * dy * wp + xf * dx;
+            let tap = yf * a.filter[2] as usize + xf;
+            let tb = LdsTile {
+                base: h.b_base + (wn * TileConfig::HALO_TAPS as usize + tap) * BK * h.ldb * e,
+                ld: h.ldb,
+                mn_major: true,
+            };
+            let mut ks = 0;
+            while ks < BK {
+                let mut af: [At::A; FR] = [Default::default(); FR];
+                let mut bf: [At::B; FC] = [Default::default(); FC];
+                for (fr, f) in af.iter_mut().enumerate() {
+                    *f = unsafe { At::load_a(ta, i0 + fr * At::M + shift, wn * BK + ks, lane) };
+                }
+                for q in 0..FC / 2 {
+                    let [x, y] = unsafe { At::load_b2(tb, 2 * q * At::N, ks, lane) };
+                    (bf[2 * q], bf[2 * q + 1]) = (x, y);
+                }
+                if FC % 2 == 1 {
+                    bf[FC - 1] = unsafe { At::load_b(tb, (FC - 1) * At::N, ks, lane) };
+                }
+                for fr in 0..FR {
+                    for fc in 0..FC {
+                        unsafe { At::mma(&af[fr], &bf[fc], &mut acc[fr][fc]) };
+                    }
+                }
+                ks += At::K;
+            }
+        }
+    }
+    acc
+}
+
+/// Writes the tile through the epilogue: tile row `m` is grid row `m` of
+/// the tile, column `n` channel `n % (BN / WN)` of group `g0 + n / (BN / WN)`.
+#[inline(always)]
+unsafe fn epilogue<
+    At: MmaAtom,
+    Out: Elem,
+    const BM: usize,
+    const BN: usize,
+    const WM: usize,
+    const WN: usize,
+    const FR: usize,
+    const FC: usize,
+>(
+    a: &ConvArgs,
+    h: &Halo,
+    g0: u32,
+    acc: &Acc<At, FR, FC>,
+) {
+    const NONE: u64 = u64::MAX;
+    let cp = (BN / WN) as u32;
+    let xs = &a.x_strides;
+    // Tile row -> (n, z, y, x) of dX, if it is an input pixel.
+    let pixel = |m: usize| -> Option<(u32, u32, u32, u32)> {
+        let (dr, x) = a.div_halo[1].divmod(m as u32);
+        let (n, z, y) = image_row(a, h, h.row0 + dr)?;
+        (dr < a.halo_rows && y < a.input[1] && x < a.input[2]).then_some((n, z, y, x))
+    };
+    let row = |m: usize| match pixel(m) {
+        Some((n, z, y, x)) => offset(xs, [g0, n, 0, z, y, x]) as u64,
+        None => NONE,
+    };
+    let mut bias = BiasRun::new();
+    let store = |m: usize, j0: usize, at: u64, v: [f32; block::RUN]| {
+        let (gl, c0) = (j0 as u32 / cp, j0 as u32 % cp);
+        let g = g0 + gl;
+        if at == NONE || c0 >= a.c || g >= a.g {
+            return;
+        }
+        let idx = || {
+            let (n, z, y, x) = pixel(m).unwrap_or((0, 0, 0, 0));
+            [g, n, c0, z, y, x]
+        };
+        let o = at as usize + gl as usize * xs[0] as usize + c0 as usize * xs[2] as usize;
+        unsafe { store_run_at::<Out, 2>(a, a.x, xs, o, idx, a.c - c0, v, &mut bias) }
+    };
+    unsafe { block::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, true>(acc, row, store) }
+}
