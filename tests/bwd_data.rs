@@ -359,7 +359,8 @@ fn bwd_data_tap_shifts() {
     let layouts = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
     let epis = epilogues();
     let mut failures = Vec::new();
-    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
+    // CDNA and NVIDIA (gfx1100 went to scratch; see the instance list).
+    for arch in [EmuArch::Gfx942, EmuArch::Gfx90a, EmuArch::Sm90] {
         let (dev, module) = device(arch);
         let halo = |t: TypeConfig| {
             INSTANCES.iter().find(|i| i.op == Op::BwdDataHalo && i.types == t && i.on(dev.family())).unwrap().name
@@ -414,8 +415,9 @@ fn bwd_data_tap_shifts() {
 /// The tile heuristic's measured decisions, per family: a narrow tile only
 /// where C fits one (16, 32 channels per group; the 32-wide one for both),
 /// 64x64 for C = 48 (the narrow tiles are slower per useful channel), the
-/// widest unpadded tile for C = 256, the direct kernel for 4, 8 and 12
-/// channels per group, the 16-wide tile for an RGB stem (C = 3, K = 64, 7x7
+/// widest unpadded tile for C = 256, tap shifts for 8 and 16 channels per
+/// group (stride 1; RDNA3: the 32-wide tile and the direct kernel), the
+/// direct kernel for 4 and 12, the 16-wide tile for an RGB stem (C = 3, K = 64, 7x7
 /// stride 2). Hopper takes its warpgroup tiles
 /// (128 and 64 wide) where they are unpadded. (H200 timings in
 /// `ops::bwd_data::choose_instance`.)
@@ -437,8 +439,8 @@ fn bwd_data_tile_choice() {
         ] {
             let p = prob(&[2, 32, 4, c, c, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
             let inst = plan(&p, &cfg, family, 132).unwrap().main.instance;
-            // 8 and 16 channels per group, stride 1: tap shifts.
-            if c == 8 || c == 16 {
+            // 8 and 16 channels per group, stride 1: tap shifts (not on RDNA3 yet).
+            if (c == 8 || c == 16) && family != Family::Rdna3 {
                 assert_eq!(inst.op, Op::BwdDataHalo, "{family:?} C=K={c}: chose {}", inst.name);
                 continue;
             }

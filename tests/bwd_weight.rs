@@ -339,6 +339,85 @@ fn bwd_weight_auto_split_k() {
     }
 }
 
+/// The tap-shift kernel (`bwdw_halo_*`, stride 1, at most 16 channels per
+/// group): tiles that straddle images, a part-filled group set, K = 8 and
+/// C = 8, dilation with asymmetric pads, a 2x3 filter, 1D, 3D with a 1-tall
+/// z filter, 1x1, both channels-last layout families, f16 and bf16, every
+/// split mode (none with the epilogue, atomic, deterministic and bitwise
+/// reproducible); refusals by name; never chosen automatically (slower
+/// than the GEMM on the H200).
+#[test]
+fn bwd_weight_tap_shifts() {
+    use convgrad::types::instance::{INSTANCES, Op};
+    let problems = [
+        ("3x3 pad1, tiles across images", prob(&[2, 6, 3, 16, 16, 3, 3, 13, 12, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("K=8 C=16", prob(&[2, 5, 2, 8, 16, 3, 3, 9, 11, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("dil2 asym pads, C=8", prob(&[2, 4, 2, 16, 8, 3, 3, 10, 9, 1, 1, 2, 2, 2, 1, 1, 2])),
+        ("2x3 unpadded", prob(&[2, 3, 2, 16, 16, 2, 3, 8, 12, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("1d", prob(&[1, 4, 3, 16, 16, 5, 30, 1, 1, 2, 2])),
+        ("3d 1x3x3", prob(&[3, 2, 2, 8, 8, 1, 3, 3, 3, 6, 7, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
+        ("1x1", prob(&[2, 4, 2, 16, 16, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
+    ];
+    let types = [TypeConfig::F16, TypeConfig::Bf16];
+    let layouts = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
+    let epis = [EpilogueOp::PassThrough, EpilogueOp::Scale(0.5), EpilogueOp::Bilinear(0.75, -1.5)];
+    let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true)];
+    let mut failures = Vec::new();
+    // NVIDIA only for now (AMD builds went to scratch; see the instance list).
+    for arch in [EmuArch::Sm90, EmuArch::Sm80] {
+        let (dev, module) = emu(arch);
+        let halo = |t: TypeConfig| INSTANCES.iter().find(|i| i.op == Op::BwdWeightHalo && i.types == t && i.on(dev.family()));
+        for (i, (name, p)) in problems.iter().enumerate() {
+            for (j, &t) in types.iter().enumerate() {
+                let (split_k, deterministic) = splits[(i + j) % 3];
+                let cfg = BwdWeightConfig {
+                    layout: layouts[(i + j) % 2],
+                    types: t,
+                    epilogue: epis[(i + 2 * j) % 3],
+                    split_k,
+                    deterministic,
+                    instance: Some(halo(t).unwrap().name.into()),
+                };
+                let init = if (i + j) % 2 == 0 { Init::Float } else { Init::Int };
+                let case = Case { problem: *p, config: cfg.clone(), seed: 8000 + 31 * i as u64 + j as u64, init, timed_runs: 0, dump: false };
+                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
+                let line = format!(
+                    "{} {name} [{p}] {} {} {:?} {split_k:?} det={deterministic} -> {} kb={}: {}",
+                    dev.arch(),
+                    t.name(),
+                    cfg.layout.name(),
+                    cfg.epilogue,
+                    o.instance,
+                    o.k_batch,
+                    o.report.summary()
+                );
+                println!("{line}");
+                let again = deterministic.then(|| run(&dev, &module, &case).unwrap().output_bytes);
+                if !o.passed() || again.is_some_and(|b| b != o.output_bytes) {
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    let forced = BwdWeightConfig { instance: Some("bwdw_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
+    for (v, why) in [
+        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
+        (vec![2, 4, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8"),
+        (vec![2, 4, 2, 16, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C a multiple of 8"),
+        (vec![2, 4, 2, 16, 16, 5, 5, 9, 9, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
+        (vec![2, 4, 2, 16, 16, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], "largest tap shift"),
+    ] {
+        let e = plan(&prob(&v), &forced, Family::Nvidia, 132).unwrap_err().to_string();
+        assert!(e.contains("bwdw_halo_f16_224x64x16_mma16x8 does not apply") && e.contains(why), "{v:?}: {e}");
+    }
+    let rx16 = prob(&[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
+    for family in Family::ALL {
+        let auto = plan(&rx16, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
+        assert_ne!(auto.op, Op::BwdWeightHalo, "{family:?}");
+    }
+}
+
 /// The tile heuristic's measured decisions, per family: the 16-row tile only
 /// where K fits it (K = 16), 64 rows for K = 32 (faster than 16 or 32 rows on
 /// the H200), the direct kernel below 8 output channels per group.

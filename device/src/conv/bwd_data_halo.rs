@@ -29,6 +29,7 @@
 //! [`Op::BwdDataHalo`]: convgrad_types::instance::Op::BwdDataHalo
 //! [`bwd_data`]: super::bwd_data
 
+use super::halo::{Grid, Staged};
 use super::{BiasRun, load_args, offset, store_run_at};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
@@ -37,7 +38,7 @@ use crate::gemm::block::{self, Acc};
 use convgrad_types::instance::TileConfig;
 use convgrad_types::params::ConvArgs;
 
-/// Where the tile's pieces sit in LDS and how it maps onto the grid.
+/// Where the tile's pieces sit in LDS and on the grid.
 #[derive(Clone, Copy)]
 struct Halo {
     /// `dY` row length in LDS (elements).
@@ -46,10 +47,7 @@ struct Halo {
     b_base: usize,
     /// Weight row length in LDS (elements).
     ldb: usize,
-    /// First grid image row of the tile (over the stacked images).
-    row0: u32,
-    /// Images (`N * D`).
-    images: u32,
+    grid: Grid,
 }
 
 /// Kernel body (module docs). `BK` is the channel count `K` padded, `BN /
@@ -80,13 +78,24 @@ pub unsafe fn kernel<
         lda: tile.halo_a_ld() as usize,
         b_base: tile.halo_a_bytes(e as u32) as usize,
         ldb: tile.halo_b_ld(At::KIND) as usize,
-        row0: t * a.halo_rows,
-        images: a.n * a.input[0],
+        grid: Grid::tile(a, t),
     };
     let g0 = gs * WN as u32;
+    let threads = WM * WN * At::WAVE;
+    // dY pixel of grid position (r, c): r - (Y-1)*d + P (wrapping below
+    // zero). Rows past those the taps reach from the tile (read only for
+    // dropped grid rows) are zeroed.
+    let oy = a.lpad[1].wrapping_sub((a.filter[1] - 1) * a.dilation[1]);
+    let ox = a.lpad[2].wrapping_sub((a.filter[2] - 1) * a.dilation[2]);
+    let need = a.halo_rows * a.div_halo[1].div + Grid::max_shift(a);
+    let dy = Staged { p: a.dy as *const At::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
+    let rows = BM + TileConfig::HALO_SLACK as usize;
     unsafe {
-        let threads = WM * WN * At::WAVE;
-        stage_halo::<At::In, BM, BK, WN>(a, &h, g0, threads);
+        dy.copy::<BK, WN>(rows, h.lda, 0, threads, |m| {
+            let [n, z, r, c] = h.grid.at(a, m).filter(|_| m < need)?;
+            let (y, x) = (r.wrapping_add(oy), c.wrapping_add(ox));
+            ((y < a.output[1]) & (x < a.output[2])).then_some([n, z, y, x])
+        });
         stage_weights::<At::In, BN, BK, WN>(a, &h, g0, threads);
     }
     arch::cp_async_commit();
@@ -96,52 +105,6 @@ pub unsafe fn kernel<
     // The result tile reuses the LDS the waves were reading.
     arch::barrier();
     unsafe { epilogue::<At, Out, BM, BN, WM, WN, FR, FC>(a, &h, g0, &acc) }
-}
-
-/// Image row `r` of the stacked grid row `row` -> `(n, z, r)`, or none past the images.
-#[inline(always)]
-fn image_row(a: &ConvArgs, h: &Halo, row: u32) -> Option<(u32, u32, u32)> {
-    let (b, r) = a.div_halo[0].divmod(row);
-    let (n, z) = a.div_in[0].divmod(b);
-    (b < h.images).then_some((n, z, r))
-}
-
-/// Copies the halo: `BM + HALO_SLACK` grid rows from the tile's first, each
-/// `WN` groups x `BK` channels of `dY` (16-byte vectors along k; zeros
-/// outside `dY`, past `K` and past `G`).
-#[inline(always)]
-unsafe fn stage_halo<T: Elem, const BM: usize, const BK: usize, const WN: usize>(
-    a: &ConvArgs,
-    h: &Halo,
-    g0: u32,
-    threads: usize,
-) {
-    let per_group = BK / T::LANES;
-    let per_row = WN * per_group;
-    let rows = BM + TileConfig::HALO_SLACK as usize;
-        let (s, out) = (&a.dy_strides, &a.output);
-    // dY pixel of grid position (r, c): r - (Y-1)*d + P (wrapping below zero).
-    let oy = a.lpad[1].wrapping_sub((a.filter[1] - 1) * a.dilation[1]);
-    let ox = a.lpad[2].wrapping_sub((a.filter[2] - 1) * a.dilation[2]);
-    // Rows the taps reach from the tile's grid rows; the rest (read only
-    // for dropped grid rows) are zeroed.
-    let wp = a.div_halo[1].div;
-    let need = (a.halo_rows + (a.filter[1] - 1) * a.dilation[1]) * wp + (a.filter[2] - 1) * a.dilation[2];
-    let mut idx = arch::thread_id() as usize;
-    while idx < rows * per_row {
-        let (hr, v) = (idx / per_row, idx % per_row);
-        let (gl, kv) = ((v / per_group) as u32, ((v % per_group) * T::LANES) as u32);
-        let (dr, c) = a.div_halo[1].divmod(hr as u32);
-        let used = (hr as u32) < need;
-        let src = used.then(|| image_row(a, h, h.row0 + dr)).flatten().and_then(|(n, z, r)| {
-            let (y, x, g) = (r.wrapping_add(oy), c.wrapping_add(ox), g0 + gl);
-            let inside = (y < out[1]) & (x < out[2]) & (g < a.g) & (kv < a.k);
-            let o = offset(s, [g, n, kv, z, y, x]);
-            inside.then(|| (a.dy as *const T).wrapping_add(o) as *const T::V16)
-        });
-        unsafe { arch::cp_async16((hr * h.lda + v * T::LANES) * T::BYTES, src) };
-        idx += threads;
-    }
 }
 
 /// Copies the filters of the `WN` groups, flipped, as `[group][tap][k][c]`
@@ -204,14 +167,12 @@ unsafe fn multiply<
     let (lane, wave) = (tid % At::WAVE, tid / At::WAVE);
     let (wm, wn) = (wave % WM, wave / WM);
     let e = <At::In as Elem>::BYTES;
-    let wp = a.div_halo[1].div as usize;
-    let (dy, dx) = (a.dilation[1] as usize, a.dilation[2] as usize);
     let ta = LdsTile { base: 0, ld: h.lda, mn_major: false };
     let i0 = wm * (BM / WM);
     let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
     for yf in 0..a.filter[1] as usize {
         for xf in 0..a.filter[2] as usize {
-            let shift = yf * dy * wp + xf * dx;
+            let shift = Grid::shift(a, yf, xf);
             let tap = yf * a.filter[2] as usize + xf;
             let tb = LdsTile {
                 base: h.b_base + (wn * TileConfig::HALO_TAPS as usize + tap) * BK * h.ldb * e,
@@ -220,11 +181,9 @@ unsafe fn multiply<
             };
             let mut ks = 0;
             while ks < BK {
-                let mut af: [At::A; FR] = [Default::default(); FR];
+                // B first, then one A fragment at a time: no array of A
+                // fragments to keep (gfx1100 put one in scratch).
                 let mut bf: [At::B; FC] = [Default::default(); FC];
-                for (fr, f) in af.iter_mut().enumerate() {
-                    *f = unsafe { At::load_a(ta, i0 + fr * At::M + shift, wn * BK + ks, lane) };
-                }
                 for q in 0..FC / 2 {
                     let [x, y] = unsafe { At::load_b2(tb, 2 * q * At::N, ks, lane) };
                     (bf[2 * q], bf[2 * q + 1]) = (x, y);
@@ -232,9 +191,10 @@ unsafe fn multiply<
                 if FC % 2 == 1 {
                     bf[FC - 1] = unsafe { At::load_b(tb, (FC - 1) * At::N, ks, lane) };
                 }
-                for fr in 0..FR {
-                    for fc in 0..FC {
-                        unsafe { At::mma(&af[fr], &bf[fc], &mut acc[fr][fc]) };
+                for (fr, row) in acc.iter_mut().enumerate() {
+                    let af = unsafe { At::load_a(ta, i0 + fr * At::M + shift, wn * BK + ks, lane) };
+                    for (fc, c) in row.iter_mut().enumerate() {
+                        unsafe { At::mma(&af, &bf[fc], c) };
                     }
                 }
                 ks += At::K;
@@ -267,8 +227,8 @@ unsafe fn epilogue<
     let xs = &a.x_strides;
     // Tile row -> (n, z, y, x) of dX, if it is an input pixel.
     let pixel = |m: usize| -> Option<(u32, u32, u32, u32)> {
-        let (dr, x) = a.div_halo[1].divmod(m as u32);
-        let (n, z, y) = image_row(a, h, h.row0 + dr)?;
+        let [n, z, y, x] = h.grid.at(a, m as u32)?;
+        let dr = a.div_halo[1].div(m as u32);
         (dr < a.halo_rows && y < a.input[1] && x < a.input[2]).then_some((n, z, y, x))
     };
     let row = |m: usize| match pixel(m) {

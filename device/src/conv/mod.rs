@@ -4,8 +4,10 @@ pub mod bwd_data;
 pub mod bwd_data_direct;
 pub mod bwd_data_dw;
 pub mod bwd_data_halo;
+pub mod halo;
 pub mod bwd_weight;
 pub mod bwd_weight_direct;
+pub mod bwd_weight_halo;
 
 use crate::arch;
 use crate::elem::Elem;

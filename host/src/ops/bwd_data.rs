@@ -258,35 +258,6 @@ fn dw_strip_count(rows: usize, per_strip: u64, block: u64, round: u64) -> (usize
     (strips, rows.div_ceil(strips).max(1))
 }
 
-/// Why the tap-shift kernel ([`Op::BwdDataHalo`], the device crate's
-/// `conv::bwd_data_halo`) cannot run `p` with tile `t`, or its image rows
-/// per tile.
-fn halo_rows(p: &ConvProblem, t: &instance::TileConfig, dy: &TensorDesc) -> Result<usize, &'static str> {
-    let (hp, wp) = halo_grid(p);
-    let shift = (p.filter[1] - 1) * p.dilations[1] * wp + (p.filter[2] - 1) * p.dilations[2];
-    let checks = [
-        (p.strides.iter().all(|&s| s == 1), "stride 1 in every dim"),
-        (p.filter[0] == 1 && p.lpads[0] == 0 && p.rpads[0] == 0, "a 1-tall, unpadded z filter"),
-        (p.k <= t.bk as usize && super::lane_axis(dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
-        (p.c <= (t.bn / t.waves_n) as usize, "C up to the tile's channels per group"),
-        (p.filter[1] * p.filter[2] <= instance::TileConfig::HALO_TAPS as usize, "at most 9 filter taps"),
-        (wp <= t.bm as usize, "a padded row (W + (X-1) * dilation) of at most the tile's rows"),
-        (shift <= instance::TileConfig::HALO_SLACK as usize, "a largest tap shift ((Y-1) * dil * padded row + (X-1) * dil) of at most 64 rows"),
-        ((p.n * p.input[0] * hp) < (1 << 31), "fewer than 2^31 padded image rows"),
-    ];
-    match checks.iter().find(|c| !c.0) {
-        Some(c) => Err(c.1),
-        // Tiles may straddle images: small images share one.
-        None => Ok(t.bm as usize / wp),
-    }
-}
-
-/// Padded image of the tap-shift kernel: `(H + (Y-1) * dil, W + (X-1) * dil)`.
-fn halo_grid(p: &ConvProblem) -> (usize, usize) {
-    let pad = |d: usize| (p.filter[d] - 1) * p.dilations[d];
-    (p.input[1] + pad(1), p.input[2] + pad(2))
-}
-
 fn slice_count(p: &ConvProblem) -> usize {
     p.strides.iter().product()
 }
@@ -367,15 +338,22 @@ pub fn plan_with(
     // Tap shifts in place of the slice GEMM, or of the direct kernel from 8
     // channels per group, where the problem fits them. H200 f16, G=32 3x3,
     // ms: C=K=16 14x14 0.033 (slice GEMM 0.056, cuDNN 0.056); C=K=8 28x28
-    // 0.085 (direct 0.117, GEMM 0.165).
+    // 0.085 (direct 0.117, GEMM 0.165); C=K=16 7x7 0.015 (GEMM 0.024).
     let halo = |i: &&Instance| i.op == Op::BwdDataHalo && i.types == cfg.types && i.on(family);
     let replaceable = inst.op == Op::BwdData || (inst.op == Op::BwdDataDirect && p.c >= 8);
-    let fitting = instance::INSTANCES.iter().find(halo).filter(|h| halo_rows(p, &h.tile, &dy).is_ok());
+    let halo_fit = |t: &instance::TileConfig| {
+        let k_ok = p.k <= t.bk as usize && super::lane_axis(&dy, 2, 8);
+        super::halo_fit(p, t, p.input, &[
+            (k_ok, "K a multiple of 8 up to the tile's, contiguous in dy"),
+            (p.c <= (t.bn / t.waves_n) as usize, "C up to the tile's channels per group"),
+        ])
+    };
+    let fitting = instance::INSTANCES.iter().find(halo).filter(|h| halo_fit(&h.tile).is_ok());
     if let (true, None, Some(h)) = (replaceable, &cfg.instance, fitting) {
         inst = h;
     }
     let halo_rows = match inst.op {
-        Op::BwdDataHalo => Some(halo_rows(p, &inst.tile, &dy).map_err(|why| {
+        Op::BwdDataHalo => Some(halo_fit(&inst.tile).map_err(|why| {
             OpError::Instance(format!("--instance {} does not apply: tap shifts need {why}", inst.name))
         })?),
         _ => None,
@@ -507,13 +485,9 @@ pub fn plan_with(
         args.div_vec = FastDiv::new(vectors as u32);
         args.div_run = FastDiv::new(runs as u32);
     }
-    let grid = if let Some(rows) = halo_rows {
-        let (hp, wp) = halo_grid(p);
-        args.halo_rows = rows as u32;
-        args.div_halo = [FastDiv::new(hp as u32), FastDiv::new(wp as u32)];
-        let tiles = (p.n * p.input[0] * hp).div_ceil(rows);
-        let sets = p.g.div_ceil(inst.tile.waves_n as usize);
-        [tiles as u32, sets as u32, 1]
+    let grid = if let Some(h) = halo_rows {
+        h.set(&mut args);
+        [h.tiles as u32, p.g.div_ceil(inst.tile.waves_n as usize) as u32, 1]
     } else if let Some((.., threads)) = fast {
         [(threads as u32).div_ceil(inst.threads(family)), 1, 1]
     } else if direct {
