@@ -377,13 +377,10 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_16x64x32_mfma16, [Cdna], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_f16_16x64x32_wmma16, [Rdna3], BwdWeight, F16, 16, 64, 32, 1, 2, Wmma16x16x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 16, 64, 32, 1, 2, Wmma16x16x16);
-        // Backward-weight by tap shifts: 4 groups of at most 16 channels, 224
-        // grid rows per tile (one 14x14 image). Forced only (`--instance`):
-        // on the H200 it takes 0.19 ms on ResNeXt 16->16 against the 16x64
-        // GEMM's 0.055; on gfx942 and gfx1100 its per-tap tiles and
-        // accumulators went to scratch (368-512 B), so AMD has none yet.
-        $m!($($extra,)* bwdw_halo_f16_224x64x16_mma16x8, [Nvidia], BwdWeightHalo, F16, 224, 64, 16, 1, 4, Mma16x8x16);
-        $m!($($extra,)* bwdw_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdWeightHalo, Bf16, 224, 64, 16, 1, 4, Mma16x8x16);
+        // Backward-weight by tap shifts (`Op::BwdWeightHalo`): no instance
+        // yet. At 224x64x16 on mma.sync it used 504 B of local memory (sm_90,
+        // `inspect`), 368-512 B of scratch on gfx942/gfx1100, and took
+        // 0.19 ms on ResNeXt 16->16 against the 16x64 GEMM's 0.055.
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).
