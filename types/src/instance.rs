@@ -90,11 +90,6 @@ pub enum Op {
     /// the filter of `waves_n` groups in LDS, each tap a row shift of the
     /// same tile fed to the matrix atoms.
     BwdDataHalo,
-    /// Backward-weight by tap shifts (stride 1, at most `bk` output and
-    /// `bn / waves_n` input channels per group): per tile of `bm` grid rows,
-    /// `dy` and the halo of `x` for `waves_n` groups in LDS, each tap a row
-    /// shift of the halo; split-K over the tiles.
-    BwdWeightHalo,
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -261,15 +256,6 @@ impl TileConfig {
         let b = self.waves_n * Self::HALO_TAPS * self.bk * self.halo_b_ld(atom) * elem_bytes;
         self.halo_a_bytes(elem_bytes) + b
     }
-    /// Halo tiles, backward-weight: `x` row length in LDS (`bn` channels, padded).
-    pub const fn halo_x_ld(&self) -> u32 {
-        self.bn + Self::LDS_PAD
-    }
-    /// Halo tiles, backward-weight: LDS bytes (`dy` for `bm` grid rows, then
-    /// the `x` halo of `bm + HALO_SLACK`).
-    pub const fn halo_w_bytes(&self, elem_bytes: u32) -> u32 {
-        (self.bm * self.halo_a_ld() + (self.bm + Self::HALO_SLACK) * self.halo_x_ld()) * elem_bytes
-    }
     /// Bytes of one multistage stage (A then B).
     pub const fn stage_bytes(&self, elem_bytes: u32, atom: AtomKind) -> u32 {
         Self::slab_bytes(self.bm, self.bk, elem_bytes, atom) + Self::slab_bytes(self.bn, self.bk, elem_bytes, atom)
@@ -325,7 +311,6 @@ impl Instance {
             Op::BwdWeightDirect => 256 * 4 * 4,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
-            Op::BwdWeightHalo => self.tile.halo_w_bytes(self.types.act().bytes() as u32),
             // The halo and weights, or the result tile and its row table.
             Op::BwdDataHalo => {
                 let main = self.tile.halo_main_bytes(self.atom, self.types.act().bytes() as u32);
@@ -377,10 +362,6 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_16x64x32_mfma16, [Cdna], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_f16_16x64x32_wmma16, [Rdna3], BwdWeight, F16, 16, 64, 32, 1, 2, Wmma16x16x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 16, 64, 32, 1, 2, Wmma16x16x16);
-        // Backward-weight by tap shifts (`Op::BwdWeightHalo`): no instance
-        // yet. At 224x64x16 on mma.sync it used 504 B of local memory (sm_90,
-        // `inspect`), 368-512 B of scratch on gfx942/gfx1100, and took
-        // 0.19 ms on ResNeXt 16->16 against the 16x64 GEMM's 0.055.
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).

@@ -161,6 +161,23 @@ pub trait MmaAtom {
     unsafe fn load_b2(t: LdsTile, j0: usize, k0: usize, lane: usize) -> [Self::B; 2] {
         unsafe { [Self::load_b(t, j0, k0, lane), Self::load_b(t, j0 + Self::N, k0, lane)] }
     }
+    /// The `F` B fragments of columns `j0 ..` (`F * N` of them), in pairs
+    /// through [`MmaAtom::load_b2`].
+    ///
+    /// # Safety
+    /// As [`MmaAtom::load_a`].
+    #[inline(always)]
+    unsafe fn load_b_frags<const F: usize>(t: LdsTile, j0: usize, k0: usize, lane: usize) -> [Self::B; F] {
+        let mut bf: [Self::B; F] = [Default::default(); F];
+        for q in 0..F / 2 {
+            let [x, y] = unsafe { Self::load_b2(t, j0 + 2 * q * Self::N, k0, lane) };
+            (bf[2 * q], bf[2 * q + 1]) = (x, y);
+        }
+        if F % 2 == 1 {
+            bf[F - 1] = unsafe { Self::load_b(t, j0 + (F - 1) * Self::N, k0, lane) };
+        }
+        bf
+    }
     /// `c = a * b + c`, issued by the whole wave.
     ///
     /// # Safety

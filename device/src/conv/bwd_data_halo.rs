@@ -183,14 +183,7 @@ unsafe fn multiply<
             while ks < BK {
                 // B first, then one A fragment at a time: no array of A
                 // fragments to keep (gfx1100 put one in scratch).
-                let mut bf: [At::B; FC] = [Default::default(); FC];
-                for q in 0..FC / 2 {
-                    let [x, y] = unsafe { At::load_b2(tb, 2 * q * At::N, ks, lane) };
-                    (bf[2 * q], bf[2 * q + 1]) = (x, y);
-                }
-                if FC % 2 == 1 {
-                    bf[FC - 1] = unsafe { At::load_b(tb, (FC - 1) * At::N, ks, lane) };
-                }
+                let bf: [At::B; FC] = unsafe { At::load_b_frags(tb, 0, ks, lane) };
                 for (fr, row) in acc.iter_mut().enumerate() {
                     let af = unsafe { At::load_a(ta, i0 + fr * At::M + shift, wn * BK + ks, lane) };
                     for (fc, c) in row.iter_mut().enumerate() {

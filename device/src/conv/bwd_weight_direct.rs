@@ -70,7 +70,7 @@ unsafe fn write_dw_or_partial<Out: Elem>(a: &ConvArgs, mode: PartialMode, kb: u3
 
 /// Writes one reduced partial `v` of weight `(g, k, c, tap)` per the split-K mode.
 #[inline(always)]
-pub(crate) unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32, v: f32) {
+unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32, v: f32) {
     // The GEMM's filter column (see `bwd_weight::split_filter_col`).
     let taps = a.div_zyx.div;
     let col = if a.w_strides[2] == 1 && a.c > 1 { tap * a.c + c } else { c * taps + tap };

@@ -1,5 +1,5 @@
-//! The padded pixel grid of the tap-shift kernels ([`super::bwd_data_halo`],
-//! [`super::bwd_weight_halo`]) and the copies that stage it in LDS.
+//! The padded pixel grid of the tap-shift kernel ([`super::bwd_data_halo`])
+//! and the copies that stage it in LDS.
 //!
 //! Images (`(n, z)` batch-major, a 1-tall z filter) are stacked on a grid of
 //! `Hp` rows of `Wp` columns each (`div_halo`), padded by the filter's

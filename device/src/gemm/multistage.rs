@@ -251,18 +251,10 @@ unsafe fn multiply<
     let mut ks = 0;
     while ks < BK {
         let mut af: [At::A; FR] = [Default::default(); FR];
-        let mut bf: [At::B; FC] = [Default::default(); FC];
         for (fr, f) in af.iter_mut().enumerate() {
             *f = unsafe { At::load_a(ta, i0 + fr * At::M, ks, lane) };
         }
-        for q in 0..FC / 2 {
-            let [x, y] = unsafe { At::load_b2(tb, j0 + 2 * q * At::N, ks, lane) };
-            bf[2 * q] = x;
-            bf[2 * q + 1] = y;
-        }
-        if FC % 2 == 1 {
-            bf[FC - 1] = unsafe { At::load_b(tb, j0 + (FC - 1) * At::N, ks, lane) };
-        }
+        let bf: [At::B; FC] = unsafe { At::load_b_frags(tb, j0, ks, lane) };
         for fr in 0..FR {
             for fc in 0..FC {
                 unsafe { At::mma(&af[fr], &bf[fc], &mut acc[fr][fc]) };

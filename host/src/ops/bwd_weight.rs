@@ -84,7 +84,7 @@ pub fn choose_instance(
     family: Family,
 ) -> Result<&'static Instance, OpError> {
     let fits = |i: &&Instance| {
-        matches!(i.op, Op::BwdWeight | Op::BwdWeightDirect | Op::BwdWeightHalo) && i.types == cfg.types && i.on(family)
+        matches!(i.op, Op::BwdWeight | Op::BwdWeightDirect) && i.types == cfg.types && i.on(family)
     };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
@@ -178,23 +178,6 @@ pub fn plan_with(
         d.check(t, d.span() as usize)?;
     }
     let inst = choose_instance(p, cfg, family)?;
-    // The tap-shift kernel runs when forced only: H200 f16, ResNeXt G=32
-    // 16->16 14x14, 0.19 ms against 0.055 ms on the 16x64 GEMM tile.
-    let halo_fit = |t: &instance::TileConfig| {
-        super::halo_fit(p, t, p.output(), &[
-            (p.k <= t.bk as usize && super::lane_axis(&dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
-            (
-                p.c <= (t.bn / t.waves_n) as usize && super::lane_axis(&x, 2, 8),
-                "C a multiple of 8 up to the tile's channels per group, contiguous in x",
-            ),
-        ])
-    };
-    let halo = match inst.op {
-        Op::BwdWeightHalo => Some(halo_fit(&inst.tile).map_err(|why| {
-            OpError::Instance(format!("--instance {} does not apply: tap shifts need {why}", inst.name))
-        })?),
-        _ => None,
-    };
     let (gm, gn) = (p.k as u64, p.c as u64 * p.filter_taps());
     let gk = p.n as u64 * p.output_pixels();
     for (field, v) in [("GEMM M (K)", gm), ("GEMM N (C*filter)", gn), ("GEMM K (N*output pixels)", gk)] {
@@ -315,18 +298,10 @@ pub fn plan_with(
             (fast, kb as u32)
         })
         .filter(|&(_, kb)| kb <= 65535 && (kb == 1 || (p.g as u64 * gm * gn) * kb as u64 <= u32::MAX as u64));
-    let (k_batch, k_per_batch) = match (&fast, &halo) {
-        (Some((f, kb)), _) => (*kb, f.len as u32),
-        (_, Some(h)) => tap_shift_split(h.tiles, p.g.div_ceil(t.waves_n as usize), cfg.split_k, compute_units),
-        _ => (k_batch, k_per_batch),
+    let (k_batch, k_per_batch) = match &fast {
+        Some((f, kb)) => (*kb, f.len as u32),
+        None => (k_batch, k_per_batch),
     };
-    if halo.is_some() && k_batch > 1 && partial * k_batch as u64 > u32::MAX as u64 {
-        return Err(OpError::Desc(DescError::TooLarge {
-            field: "split-K workspace (k_batch * G * K * C * filter)",
-            value: partial * k_batch as u64,
-            max: u32::MAX as u64,
-        }));
-    }
     let mode = match (k_batch, cfg.deterministic) {
         (1, _) => 0,
         (_, true) => flags::SPLITK_STORE,
@@ -380,13 +355,7 @@ pub fn plan_with(
         args.div_tap_blocks = FastDiv::new(f.tap_blocks as u32);
         args.div_segs = FastDiv::new(f.segs as u32);
     }
-    if let Some(h) = &halo {
-        h.set(&mut args);
-        args.tiles_m = h.tiles as u32;
-    }
-    let grid = if halo.is_some() {
-        [k_batch, p.g.div_ceil(t.waves_n as usize) as u32, 1]
-    } else if let Some((f, kb)) = &fast {
+    let grid = if let Some((f, kb)) = &fast {
         [f.col_blocks as u32, 1, *kb]
     } else if direct {
         [(weights as u32).div_ceil(inst.threads(family)), 1, k_batch]
@@ -434,18 +403,6 @@ pub fn plan_with(
         zero_workspace: mode == flags::SPLITK_ATOMIC,
         args_template: args,
     })
-}
-
-/// `(k_batch, tiles per batch)` of the tap-shift kernel for `tiles` row
-/// tiles and `sets` group sets: about three workgroups per compute unit (the
-/// LDS keeps three resident on the H200), or the requested split.
-fn tap_shift_split(tiles: usize, sets: usize, split: SplitK, compute_units: u32) -> (u32, u32) {
-    let want = match split {
-        SplitK::Auto => (3 * compute_units.max(1) as usize).div_ceil(sets),
-        SplitK::Fixed(n) => n as usize,
-    };
-    let per = tiles.div_ceil(want.clamp(1, tiles.max(1)));
-    (tiles.div_ceil(per).max(1) as u32, per as u32)
 }
 
 impl BwdWeightPlan {

@@ -51,10 +51,9 @@ pub(crate) fn lane_axis(d: &convgrad_types::TensorDesc, axis: usize, vw: usize) 
         && (0..d.lengths.len()).all(|i| i == axis || d.lengths[i] == 1 || d.strides[i].is_multiple_of(vw))
 }
 
-/// Where the tap-shift kernels (`Op::BwdDataHalo`, `Op::BwdWeightHalo`; the
-/// device crate's `conv::halo`) put a problem: `pixels` (the result pixels
-/// the tile rows walk: dx's for backward-data, dy's for backward-weight) on a
-/// grid padded by the dilated filter, `rows` image rows per tile.
+/// Where the tap-shift kernel (`Op::BwdDataHalo`; the device crate's
+/// `conv::halo`) puts a problem: `pixels` (the result pixels the tile rows
+/// walk, dx's) on a grid padded by the dilated filter, `rows` image rows per tile.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HaloFit {
     /// Image rows per tile.
@@ -73,7 +72,6 @@ impl HaloFit {
         use convgrad_types::params::FastDiv;
         args.halo_rows = self.rows as u32;
         args.div_halo = [FastDiv::new(self.hp as u32), FastDiv::new(self.wp as u32)];
-        args.div_in[0] = FastDiv::new(args.input[0]);
     }
 }
 
