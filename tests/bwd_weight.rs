@@ -286,6 +286,44 @@ fn bwd_weight_direct_vector_paths() {
     }
 }
 
+/// One split-K workspace kept across calls of both kernels and both split
+/// modes: the last workgroup of each tile leaves it zeroed (atomic sums) or
+/// the next call zeroes it where stored partials would spoil its sums or
+/// counters; each call is checked against the reference.
+#[test]
+fn bwd_weight_split_k_workspace_is_reused() {
+    use convgrad::ops::bwd_weight::SplitKWorkspace;
+    use convgrad::verify::bwd_weight::run_with;
+    let gemm = prob(&[2, 2, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let direct = prob(&[2, 16, 3, 1, 1, 3, 3, 20, 20, 1, 1, 1, 1, 1, 1, 1, 1]);
+    for arch in [EmuArch::Gfx942, EmuArch::Sm90] {
+        let (dev, module) = emu(arch);
+        let ws = SplitKWorkspace::new(&dev, 1 << 16).unwrap();
+        // (problem, k-batches, deterministic): atomic after atomic, stored
+        // after atomic, atomic after stored, fewer stored batches after more.
+        let calls = [
+            (gemm, 3, false),
+            (gemm, 3, false),
+            (gemm, 6, true),
+            (gemm, 2, true),
+            (gemm, 3, false),
+            (direct, 4, false),
+            (direct, 4, false),
+            (direct, 5, true),
+            (direct, 3, true),
+            (direct, 4, false),
+            (gemm, 2, false),
+        ];
+        for (i, (p, kb, det)) in calls.into_iter().enumerate() {
+            let cfg = BwdWeightConfig { split_k: SplitK::Fixed(kb), deterministic: det, ..Default::default() };
+            let case = Case { problem: p, config: cfg, seed: 40 + i as u64, init: Init::Float, timed_runs: 0, dump: false };
+            let o = run_with(&dev, &module, &case, Some(&ws)).unwrap();
+            assert!(o.k_batch > 1 && o.k_batch <= kb, "call {i}: k_batch {} for {kb} asked", o.k_batch);
+            assert!(o.passed(), "{arch:?} call {i} ({kb} batches, deterministic {det}): {}", o.report.summary());
+        }
+    }
+}
+
 /// The direct channel-vector path in deterministic split-K mode is bitwise
 /// reproducible (partials summed in LDS and in the workspace in fixed order).
 #[test]

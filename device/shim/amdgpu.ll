@@ -13,6 +13,19 @@ define linkonce_odr hidden void @convgrad_atomic_add_f32(ptr %p, float %v) #0 {
   ret void
 }
 
+; Split-K arrival: an agent-scope acquire-release counter bump by one thread,
+; and the agent-scope fence every thread takes around it (`arrival_fence`):
+; a wave's release waits only for its own writes.
+define linkonce_odr hidden i32 @convgrad_arrive(ptr %p) #0 {
+  %old = atomicrmw add ptr %p, i32 1 syncscope("agent") acq_rel, align 4
+  ret i32 %old
+}
+
+define linkonce_odr hidden void @convgrad_fence_agent() #0 {
+  fence syncscope("agent") acq_rel
+  ret void
+}
+
 declare void @llvm.amdgcn.s.barrier() #1
 
 attributes #0 = { alwaysinline nounwind }

@@ -2,9 +2,24 @@
 ; Pointers arrive generic; the casts fold once the calls are inlined into
 ; code that got them from the shared-memory global or a kernel parameter.
 
+; A reduction, not an atomic with a result: LLVM emits `atom` for an
+; `atomicrmw fadd` whose result is unused, which ptxas turned into `red` only
+; while no fence followed (split-K arrivals brought one: ncu then counted no
+; `red` requests at all).
 define linkonce_odr hidden void @convgrad_atomic_add_f32(ptr %p, float %v) #0 {
-  %old = atomicrmw fadd ptr %p, float %v monotonic, align 4
+  %g = addrspacecast ptr %p to ptr addrspace(1)
+  call void asm sideeffect "red.global.add.f32 [$0], $1;", "l,f,~{memory}"(ptr addrspace(1) %g, float %v)
   ret void
+}
+
+; Split-K arrival, by one thread after a workgroup barrier: the counter bump
+; between two gpu-scope acquire-release fences, which are cumulative over the
+; barrier (the workgroup's partials are released, the others' acquired).
+define linkonce_odr hidden i32 @convgrad_arrive(ptr %p) #0 {
+  call void asm sideeffect "fence.acq_rel.gpu;", "~{memory}"()
+  %old = atomicrmw add ptr %p, i32 1 monotonic, align 4
+  call void asm sideeffect "fence.acq_rel.gpu;", "~{memory}"()
+  ret i32 %old
 }
 
 ; Copies 16 bytes, or zero-fills them when %valid is false (source size 0,

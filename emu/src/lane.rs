@@ -106,18 +106,30 @@ fn pack(lo: u16, hi: u16) -> u32 {
     lo as u32 | (hi as u32) << 16
 }
 
-/// Checked 32-bit compare-and-swap loop on host memory.
+/// Atomic 32-bit increment; returns the old value (split-K arrival counters).
+pub fn atomic_inc_u32(p: *mut u32) -> u32 {
+    atomic_rmw(p as u64, |x| x.wrapping_add(1))
+}
+
+/// Device-scope fence: workgroups run on host threads, so a sequentially
+/// consistent fence orders this lane's global accesses as the GPU's does.
+pub fn fence_device() {
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Checked 32-bit compare-and-swap loop on host memory; returns the old value.
 #[inline]
-fn atomic_rmw(addr: u64, f: impl Fn(u32) -> u32) {
+fn atomic_rmw(addr: u64, f: impl Fn(u32) -> u32) -> u32 {
     match current().mem.lookup(addr, 4) {
         Some((a, off)) if a.is_written(off, 4) && addr.is_multiple_of(4) => {
             // SAFETY: inside a live allocation, 4-aligned; every access to it
             // during the launch that may race is atomic or a kernel bug.
             let cell = unsafe { AtomicU32::from_ptr(addr as *mut u32) };
             let mut old = cell.load(Ordering::Relaxed);
-            while let Err(now) = cell.compare_exchange_weak(old, f(old), Ordering::Relaxed, Ordering::Relaxed) {
+            while let Err(now) = cell.compare_exchange_weak(old, f(old), Ordering::AcqRel, Ordering::Relaxed) {
                 old = now;
             }
+            old
         }
         _ => global_fault("atomic add", addr, 4, 4),
     }

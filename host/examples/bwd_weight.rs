@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dy_buf = dev.upload(&check::to_f16(&dy))?;
     let dw_buf = dev.alloc::<half::f16>(plan.dw.span() as usize)?;
     dw_buf.fill_nan()?;
-    let ws = (plan.workspace_elems > 0).then(|| dev.alloc::<f32>(plan.workspace_elems)).transpose()?;
+    let ws = bwd_weight::SplitKWorkspace::for_plan(&dev, &plan)?;
 
     let module = dev.load_module()?;
     let bufs = BwdWeightBuffers { x: x_buf.device_addr(), dy: dy_buf.device_addr(), dw: dw_buf.device_addr(), ds: &[] };

@@ -66,8 +66,6 @@ impl Family {
 pub enum Op {
     /// Implicit-GEMM backward-weight main kernel.
     BwdWeight,
-    /// Split-K finishing kernel: reduce f32 partials, apply the epilogue, cast.
-    SplitKFinish,
     /// Runtime smoke test: one matrix atom through LDS and a barrier.
     Smoke,
     /// Direct backward-weight for tiny per-group GEMMs (depthwise, small C and K):
@@ -305,7 +303,7 @@ impl Instance {
     /// LDS bytes it is launched with.
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
-            Op::SplitKFinish | Op::BwdDataDirect | Op::BwdDataDepthwise => 0,
+            Op::BwdDataDirect | Op::BwdDataDepthwise => 0,
             // The channel-vector path sums its streams in LDS: 256 threads x 4
             // f32 lanes (`bwd_data_direct::LANES`, shared by both direct kernels).
             Op::BwdWeightDirect => 256 * 4 * 4,
@@ -422,10 +420,6 @@ macro_rules! for_each_instance {
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);
         $m!($($extra,)* smoke_mma, [Nvidia], Smoke, F16, 16, 8, 16, 1, 1, Mma16x8x16);
-        // Split-K finishing (reduce partials in fixed order, epilogue, cast).
-        $m!($($extra,)* splitk_finish_f32, [Cdna, Rdna3, Nvidia], SplitKFinish, F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* splitk_finish_f16, [Cdna, Rdna3, Nvidia], SplitKFinish, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* splitk_finish_bf16, [Cdna, Rdna3, Nvidia], SplitKFinish, Bf16, 256, 1, 1, 256, 1, Fma);
     };
 }
 

@@ -16,11 +16,6 @@ pub mod flags {
     pub const SPLITK_STORE: u32 = 2;
 }
 
-/// Consecutive weight-gradient columns (GEMM N) one thread of the split-K
-/// finishing kernel reduces and writes: its grid covers
-/// `G * M * ceil(N / FINISH_RUN)` threads in workgroups of 256.
-pub const FINISH_RUN: u32 = 8;
-
 /// Bits of [`ConvArgs::vec_mode`]: the direct kernels' channel-vector fast path.
 pub mod vec_mode {
     /// The fast path is on (else the scalar path runs).

@@ -318,10 +318,7 @@ fn time_ours(
             let x = random_buffer(dev, 1, act, plan.x.span() as usize)?;
             let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
             let dw = dev.alloc::<u8>(plan.dw.span() as usize * wei.bytes())?;
-            let ws = match plan.workspace_elems {
-                0 => None,
-                n => Some(dev.alloc::<f32>(n)?),
-            };
+            let ws = weight_op::SplitKWorkspace::for_plan(dev, &plan)?;
             let bufs = BwdWeightBuffers {
                 x: x.device_addr(),
                 dy: dy.device_addr(),

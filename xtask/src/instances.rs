@@ -7,7 +7,6 @@ use convgrad_types::instance::{Family, INSTANCES, Instance};
 pub fn constraints(i: &Instance) -> &'static str {
     match format!("{:?}", i.op).as_str() {
         "BwdWeight" => "any N, C, K, filter, layout (edges masked)",
-        "SplitKFinish" => "elementwise, any size",
         "Smoke" => "one atom tile (runtime self-test)",
         _ => "-",
     }

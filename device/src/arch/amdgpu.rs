@@ -8,6 +8,10 @@ unsafe extern "C" {
     fn convgrad_workgroup_barrier();
     /// `atomicrmw fadd ... syncscope("agent") monotonic`.
     fn convgrad_atomic_add_f32(p: *mut f32, v: f32);
+    /// `atomicrmw add ... syncscope("agent") acq_rel`.
+    fn convgrad_arrive(p: *mut u32) -> u32;
+    /// `fence syncscope("agent") acq_rel`.
+    fn convgrad_fence_agent();
 }
 
 #[inline(always)]
@@ -25,6 +29,15 @@ pub fn barrier() {
 #[inline(always)]
 pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
     unsafe { convgrad_atomic_add_f32(p.add(i), v) }
+}
+
+#[inline(always)]
+pub unsafe fn arrive(p: *mut u32, i: usize) -> u32 {
+    unsafe { convgrad_arrive(p.add(i)) }
+}
+#[inline(always)]
+pub fn arrival_fence() {
+    unsafe { convgrad_fence_agent() }
 }
 
 /// Four scalar atomics: CDNA has no 16-byte f32 atomic.

@@ -32,6 +32,14 @@ pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
     lane::atomic_add_f32x4(p.wrapping_add(i), v)
 }
 #[inline(always)]
+pub unsafe fn arrive(p: *mut u32, i: usize) -> u32 {
+    lane::atomic_inc_u32(p.wrapping_add(i))
+}
+#[inline(always)]
+pub fn arrival_fence() {
+    lane::fence_device()
+}
+#[inline(always)]
 pub unsafe fn lds_ld<T: Copy>(off: usize) -> T {
     lane::lds_load(off)
 }

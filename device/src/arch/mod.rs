@@ -83,6 +83,31 @@ pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
     unsafe { imp::atomic_add_f32x4(p, i, v) }
 }
 
+/// A workgroup's arrival at a counter, by one thread between two workgroup
+/// barriers, each thread having taken [`arrival_fence`] before the first:
+/// device-scope acquire-release increment of `p[i]`, returning the old value.
+/// What the workgroup wrote before the barrier is visible to the workgroup
+/// that reads the counter's next value, and after the second barrier (and
+/// [`arrival_fence`]) this workgroup sees what earlier arrivals wrote.
+///
+/// # Safety
+/// As [`ld`].
+#[inline(always)]
+pub unsafe fn arrive(p: *mut u32, i: usize) -> u32 {
+    unsafe { imp::arrive(p, i) }
+}
+
+/// Each thread's part of an [`arrive`], before the barrier that precedes it
+/// and, in the workgroup that reads its partners' data, after the one that
+/// follows it. NVIDIA: nothing (the arrival's `fence.acq_rel.gpu` is
+/// cumulative over the barrier, as in CUTLASS's split-K semaphore). AMD: an
+/// agent-scope fence, since a wave's release or acquire covers only its own
+/// accesses.
+#[inline(always)]
+pub fn arrival_fence() {
+    imp::arrival_fence()
+}
+
 /// Loads a `T` at byte offset `off` of the launch-sized LDS.
 ///
 /// # Safety

@@ -7,6 +7,8 @@ use core::arch::nvptx as a;
 unsafe extern "C" {
     /// `atomicrmw fadd ... monotonic` (red.global.add.f32).
     fn convgrad_atomic_add_f32(p: *mut f32, v: f32);
+    /// `fence.acq_rel.gpu; atom.global.add.u32; fence.acq_rel.gpu`.
+    fn convgrad_arrive(p: *mut u32) -> u32;
     /// `cp.async.cg.shared.global [dst], [src], 16, valid ? 16 : 0`.
     fn convgrad_cp_async16_if(dst: *mut u8, src: *const u8, valid: bool);
     fn convgrad_cp_async_commit();
@@ -53,6 +55,13 @@ pub fn barrier() {
 pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
     unsafe { convgrad_atomic_add_f32(p.add(i), v) }
 }
+
+#[inline(always)]
+pub unsafe fn arrive(p: *mut u32, i: usize) -> u32 {
+    unsafe { convgrad_arrive(p.add(i)) }
+}
+#[inline(always)]
+pub fn arrival_fence() {}
 
 /// One 16-byte reduction on Hopper; four scalar ones before it.
 #[inline(always)]

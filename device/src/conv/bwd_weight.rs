@@ -15,7 +15,7 @@ use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
 use crate::gemm::{self, Operand, block};
-use convgrad_types::params::{ConvArgs, FINISH_RUN};
+use convgrad_types::params::ConvArgs;
 
 /// Whether the GEMM's N index runs `(z, y, x, c)` with c fastest (GKZYXC weights).
 #[inline(always)]
@@ -212,27 +212,34 @@ pub unsafe fn kernel<
         }
     };
     unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
+    if at.mode != PartialMode::Direct {
+        let tile = g * a.tiles_m * a.tiles_n + arch::block_id()[0];
+        // The flag may take LDS byte 0: the result tile has been read.
+        if unsafe { splitk::last_arrival(a, tile, a.k_batch, 0) } {
+            let threads = (WM * WN * At::WAVE) as u32;
+            let r = at.range;
+            unsafe { finish_tile::<Out>(a, g, [r.m0, r.n0], [BM as u32, BN as u32], threads) };
+        }
+    }
 }
 
-/// Split-K finishing kernel body: one thread per run of
-/// [`FINISH_RUN`] weight columns of one `(g, m)`; sums the partials in batch
-/// order, applies the epilogue and casts. Grid x covers
-/// `G * M * ceil(N / FINISH_RUN)` with 256-thread workgroups.
+/// The last split-K workgroup of a tile sums the `bm x bn` tile at `(m0,
+/// n0)` of group `g`, one run of [`block::RUN`] columns per thread and pass,
+/// and writes it through the epilogue.
 ///
 /// # Safety
-/// As [`kernel`].
+/// As [`kernel`], after [`splitk::last_arrival`] returned true for the tile.
 #[inline(always)]
-pub unsafe fn finish<Out: Elem>(args: *const ConvArgs) {
-    const { assert!(FINISH_RUN as usize == block::RUN) };
-    let a = unsafe { load_args(args) };
-    let idx = arch::block_id()[0] * 256 + arch::thread_id();
-    let runs = a.gemm_n.div_ceil(FINISH_RUN);
-    let rows = a.partial_elems / a.gemm_n;
-    if idx >= rows * runs {
-        return;
+pub(crate) unsafe fn finish_tile<Out: Elem>(a: &ConvArgs, g: u32, [m0, n0]: [u32; 2], [bm, bn]: [u32; 2], threads: u32) {
+    let per_row = bn / block::RUN as u32;
+    let mut idx = arch::thread_id();
+    while idx < bm * per_row {
+        let (m, n) = (m0 + idx / per_row, n0 + idx % per_row * block::RUN as u32);
+        if m < a.gemm_m && n < a.gemm_n {
+            let len = (a.gemm_n - n).min(block::RUN as u32);
+            let v = unsafe { splitk::take_run(a, ((g * a.gemm_m + m) * a.gemm_n + n) as usize, len) };
+            unsafe { write_dw_run::<Out>(a, g, m, n, len, v) }
+        }
+        idx += threads;
     }
-    let (row, n0) = (idx / runs, idx % runs * FINISH_RUN);
-    let len = (a.gemm_n - n0).min(FINISH_RUN);
-    let v = unsafe { splitk::reduce_run(a, (row * a.gemm_n + n0) as usize, len) };
-    unsafe { write_dw_run::<Out>(a, row / a.gemm_m, row % a.gemm_m, n0, len, v) }
 }

@@ -21,9 +21,11 @@
 //! - **Scalar** (any layout): one thread per weight element `(g, k, c, tap)`,
 //!   groups fastest, summing over its k-batch's slice of the reduction.
 //!
-//! Partials go through the same split-K workspace and finishing kernel as the
-//! GEMM path (`[k_batch][G][K][C*taps]`, f32), or straight through the
-//! epilogue without split-K; no float atomics in deterministic mode.
+//! Partials go through the same split-K workspace as the GEMM path
+//! (`[k_batch][G][K][C*taps]`, f32), and the last workgroup of a column block
+//! (grid x) over the k-batches sums them and writes the block's weights; or
+//! they go straight through the epilogue without split-K. No float atomics
+//! in deterministic mode.
 
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
@@ -68,13 +70,28 @@ unsafe fn write_dw_or_partial<Out: Elem>(a: &ConvArgs, mode: PartialMode, kb: u3
     }
 }
 
+/// The GEMM's filter column of channel `c` and tap `tap` (see
+/// `bwd_weight::split_filter_col`).
+#[inline(always)]
+fn filter_col(a: &ConvArgs, c: u32, tap: u32) -> u32 {
+    if a.w_strides[2] == 1 && a.c > 1 { tap * a.c + c } else { c * a.div_zyx.div + tap }
+}
+
 /// Writes one reduced partial `v` of weight `(g, k, c, tap)` per the split-K mode.
 #[inline(always)]
 unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32, v: f32) {
-    // The GEMM's filter column (see `bwd_weight::split_filter_col`).
-    let taps = a.div_zyx.div;
-    let col = if a.w_strides[2] == 1 && a.c > 1 { tap * a.c + c } else { c * taps + tap };
-    unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, k, col, v) }
+    unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, k, filter_col(a, c, tap), v) }
+}
+
+/// The last workgroup of a tile (grid x) to arrive, over the k-batches,
+/// once every thread's partials are out ([`splitk::last_arrival`]); false
+/// without split-K.
+///
+/// # Safety
+/// As the kernel; every thread of the workgroup calls it, with LDS free.
+#[inline(always)]
+unsafe fn finisher(a: &ConvArgs) -> bool {
+    splitk::mode(a) != PartialMode::Direct && unsafe { splitk::last_arrival(a, arch::block_id()[0], a.k_batch, 0) }
 }
 
 /// Column `col` -> `(g, c, k, first tap)` of its lane 0: tap blocks
@@ -128,7 +145,35 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
             unsafe { pixels::<In, VW, DW>(a, &st, &mut acc) };
         }
     }
-    unsafe { sum_streams::<Out, VW, DW>(a, &acc) }
+    unsafe { sum_streams::<Out, VW, DW>(a, &acc) };
+    if unsafe { finisher(a) } {
+        unsafe { finish_columns::<Out, VW, DW>(a) }
+    }
+}
+
+/// The last workgroup of a column block, over the k-batches, sums the
+/// block's weights and writes them through the epilogue.
+///
+/// # Safety
+/// As the kernel, after [`finisher`] returned true.
+#[inline(always)]
+unsafe fn finish_columns<Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs) {
+    let cb = a.vec_block_cols;
+    let lanes = cb * VW as u32;
+    let mut e = arch::thread_id();
+    while e < lanes * TAP_BLOCK as u32 {
+        let (j, r) = (e / lanes, e % lanes);
+        let (cl, l) = (r / VW as u32, r % VW as u32);
+        let col = arch::block_id()[0] * cb + cl;
+        let (g, c, k, tap0) = column::<VW, DW>(a, col);
+        let t = tap0 + j;
+        if col < a.vec_cols && t < a.div_zyx.div {
+            let (g, c) = if DW { (g + l, c) } else { (g, c + l) };
+            let n = filter_col(a, c, t);
+            unsafe { write_dw::<Out>(a, g, k, n, splitk::take(a, g, k, n)) };
+        }
+        e += THREADS;
+    }
 }
 
 /// One thread's share of the reduction and its column's context.
@@ -321,14 +366,29 @@ unsafe fn sum_streams<Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
 #[inline(always)]
 unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
     let idx = arch::block_id()[0] * THREADS + arch::thread_id();
-    let total = a.g * a.gemm_m * a.gemm_n;
-    if idx >= total {
-        return;
-    }
-    let (t, g) = a.div_g.divmod(idx);
-    let (m, col) = a.div_gemm_n.divmod(t);
-    let (c, f) = split_filter_col(a, col);
+    // Threads past the weights still take part in the split-K arrival.
+    let elem = (idx < a.g * a.gemm_m * a.gemm_n).then(|| {
+        let (t, g) = a.div_g.divmod(idx);
+        let (m, col) = a.div_gemm_n.divmod(t);
+        (g, m, col)
+    });
     let kb = arch::block_id()[2];
+    if let Some((g, m, col)) = elem {
+        let v = unsafe { scalar_sum::<In>(a, kb, g, m, col) };
+        unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, m, col, v) }
+    }
+    // Every thread takes part in the arrival, whether it has an element or not.
+    if unsafe { finisher(a) }
+        && let Some((g, m, col)) = elem
+    {
+        unsafe { write_dw::<Out>(a, g, m, col, splitk::take(a, g, m, col)) };
+    }
+}
+
+/// Weight `(g, m, col)`'s sum over k-batch `kb`'s slice of the reduction.
+#[inline(always)]
+unsafe fn scalar_sum<In: Elem>(a: &ConvArgs, kb: u32, g: u32, m: u32, col: u32) -> f32 {
+    let (c, f) = split_filter_col(a, col);
     let k_begin = kb * a.k_per_batch;
     let k_end = if a.k_batch == 1 { a.gemm_k } else { (k_begin + a.k_per_batch).min(a.gemm_k) };
 
@@ -357,5 +417,5 @@ unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
             next_out_pixel(a, &mut n, &mut o);
         }
     }
-    unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, m, col, acc) }
+    acc
 }

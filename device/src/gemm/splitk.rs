@@ -3,6 +3,14 @@
 //! zeroed workspace `[G][M][N]`, or stored per batch into `[k_batch][G][M][N]`
 //! and summed later in batch order, which makes the result bitwise
 //! reproducible.
+//!
+//! The last workgroup to put its partial into a tile finishes that tile (sums,
+//! epilogue, cast): each counts its arrival in a `u32` counter per tile after
+//! the partials ([`last_arrival`]). No finishing launch, and no zeroing pass
+//! before the next call either: the finisher zeroes the atomic partials it
+//! read and resets the counter, so the workspace is left as it was found.
+//! (H200, depthwise G=144: the finishing kernel took 3.8 us and the zeroing
+//! pass and launch gaps about 5 more, of 75 us.)
 
 use super::BlockRange;
 use super::block::RUN;
@@ -95,6 +103,92 @@ pub unsafe fn put4(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: 
         PartialMode::Atomic => unsafe { arch::atomic_add_f32x4(ws, i, v) },
         _ => unsafe { arch::st(ws.wrapping_add(i) as *mut Vec16<[f32; 4]>, 0, Vec16(v)) },
     }
+}
+
+/// Workspace elements (f32) that hold partials; the tiles' arrival counters follow.
+#[inline(always)]
+pub fn partials_len(a: &ConvArgs) -> usize {
+    let batches = if a.flags & flags::SPLITK_STORE != 0 { a.k_batch as usize } else { 1 };
+    batches * a.partial_elems as usize
+}
+
+/// Counts this workgroup's arrival at `tile` once its partials are out, and
+/// tells every thread whether it was the last of the tile's `arrivals`
+/// workgroups, which then owns the sums ([`take`], [`take_run`]). The last
+/// one resets the counter for the next call. `flag` is an LDS byte offset
+/// for one `u32` that no thread still reads.
+///
+/// # Safety
+/// Every thread of the workgroup calls it; `a.ws` holds the counters after
+/// the partials ([`partials_len`]), zero before the tile's first arrival.
+#[inline(always)]
+pub unsafe fn last_arrival(a: &ConvArgs, tile: u32, arrivals: u32, flag: usize) -> bool {
+    arch::arrival_fence();
+    arch::barrier();
+    if arch::thread_id() == 0 {
+        let counters = (a.ws as *mut f32).wrapping_add(partials_len(a)) as *mut u32;
+        let last = unsafe { arch::arrive(counters, tile as usize) } == arrivals - 1;
+        if last {
+            unsafe { arch::st(counters, tile as usize, 0) };
+        }
+        unsafe { arch::lds_st(flag, last as u32) };
+    }
+    arch::barrier();
+    let last = unsafe { arch::lds_ld::<u32>(flag) } != 0;
+    if last {
+        arch::arrival_fence();
+    }
+    last
+}
+
+/// The whole reduction of element `(m, n)` of group `g`, for the last
+/// workgroup of its tile: the batches' partials in batch order, or the atomic
+/// sum, which is zeroed for the next call.
+///
+/// # Safety
+/// After [`last_arrival`] returned true for the element's tile.
+#[inline(always)]
+pub unsafe fn take(a: &ConvArgs, g: u32, m: u32, n: u32) -> f32 {
+    let (ws, i) = (a.ws as *mut f32, ws_index(a, PartialMode::Atomic, 0, g, m, n));
+    if a.flags & flags::SPLITK_STORE != 0 {
+        let mut v = 0.0f32;
+        for kb in 0..a.k_batch as usize {
+            v += unsafe { arch::ld(ws, kb * a.partial_elems as usize + i) };
+        }
+        v
+    } else {
+        let v = unsafe { arch::ld(ws, i) };
+        unsafe { arch::st(ws, i, 0.0) };
+        v
+    }
+}
+
+/// [`reduce_run`] for the last workgroup of the run's tile, zeroing atomic
+/// sums for the next call.
+///
+/// # Safety
+/// As [`take`], for the run's tile.
+#[inline(always)]
+pub unsafe fn take_run(a: &ConvArgs, idx: usize, len: u32) -> [f32; RUN] {
+    let v = unsafe { reduce_run(a, idx, len) };
+    if a.flags & flags::SPLITK_STORE == 0 {
+        let ws = a.ws as *mut f32;
+        for q in 0..RUN / 4 {
+            if (4 * q as u32) >= len {
+                continue;
+            }
+            if a.gemm_n.is_multiple_of(4) {
+                unsafe { arch::st(ws.wrapping_add(idx + 4 * q) as *mut Vec16<[f32; 4]>, 0, Vec16([0.0; 4])) };
+            } else {
+                for e in 0..4 {
+                    if ((4 * q + e) as u32) < len {
+                        unsafe { arch::st(ws, idx + 4 * q + e, 0.0) };
+                    }
+                }
+            }
+        }
+    }
+    v
 }
 
 /// Sums `len` (at most [`RUN`]) consecutive workspace elements from `idx`

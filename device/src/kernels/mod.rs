@@ -70,9 +70,6 @@ macro_rules! body {
     ($args:ident, BwdWeightDirect, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_weight_direct::kernel::<in_ty!($ty), out_ty!($ty)>($args)
     };
-    ($args:ident, SplitKFinish, $ty:ident, $($rest:tt)*) => {
-        $crate::conv::bwd_weight::finish::<out_ty!($ty)>($args)
-    };
     ($args:ident, Smoke, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         $crate::kernels::smoke::run::<atom_ty!($atom, F16)>($args)
     };

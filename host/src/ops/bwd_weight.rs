@@ -6,8 +6,8 @@
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_device::conv::bwd_weight_direct::{SEG, TAP_BLOCK};
-use convgrad_types::params::{ConvArgs, FINISH_RUN, FastDiv, flags, vec_mode};
-use convgrad_types::{ConvLayout, ConvProblem, DType, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
+use convgrad_types::params::{ConvArgs, FastDiv, flags, vec_mode};
+use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 pub use super::{LaunchSpec, OpError};
 
@@ -63,16 +63,19 @@ pub struct BwdWeightPlan {
     pub dy: TensorDesc,
     /// D tensor descriptors (in dw's canonical axes).
     pub ds: Vec<TensorDesc>,
-    /// Main GEMM launch.
+    /// The launch (with split-K, the last workgroup of each output tile sums
+    /// the tile's partials and writes it: there is no second launch).
     pub main: LaunchSpec,
-    /// Split-K finishing launch, when k_batch > 1.
-    pub finish: Option<LaunchSpec>,
     /// Number of k-batches.
     pub k_batch: u32,
-    /// f32 workspace elements (0 without split-K).
+    /// Workspace elements, 4 bytes each (0 without split-K): the f32 partials,
+    /// then one `u32` arrival counter per output tile. See [`SplitKWorkspace`].
     pub workspace_elems: usize,
-    /// Whether the workspace must be zeroed before the main launch (atomic mode).
-    pub zero_workspace: bool,
+    /// Elements of the workspace that hold partials (the counters follow).
+    pub partial_elems: usize,
+    /// Whether partials are added atomically (they must start at zero) rather
+    /// than stored per k-batch (deterministic mode).
+    pub atomic_partials: bool,
     /// Argument block with pointers left zero; see [`BwdWeightPlan::args`].
     pub args_template: ConvArgs,
 }
@@ -197,8 +200,9 @@ pub fn plan_with(
         // Direct: about 2048 threads per compute unit in all.
         SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(weights) as u32,
         // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128.
-        // Splitting costs a zeroed f32 workspace, an atomic per element and
-        // split, and a finishing pass: once the tiles alone fill three quarters
+        // Splitting costs an atomic per element and split, and the tile's
+        // last workgroup sums it (at the time of this measurement, a zeroing
+        // pass and a finishing launch): once the tiles alone fill three quarters
         // of one round of two blocks per CU, one split is faster (H200, CK
         // example 20, 216 tiles on 132 SMs: 0.082 ms unsplit, 0.168 ms with 2).
         SplitK::Auto => {
@@ -368,28 +372,14 @@ pub fn plan_with(
         block: inst.threads(family),
         lds_bytes: inst.lds_bytes(),
     };
-    let finish = if k_batch > 1 {
-        let name = match cfg.types.wei() {
-            DType::F32 => "splitk_finish_f32",
-            DType::F16 => "splitk_finish_f16",
-            DType::Bf16 => "splitk_finish_bf16",
-        };
-        let fi = instance::find(name).expect("finishing kernels are always built");
-        Some(LaunchSpec {
-            instance: fi,
-            // One thread per run of FINISH_RUN columns of a (g, m) row.
-            grid: [((partial / gn) * gn.div_ceil(FINISH_RUN as u64)).div_ceil(256) as u32, 1, 1],
-            block: fi.threads(family),
-            lds_bytes: 0,
-        })
-    } else {
-        None
-    };
-    let workspace_elems = match mode {
+    let partial_elems = match mode {
         flags::SPLITK_STORE => (partial * k_batch as u64) as usize,
         flags::SPLITK_ATOMIC => partial as usize,
         _ => 0,
     };
+    // One arrival counter per output tile: grid x (per group on the GEMM).
+    let tiles = if direct { grid[0] as usize } else { grid[0] as usize * p.g };
+    let workspace_elems = if mode == 0 { 0 } else { partial_elems + tiles };
     Ok(BwdWeightPlan {
         problem: *p,
         x,
@@ -397,10 +387,10 @@ pub fn plan_with(
         dy,
         ds,
         main,
-        finish,
         k_batch,
         workspace_elems,
-        zero_workspace: mode == flags::SPLITK_ATOMIC,
+        partial_elems,
+        atomic_partials: mode == flags::SPLITK_ATOMIC,
         args_template: args,
     })
 }
@@ -502,36 +492,88 @@ fn column_blocks(cols: u64) -> (u64, u64, u64) {
     best
 }
 
-/// Runs a plan: zeroes the workspace when atomics need it, launches the GEMM
-/// kernel and, with split-K, the finishing kernel. `workspace` must hold
-/// `plan.workspace_elems` f32 (it may be `None` when that is 0).
+/// The split-K workspace of backward-weight calls: f32 partials and one
+/// `u32` arrival counter per output tile after them.
+///
+/// The kernels leave what they use as they found it (the last workgroup of a
+/// tile zeroes the atomic sums it read and resets its counter), so the
+/// workspace is zeroed when allocated and not before every call. It remembers
+/// how far partials may be left behind: per-batch partials of deterministic
+/// calls stay in place, and a later call whose zeros they cover zeroes the
+/// workspace first; so does the call after a failed launch.
+#[derive(Debug)]
+pub struct SplitKWorkspace {
+    buf: crate::runtime::DeviceBuffer<f32>,
+    /// Elements `0..dirty` may be non-zero; all after them are zero.
+    dirty: std::cell::Cell<usize>,
+}
+
+impl SplitKWorkspace {
+    /// A zero-filled workspace of `elems` elements on `dev`.
+    pub fn new(dev: &crate::runtime::Device, elems: usize) -> crate::runtime::Result<Self> {
+        let buf = dev.alloc::<f32>(elems)?;
+        buf.fill_zero()?;
+        Ok(SplitKWorkspace { buf, dirty: std::cell::Cell::new(0) })
+    }
+    /// The workspace `plan` needs, or `None` when it splits no reduction.
+    pub fn for_plan(dev: &crate::runtime::Device, plan: &BwdWeightPlan) -> crate::runtime::Result<Option<Self>> {
+        (plan.workspace_elems > 0).then(|| Self::new(dev, plan.workspace_elems)).transpose()
+    }
+    /// Its size in elements.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == 0
+    }
+    /// Device address of element 0.
+    pub fn device_addr(&self) -> u64 {
+        self.buf.device_addr()
+    }
+}
+
+/// Runs a plan: one launch; with split-K, the workspace is zeroed first only
+/// where a previous call left partials that this one needs as zeros
+/// ([`SplitKWorkspace`]). `workspace` must hold `plan.workspace_elems`
+/// elements (it may be `None` when that is 0).
 pub fn execute(
     dev: &crate::runtime::Device,
     module: &crate::runtime::Module,
     plan: &BwdWeightPlan,
     bufs: BwdWeightBuffers<'_>,
-    workspace: Option<&crate::runtime::DeviceBuffer<f32>>,
+    workspace: Option<&SplitKWorkspace>,
 ) -> Result<(), OpError> {
+    super::check_d_count(plan.ds.len(), bufs.ds.len())?;
     let ws = match (plan.workspace_elems, workspace) {
-        (0, _) => 0,
-        (n, Some(w)) if w.len() >= n => {
-            if plan.zero_workspace {
-                w.fill_zero()?;
-            }
-            w.device_addr()
-        }
+        (0, _) => None,
+        (n, Some(w)) if w.len() >= n => Some(w),
         (n, w) => {
             return Err(OpError::Usage(format!(
-                "bwd-weight needs a split-K workspace of {n} f32, got {}",
+                "bwd-weight needs a split-K workspace of {n} elements (SplitKWorkspace::for_plan), got {}",
                 w.map_or(0, |w| w.len())
             )));
         }
     };
-    super::check_d_count(plan.ds.len(), bufs.ds.len())?;
-    let args = plan.args(bufs.x, bufs.dw, bufs.dy, ws, bufs.ds);
-    for spec in std::iter::once(&plan.main).chain(plan.finish.as_ref()) {
-        let k = module.kernel(spec.instance.name)?;
-        dev.launch(&k, spec.grid, spec.block, spec.lds_bytes, &args)?;
+    let k = module.kernel(plan.main.instance.name)?;
+    if let Some(w) = ws {
+        // Atomic partials and every counter must start at zero.
+        let zeros_from = if plan.atomic_partials { 0 } else { plan.partial_elems };
+        if w.dirty.get() > zeros_from {
+            w.buf.fill_zero()?;
+            w.dirty.set(0);
+        }
     }
-    Ok(())
+    let args = plan.args(bufs.x, bufs.dw, bufs.dy, ws.map_or(0, |w| w.device_addr()), bufs.ds);
+    let launched = dev.launch(&k, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args);
+    if let Some(w) = ws {
+        // Stored partials stay behind; after a failed launch nothing is known.
+        let left = match launched {
+            Ok(()) if plan.atomic_partials => w.dirty.get(),
+            Ok(()) => w.dirty.get().max(plan.partial_elems),
+            Err(_) => w.len(),
+        };
+        w.dirty.set(left);
+    }
+    Ok(launched?)
 }

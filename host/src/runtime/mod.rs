@@ -9,7 +9,7 @@
 //! let x = dev.alloc::<f32>(1024)?;
 //! x.upload(&vec![1.0; 1024])?;
 //! let module = dev.load_module()?;
-//! let kernel = module.kernel("splitk_finish_f32")?;
+//! let kernel = module.kernel("bwdw_direct_f32")?;
 //! # let args = convgrad::types::params::ConvArgs::default();
 //! dev.launch(&kernel, [4, 1, 1], 256, 0, &args)?;
 //! dev.synchronize()?;

@@ -27,6 +27,17 @@ pub struct Case {
 
 /// Runs `case` on `dev` and compares with the reference.
 pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error> {
+    run_with(dev, module, case, None)
+}
+
+/// [`run`] with a given split-K workspace (one of its own when `None`): a
+/// workspace is kept across calls, which must leave it fit for the next.
+pub fn run_with(
+    dev: &Device,
+    module: &Module,
+    case: &Case,
+    workspace: Option<&op::SplitKWorkspace>,
+) -> Result<Outcome, Error> {
     let p = &case.problem;
     let cfg = &case.config;
     let plan = op::plan(p, cfg, dev.family(), dev.compute_units())?;
@@ -44,11 +55,15 @@ pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error>
     let dy_buf = dev.upload(&check::to_bytes(act, &dy))?;
     let d_bufs = ds.iter().map(|d| dev.upload(&check::to_bytes(wei, d))).collect::<Result<Vec<_>, _>>()?;
     let dw_buf = dev.upload(&check::poisoned_bytes(wei, n_dw))?;
-    let ws = if plan.workspace_elems > 0 { Some(dev.alloc::<f32>(plan.workspace_elems)?) } else { None };
+    let own = match workspace {
+        Some(_) => None,
+        None => op::SplitKWorkspace::for_plan(dev, &plan)?,
+    };
+    let ws = workspace.or(own.as_ref());
     let d_addrs: Vec<u64> = d_bufs.iter().map(|b| b.device_addr()).collect();
     let bufs = BwdWeightBuffers { x: dx_buf.device_addr(), dy: dy_buf.device_addr(), dw: dw_buf.device_addr(), ds: &d_addrs };
 
-    op::execute(dev, module, &plan, bufs, ws.as_ref())?;
+    op::execute(dev, module, &plan, bufs, ws)?;
     dev.synchronize()?;
     let out_bytes = dw_buf.download()?;
     let out = check::from_bytes(wei, &out_bytes);
@@ -57,7 +72,7 @@ pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error>
         let mut t = Vec::with_capacity(case.timed_runs);
         for _ in 0..case.timed_runs {
             let ((), ms) = dev.time(|| {
-                op::execute(dev, module, &plan, bufs, ws.as_ref()).map_err(|e| match e {
+                op::execute(dev, module, &plan, bufs, ws).map_err(|e| match e {
                     op::OpError::Runtime(r) => r,
                     other => panic!("plan was already checked: {other}"),
                 })
