@@ -212,14 +212,10 @@ pub unsafe fn kernel<
         }
     };
     unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
-    if at.mode != PartialMode::Direct {
-        let tile = g * a.tiles_m * a.tiles_n + arch::block_id()[0];
-        // The flag may take LDS byte 0: the result tile has been read.
-        if unsafe { splitk::last_arrival(a, tile, a.k_batch, 0) } {
-            let threads = (WM * WN * At::WAVE) as u32;
-            let r = at.range;
-            unsafe { finish_tile::<Out>(a, g, [r.m0, r.n0], [BM as u32, BN as u32], threads) };
-        }
+    // The result tile in LDS has been read.
+    if unsafe { splitk::last_arrival(a, g * a.tiles_m * a.tiles_n + arch::block_id()[0]) } {
+        let (r, threads) = (at.range, (WM * WN * At::WAVE) as u32);
+        unsafe { finish_tile::<Out>(a, g, [r.m0, r.n0], [BM as u32, BN as u32], threads) };
     }
 }
 

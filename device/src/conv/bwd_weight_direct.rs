@@ -83,15 +83,14 @@ unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32
     unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, k, filter_col(a, c, tap), v) }
 }
 
-/// The last workgroup of a tile (grid x) to arrive, over the k-batches,
-/// once every thread's partials are out ([`splitk::last_arrival`]); false
-/// without split-K.
+/// Whether this is the last workgroup of its tile (grid x) over the
+/// k-batches ([`splitk::last_arrival`]); every thread calls it, with LDS free.
 ///
 /// # Safety
-/// As the kernel; every thread of the workgroup calls it, with LDS free.
+/// As the kernel.
 #[inline(always)]
 unsafe fn finisher(a: &ConvArgs) -> bool {
-    splitk::mode(a) != PartialMode::Direct && unsafe { splitk::last_arrival(a, arch::block_id()[0], a.k_batch, 0) }
+    unsafe { splitk::last_arrival(a, arch::block_id()[0]) }
 }
 
 /// Column `col` -> `(g, c, k, first tap)` of its lane 0: tap blocks

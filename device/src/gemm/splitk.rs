@@ -112,29 +112,34 @@ pub fn partials_len(a: &ConvArgs) -> usize {
     batches * a.partial_elems as usize
 }
 
-/// Counts this workgroup's arrival at `tile` once its partials are out, and
-/// tells every thread whether it was the last of the tile's `arrivals`
-/// workgroups, which then owns the sums ([`take`], [`take_run`]). The last
-/// one resets the counter for the next call. `flag` is an LDS byte offset
-/// for one `u32` that no thread still reads.
+/// With split-K, counts this workgroup's arrival at `tile` once its
+/// partials are out and tells every thread whether it was the last of the
+/// tile's `k_batch` workgroups, which then owns the sums ([`take`],
+/// [`take_run`]) and resets the counter for the next call; false without
+/// split-K. The answer passes through LDS byte 0.
 ///
 /// # Safety
-/// Every thread of the workgroup calls it; `a.ws` holds the counters after
-/// the partials ([`partials_len`]), zero before the tile's first arrival.
+/// Every thread of the workgroup calls it, with LDS no longer read; `a.ws`
+/// holds the counters after the partials ([`partials_len`]), zero before the
+/// tile's first arrival.
 #[inline(always)]
-pub unsafe fn last_arrival(a: &ConvArgs, tile: u32, arrivals: u32, flag: usize) -> bool {
+pub unsafe fn last_arrival(a: &ConvArgs, tile: u32) -> bool {
+    const FLAG: usize = 0;
+    if mode(a) == PartialMode::Direct {
+        return false;
+    }
     arch::arrival_fence();
     arch::barrier();
     if arch::thread_id() == 0 {
         let counters = (a.ws as *mut f32).wrapping_add(partials_len(a)) as *mut u32;
-        let last = unsafe { arch::arrive(counters, tile as usize) } == arrivals - 1;
+        let last = unsafe { arch::arrive(counters, tile as usize) } == a.k_batch - 1;
         if last {
             unsafe { arch::st(counters, tile as usize, 0) };
         }
-        unsafe { arch::lds_st(flag, last as u32) };
+        unsafe { arch::lds_st(FLAG, last as u32) };
     }
     arch::barrier();
-    let last = unsafe { arch::lds_ld::<u32>(flag) } != 0;
+    let last = unsafe { arch::lds_ld::<u32>(FLAG) } != 0;
     if last {
         arch::arrival_fence();
     }
@@ -163,44 +168,19 @@ pub unsafe fn take(a: &ConvArgs, g: u32, m: u32, n: u32) -> f32 {
     }
 }
 
-/// [`reduce_run`] for the last workgroup of the run's tile, zeroing atomic
-/// sums for the next call.
+/// The whole reduction of `len` (at most [`RUN`]) consecutive elements from
+/// `idx` (a multiple of [`RUN`] into a row of `gemm_n`), for the last
+/// workgroup of their tile: every batch's partials in batch order, or the
+/// atomic sums, zeroed for the next call as they are read; 16-byte accesses
+/// when the rows are whole quads.
 ///
 /// # Safety
 /// As [`take`], for the run's tile.
 #[inline(always)]
 pub unsafe fn take_run(a: &ConvArgs, idx: usize, len: u32) -> [f32; RUN] {
-    let v = unsafe { reduce_run(a, idx, len) };
-    if a.flags & flags::SPLITK_STORE == 0 {
-        let ws = a.ws as *mut f32;
-        for q in 0..RUN / 4 {
-            if (4 * q as u32) >= len {
-                continue;
-            }
-            if a.gemm_n.is_multiple_of(4) {
-                unsafe { arch::st(ws.wrapping_add(idx + 4 * q) as *mut Vec16<[f32; 4]>, 0, Vec16([0.0; 4])) };
-            } else {
-                for e in 0..4 {
-                    if ((4 * q + e) as u32) < len {
-                        unsafe { arch::st(ws, idx + 4 * q + e, 0.0) };
-                    }
-                }
-            }
-        }
-    }
-    v
-}
-
-/// Sums `len` (at most [`RUN`]) consecutive workspace elements from `idx`
-/// (a multiple of [`RUN`] into a row of `gemm_n`) over all batches, each in
-/// batch order; 16-byte loads when the rows are whole quads.
-///
-/// # Safety
-/// `a.ws` must hold the partials the mode implies.
-#[inline(always)]
-pub unsafe fn reduce_run(a: &ConvArgs, idx: usize, len: u32) -> [f32; RUN] {
-    let ws = a.ws as *const f32;
-    let batches = if a.flags & flags::SPLITK_STORE != 0 { a.k_batch as usize } else { 1 };
+    let ws = a.ws as *mut f32;
+    let stored = a.flags & flags::SPLITK_STORE != 0;
+    let batches = if stored { a.k_batch as usize } else { 1 };
     let quads = a.gemm_n.is_multiple_of(4);
     let mut v = [0.0f32; RUN];
     for kb in 0..batches {
@@ -209,11 +189,26 @@ pub unsafe fn reduce_run(a: &ConvArgs, idx: usize, len: u32) -> [f32; RUN] {
             if (4 * q as u32) >= len {
                 continue;
             }
+            let at = base + 4 * q;
+            let on = |e: usize| ((4 * q + e) as u32) < len;
             let x: [f32; 4] = if quads {
-                unsafe { arch::ld(ws.wrapping_add(base + 4 * q) as *const Vec16<[f32; 4]>, 0).0 }
+                let x = unsafe { arch::ld(ws.wrapping_add(at) as *const Vec16<[f32; 4]>, 0).0 };
+                if !stored {
+                    unsafe { arch::st(ws.wrapping_add(at) as *mut Vec16<[f32; 4]>, 0, Vec16([0.0; 4])) };
+                }
+                x
             } else {
-                // Elements past `len` belong to the next row: read as zeros.
-                core::array::from_fn(|e| if ((4 * q + e) as u32) < len { unsafe { arch::ld(ws, base + 4 * q + e) } } else { 0.0 })
+                // Elements past `len` belong to the next row: read as zeros, left alone.
+                core::array::from_fn(|e| {
+                    if !on(e) {
+                        return 0.0;
+                    }
+                    let x = unsafe { arch::ld(ws, at + e) };
+                    if !stored {
+                        unsafe { arch::st(ws, at + e, 0.0) };
+                    }
+                    x
+                })
             };
             for e in 0..4 {
                 v[4 * q + e] += x[e];
