@@ -355,7 +355,7 @@ fn bwd_weight_auto_split_k() {
         ("512ch 3x3 7, 16 images", &[2, 1, 16, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 1),
         ("RGB stem", &[2, 1, 256, 64, 3, 7, 7, 224, 224, 2, 2, 1, 1, 3, 3, 3, 3], 128),
         ("CK example 20", &[3, 4, 1, 128, 256, 3, 3, 3, 14, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1),
-        ("ResNeXt 16->16 on the 64-thread 16x64 tile", &[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], 5),
+        ("ResNeXt 16->16 on the 64-thread 16x48 tile", &[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], 5),
     ] {
         let got = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap().k_batch;
         assert_eq!(got, want, "{name}");
@@ -390,6 +390,18 @@ fn bwd_weight_tile_choice() {
             let inst = plan(&p, &cfg, family, 100).unwrap().main.instance;
             let got = (inst.op == Op::BwdWeight).then_some(inst.tile.bm);
             assert_eq!(got, want, "{family:?} K={k}: chose {}", inst.name);
+        }
+    }
+    // NVIDIA's 16-row tiles by padding: 48 columns for 3x3 filters of C = 16
+    // (144 columns, or 36 at C = 4), 64 for 1x1 of C = 64.
+    for family in [Family::Nvidia, Family::Hopper] {
+        for (c, f, bn) in [(16, 3, 48), (4, 3, 48), (64, 1, 64)] {
+            let p = prob(&[2, 32, 4, 16, c, f, f, 14, 14, 1, 1, 1, 1, f / 2, f / 2, f / 2, f / 2]);
+            for types in [TypeConfig::F16, TypeConfig::Bf16] {
+                let cfg = BwdWeightConfig { types, ..Default::default() };
+                let inst = plan(&p, &cfg, family, 132).unwrap().main.instance;
+                assert_eq!((inst.tile.bm, inst.tile.bn), (16, bn), "{family:?} {} C={c} {f}x{f}: chose {}", types.name(), inst.name);
+            }
         }
     }
     // Hopper: the warpgroup tiles before mma.sync of the same shape, f16 and bf16.
