@@ -349,11 +349,11 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_64x64x32_mma16x8, [Nvidia], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mma16x8x16);
-        // A narrow tile for grouped problems with few output channels per group (K = 16).
         $m!($($extra,)* bwdw_f16_128x128x32_wgmma, [Hopper], BwdWeight, F16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdw_bf16_128x128x32_wgmma, [Hopper], BwdWeight, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdw_f16_64x64x32_wgmma, [Hopper], BwdWeight, F16, 64, 64, 32, 1, 1, Wgmma64x64x16);
         $m!($($extra,)* bwdw_bf16_64x64x32_wgmma, [Hopper], BwdWeight, Bf16, 64, 64, 32, 1, 1, Wgmma64x64x16);
+        // Narrow tiles for grouped problems with few output channels per group (K = 16).
         // 48 columns: three taps of 16 channels, so a 3x3 filter of C = 16 (144
         // columns) fills three tiles where 16x64 padded a fourth of its loads and
         // multiplies (H200 f16, ResNeXt 16->16 14x14: 0.0515-0.0532 -> 0.0460 ms).
