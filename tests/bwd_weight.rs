@@ -355,11 +355,18 @@ fn bwd_weight_auto_split_k() {
         ("512ch 3x3 7, 16 images", &[2, 1, 16, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 1),
         ("RGB stem", &[2, 1, 256, 64, 3, 7, 7, 224, 224, 2, 2, 1, 1, 3, 3, 3, 3], 128),
         ("CK example 20", &[3, 4, 1, 128, 256, 3, 3, 3, 14, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1),
-        ("ResNeXt 16->16 on the 64-thread 16x48 tile", &[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], 5),
     ] {
         let got = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap().k_batch;
         assert_eq!(got, want, "{name}");
     }
+    // ResNeXt 16->16: on the 64-thread 16x48 tile (forced), and by tap
+    // shifts (automatic): one round of three workgroups per SM over 8 group
+    // sets and 74 row tiles, two tiles each.
+    let rx16 = prob(&[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let gemm = BwdWeightConfig { instance: Some("bwdw_f16_16x48x32_mma16x8".into()), ..cfg.clone() };
+    assert_eq!(plan(&rx16, &gemm, Family::Nvidia, 132).unwrap().k_batch, 5);
+    let auto = plan(&rx16, &cfg, Family::Nvidia, 132).unwrap();
+    assert_eq!((auto.main.instance.name, auto.k_batch), ("bwdw_halo_f16_224x64x16_mma16x8", 37));
     // The direct kernel: one round of four workgroups per SM over its column
     // blocks, two where one leaves streams of 256 pixels or more (atomic
     // partials only), streams of at least 64 pixels.
@@ -374,6 +381,90 @@ fn bwd_weight_auto_split_k() {
         let plan = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap();
         assert!(plan.main.instance.name.starts_with("bwdw_direct"), "{name}: {}", plan.main.instance.name);
         assert_eq!(plan.k_batch, want, "{name}");
+    }
+}
+
+/// The tap-shift kernel (`bwdw_halo_*`, stride 1, at most 16 channels per
+/// group): tiles that straddle images, a part-filled group set, K = 8 and
+/// C = 8, dilation with asymmetric pads, a 2x3 filter, 1D, 3D with a 1-tall
+/// z filter, 1x1, both channels-last layout families, f16 and bf16, every
+/// split mode (none with the epilogue, atomic, deterministic and bitwise
+/// reproducible); refusals by name; chosen automatically on NVIDIA and CDNA
+/// where it fits with two row tiles or more per workgroup (RDNA3 has no
+/// instance).
+#[test]
+fn bwd_weight_tap_shifts() {
+    use convgrad::types::instance::{INSTANCES, Op};
+    let problems = [
+        ("3x3 pad1, tiles across images", prob(&[2, 6, 3, 16, 16, 3, 3, 13, 12, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("K=8 C=16", prob(&[2, 5, 2, 8, 16, 3, 3, 9, 11, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("dil2 asym pads, C=8", prob(&[2, 4, 2, 16, 8, 3, 3, 10, 9, 1, 1, 2, 2, 2, 1, 1, 2])),
+        ("2x3 unpadded", prob(&[2, 3, 2, 16, 16, 2, 3, 8, 12, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("1d", prob(&[1, 4, 3, 16, 16, 5, 30, 1, 1, 2, 2])),
+        ("3d 1x3x3", prob(&[3, 2, 2, 8, 8, 1, 3, 3, 3, 6, 7, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
+        ("1x1", prob(&[2, 4, 2, 16, 16, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
+    ];
+    let types = [TypeConfig::F16, TypeConfig::Bf16];
+    let layouts = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
+    let epis = [EpilogueOp::PassThrough, EpilogueOp::Scale(0.5), EpilogueOp::Bilinear(0.75, -1.5)];
+    let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true)];
+    let mut failures = Vec::new();
+    for arch in [EmuArch::Sm90, EmuArch::Gfx942] {
+        let (dev, module) = emu(arch);
+        let halo = |t: TypeConfig| INSTANCES.iter().find(|i| i.op == Op::BwdWeightHalo && i.types == t && i.on(dev.family()));
+        for (i, (name, p)) in problems.iter().enumerate() {
+            for (j, &t) in types.iter().enumerate() {
+                let (split_k, deterministic) = splits[(i + j) % 3];
+                let cfg = BwdWeightConfig {
+                    layout: layouts[(i + j) % 2],
+                    types: t,
+                    epilogue: epis[(i + 2 * j) % 3],
+                    split_k,
+                    deterministic,
+                    instance: Some(halo(t).unwrap().name.into()),
+                };
+                let init = if (i + j) % 2 == 0 { Init::Float } else { Init::Int };
+                let case = Case { problem: *p, config: cfg.clone(), seed: 8000 + 31 * i as u64 + j as u64, init, timed_runs: 0, dump: false };
+                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
+                let line = format!(
+                    "{} {name} [{p}] {} {} {:?} {split_k:?} det={deterministic} -> {} kb={}: {}",
+                    dev.arch(),
+                    t.name(),
+                    cfg.layout.name(),
+                    cfg.epilogue,
+                    o.instance,
+                    o.k_batch,
+                    o.report.summary()
+                );
+                println!("{line}");
+                let again = deterministic.then(|| run(&dev, &module, &case).unwrap().output_bytes);
+                if !o.passed() || again.is_some_and(|b| b != o.output_bytes) {
+                    failures.push(line);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    let forced = BwdWeightConfig { instance: Some("bwdw_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
+    for (v, why) in [
+        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
+        (vec![2, 4, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8"),
+        (vec![2, 4, 2, 16, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C a multiple of 8"),
+        (vec![2, 4, 2, 16, 16, 5, 5, 9, 9, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
+        (vec![2, 4, 2, 16, 16, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], "largest tap shift"),
+    ] {
+        let e = plan(&prob(&v), &forced, Family::Nvidia, 132).unwrap_err().to_string();
+        assert!(e.contains("bwdw_halo_f16_224x64x16_mma16x8 does not apply") && e.contains(why), "{v:?}: {e}");
+    }
+    let rx16 = prob(&[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
+    // Chosen where every workgroup gets two row tiles or more: ResNeXt
+    // 16->16 at 14x14 (not on RDNA3, which has no instance), not at 7x7.
+    let rx16_7 = prob(&[2, 32, 64, 16, 16, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1]);
+    for family in Family::ALL {
+        let auto = plan(&rx16, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
+        assert_eq!(auto.op == Op::BwdWeightHalo, family != Family::Rdna3, "{family:?}: {}", auto.name);
+        let small = plan(&rx16_7, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
+        assert_eq!(small.op, Op::BwdWeight, "{family:?} 7x7: {}", small.name);
     }
 }
 

@@ -260,3 +260,30 @@ fn explicit_entries_mma_sync() {
         assert_eq!(op.d_slot(15, 7), s(31, 3));
     }
 }
+
+/// Every atom's `c_slot` inverts its `c_elem` over the whole accumulator
+/// (the tap-shift kernel reads its sums back through it).
+#[test]
+fn atom_c_slot_inverts_c_elem() {
+    use convgrad_device::atom::MmaAtom;
+    use convgrad_device::atom::{fma, mfma, mma_sync, wgmma, wmma};
+    use convgrad_device::elem::Bf16;
+    fn check<At: MmaAtom>(name: &str) {
+        let len = core::mem::size_of::<At::C>() / 4;
+        let mut seen = std::collections::HashSet::new();
+        for lane in 0..At::WAVE {
+            for e in 0..len {
+                let (i, j) = At::c_elem(lane, e);
+                assert_eq!(At::c_slot(i, j), (lane, e), "{name}: element ({i}, {j})");
+                assert!(seen.insert((i, j)), "{name}: ({i}, {j}) twice");
+            }
+        }
+    }
+    check::<fma::Fma>("fma");
+    check::<mfma::Mfma32x32x8<Bf16>>("mfma32");
+    check::<mfma::Mfma16x16x16<Bf16>>("mfma16");
+    check::<mma_sync::Mma16x8x16<Bf16>>("mma16x8");
+    check::<wmma::Wmma16x16x16<Bf16>>("wmma16");
+    check::<wgmma::Wgmma64x128x16<Bf16>>("wgmma64x128");
+    check::<wgmma::Wgmma64x64x16<Bf16>>("wgmma64x64");
+}

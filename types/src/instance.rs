@@ -88,6 +88,11 @@ pub enum Op {
     /// the filter of `waves_n` groups in LDS, each tap a row shift of the
     /// same tile fed to the matrix atoms.
     BwdDataHalo,
+    /// Backward-weight by tap shifts (stride 1, at most `bk` output and
+    /// `bn / waves_n` input channels per group): per tile of `bm` grid rows,
+    /// `dy` and the halo of `x` for `waves_n` groups in LDS, each tap a row
+    /// shift of the halo; split-K over the tiles.
+    BwdWeightHalo,
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -254,6 +259,15 @@ impl TileConfig {
         let b = self.waves_n * Self::HALO_TAPS * self.bk * self.halo_b_ld(atom) * elem_bytes;
         self.halo_a_bytes(elem_bytes) + b
     }
+    /// Halo tiles, backward-weight: `x` row length in LDS (`bn` channels, padded).
+    pub const fn halo_x_ld(&self) -> u32 {
+        self.bn + Self::LDS_PAD
+    }
+    /// Halo tiles, backward-weight: LDS bytes (`dy` for `bm` grid rows, then
+    /// the `x` halo of `bm + HALO_SLACK`).
+    pub const fn halo_w_bytes(&self, elem_bytes: u32) -> u32 {
+        (self.bm * self.halo_a_ld() + (self.bm + Self::HALO_SLACK) * self.halo_x_ld()) * elem_bytes
+    }
     /// Bytes of one multistage stage (A then B).
     pub const fn stage_bytes(&self, elem_bytes: u32, atom: AtomKind) -> u32 {
         Self::slab_bytes(self.bm, self.bk, elem_bytes, atom) + Self::slab_bytes(self.bn, self.bk, elem_bytes, atom)
@@ -297,6 +311,7 @@ impl Instance {
             // Latency-bound streams of loads: four 256-thread blocks (64
             // registers) hide more of it than two (128).
             Op::BwdWeightDirect => 4,
+            Op::BwdWeightHalo => 3,
             _ => 2,
         }
     }
@@ -309,6 +324,13 @@ impl Instance {
             Op::BwdWeightDirect => 256 * 4 * 4,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
+            // The halo tiles, or every wave's sums of every tap as f32 (the
+            // fragments of the atoms, which cover `bk x bn / waves_n`).
+            Op::BwdWeightHalo => {
+                let main = self.tile.halo_w_bytes(self.types.act().bytes() as u32);
+                let sums = self.tile.bk * TileConfig::HALO_TAPS * self.tile.bn * 4;
+                if main > sums { main } else { sums }
+            }
             // The halo and weights, or the result tile and its row table.
             Op::BwdDataHalo => {
                 let main = self.tile.halo_main_bytes(self.atom, self.types.act().bytes() as u32);
@@ -365,6 +387,13 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_16x64x32_mfma16, [Cdna], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_f16_16x64x32_wmma16, [Rdna3], BwdWeight, F16, 16, 64, 32, 1, 2, Wmma16x16x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 16, 64, 32, 1, 2, Wmma16x16x16);
+        // Backward-weight by tap shifts (`Op::BwdWeightHalo`): 4 groups of at
+        // most 16 channels; 224 grid rows per tile (one 14x14 image) on
+        // NVIDIA, 128 on CDNA (64 KiB of LDS).
+        $m!($($extra,)* bwdw_halo_f16_224x64x16_mma16x8, [Nvidia], BwdWeightHalo, F16, 224, 64, 16, 1, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdWeightHalo, Bf16, 224, 64, 16, 1, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_halo_f16_128x64x16_mfma16, [Cdna], BwdWeightHalo, F16, 128, 64, 16, 1, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdw_halo_bf16_128x64x16_mfma16, [Cdna], BwdWeightHalo, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).

@@ -43,8 +43,12 @@ pub fn arrival_fence() {
 /// Four scalar atomics: CDNA has no 16-byte f32 atomic.
 #[inline(always)]
 pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
-    for (e, x) in v.into_iter().enumerate() {
-        unsafe { atomic_add_f32(p, i + e, x) }
+    // Spelled out: a loop over `v` that LLVM leaves rolled indexes it in scratch.
+    unsafe {
+        atomic_add_f32(p, i, v[0]);
+        atomic_add_f32(p, i + 1, v[1]);
+        atomic_add_f32(p, i + 2, v[2]);
+        atomic_add_f32(p, i + 3, v[3]);
     }
 }
 

@@ -70,9 +70,13 @@ pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
     unsafe {
         convgrad_red_add_f32x4(p.add(i), v[0], v[1], v[2], v[3])
     }
+    // Spelled out: a loop over `v` that LLVM leaves rolled indexes it in local memory.
     #[cfg(not(convgrad_wgmma))]
-    for (e, x) in v.into_iter().enumerate() {
-        unsafe { atomic_add_f32(p, i + e, x) }
+    unsafe {
+        atomic_add_f32(p, i, v[0]);
+        atomic_add_f32(p, i + 1, v[1]);
+        atomic_add_f32(p, i + 2, v[2]);
+        atomic_add_f32(p, i + 3, v[3]);
     }
 }
 

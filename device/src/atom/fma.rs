@@ -32,6 +32,10 @@ impl MmaAtom for Fma {
         (0, 0)
     }
     #[inline(always)]
+    fn c_slot(_: usize, _: usize) -> (usize, usize) {
+        (0, 0)
+    }
+    #[inline(always)]
     unsafe fn mma(a: &[f32; 1], b: &[f32; 1], c: &mut [f32; 1]) {
         // A fused multiply-add, as the GPU's v_fma_f32 / fma.rn.f32.
         c[0] = core::intrinsics::fmaf32(a[0], b[0], c[0]);

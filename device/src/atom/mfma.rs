@@ -56,6 +56,10 @@ impl<T: MfmaInput> MmaAtom for Mfma32x32x8<T> {
         (8 * (e / 4) + 4 * (lane / 32) + e % 4, lane % 32)
     }
     #[inline(always)]
+    fn c_slot(i: usize, j: usize) -> (usize, usize) {
+        (32 * ((i % 8) / 4) + j, 4 * (i / 8) + i % 4)
+    }
+    #[inline(always)]
     unsafe fn mma(a: &[T; 4], b: &[T; 4], c: &mut [f32; 16]) {
         unsafe { T::mfma32(a, b, c) }
     }
@@ -84,6 +88,10 @@ impl<T: MfmaInput> MmaAtom for Mfma16x16x16<T> {
     #[inline(always)]
     fn c_elem(lane: usize, e: usize) -> (usize, usize) {
         (4 * (lane / 16) + e, lane % 16)
+    }
+    #[inline(always)]
+    fn c_slot(i: usize, j: usize) -> (usize, usize) {
+        (16 * (i / 4) + j, i % 4)
     }
     #[inline(always)]
     unsafe fn mma(a: &[T; 4], b: &[T; 4], c: &mut [f32; 4]) {

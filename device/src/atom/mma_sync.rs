@@ -47,6 +47,10 @@ impl<T: MmaSyncInput> MmaAtom for Mma16x8x16<T> {
     fn c_elem(lane: usize, e: usize) -> (usize, usize) {
         (lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2)
     }
+    #[inline(always)]
+    fn c_slot(i: usize, j: usize) -> (usize, usize) {
+        (4 * (i % 8) + j / 2, 2 * (i / 8) + j % 2)
+    }
     /// One `ldmatrix.x4`: matrices (rows +0/+8) x (k +0/+8) are registers 0..3
     /// of the A layout above; `.trans` when the tile is row-contiguous.
     #[inline(always)]

@@ -125,6 +125,8 @@ pub trait MmaAtom {
     fn b_elem(lane: usize, e: usize) -> (usize, usize);
     /// `(i, j)` of the accumulator in slot `e` of `lane`.
     fn c_elem(lane: usize, e: usize) -> (usize, usize);
+    /// `(lane, e)` holding accumulator `(i, j)`: the inverse of [`MmaAtom::c_elem`].
+    fn c_slot(i: usize, j: usize) -> (usize, usize);
     /// The A fragment of rows `i0 ..` and reductions `k0 ..` of an LDS tile
     /// (element by element through [`MmaAtom::a_elem`]; atoms with a matrix
     /// load instruction override it).

@@ -93,6 +93,10 @@ macro_rules! wgmma_atom {
             fn c_elem(lane: usize, e: usize) -> (usize, usize) {
                 c_elem(lane, e)
             }
+            fn c_slot(i: usize, j: usize) -> (usize, usize) {
+                let r = i % 16;
+                (32 * (i / 16) + 4 * (r % 8) + (j % 8) / 2, 4 * (j / 8) + 2 * (r / 8) + j % 2)
+            }
             unsafe fn load_a(_t: LdsTile, _i0: usize, _k0: usize, _lane: usize) -> [T; 0] {
                 []
             }

@@ -47,6 +47,10 @@ impl<T: WmmaInput> MmaAtom for Wmma16x16x16<T> {
         (2 * e + lane / 16, lane % 16)
     }
     #[inline(always)]
+    fn c_slot(i: usize, j: usize) -> (usize, usize) {
+        (16 * (i % 2) + j, i / 2)
+    }
+    #[inline(always)]
     unsafe fn mma(a: &[T; 16], b: &[T; 16], c: &mut [f32; 8]) {
         unsafe { T::wmma(a, b, c) }
     }

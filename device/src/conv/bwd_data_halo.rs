@@ -29,7 +29,7 @@
 //! [`Op::BwdDataHalo`]: convgrad_types::instance::Op::BwdDataHalo
 //! [`bwd_data`]: super::bwd_data
 
-use super::halo::{Grid, Staged};
+use super::halo::{Grid, Staged, Window};
 use super::{BiasRun, load_args, offset, store_run_at};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
@@ -90,12 +90,10 @@ pub unsafe fn kernel<
     let need = a.halo_rows * a.div_halo[1].div + Grid::max_shift(a);
     let dy = Staged { p: a.dy as *const At::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
     let rows = BM + TileConfig::HALO_SLACK as usize;
+    let win = Window { add: [oy, ox], hw: [a.output[1], a.output[2]], limit: need };
+    const { assert!((WM * WN * At::WAVE).is_multiple_of(WN * BK / <At::In as Elem>::LANES)) };
     unsafe {
-        dy.copy::<BK, WN>(rows, h.lda, 0, threads, |m| {
-            let [n, z, r, c] = h.grid.at(a, m).filter(|_| m < need)?;
-            let (y, x) = (r.wrapping_add(oy), c.wrapping_add(ox));
-            ((y < a.output[1]) & (x < a.output[2])).then_some([n, z, y, x])
-        });
+        dy.copy::<BK, WN>(a, &h.grid, win, rows, h.lda, 0, threads);
         stage_weights::<At::In, BN, BK, WN>(a, &h, g0, threads);
     }
     arch::cp_async_commit();

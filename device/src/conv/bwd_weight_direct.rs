@@ -79,7 +79,7 @@ fn filter_col(a: &ConvArgs, c: u32, tap: u32) -> u32 {
 
 /// Writes one reduced partial `v` of weight `(g, k, c, tap)` per the split-K mode.
 #[inline(always)]
-unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32, v: f32) {
+pub(crate) unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32, v: f32) {
     unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, k, filter_col(a, c, tap), v) }
 }
 

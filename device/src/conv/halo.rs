@@ -7,7 +7,6 @@
 //! `(y, x)` is one row shift `y * d * Wp + x * d` of the flattened grid. A
 //! workgroup's tile is [`ConvArgs::halo_rows`] grid image rows.
 
-use super::offset;
 use crate::arch;
 use crate::elem::Elem;
 use convgrad_types::params::ConvArgs;
@@ -51,6 +50,20 @@ impl Grid {
     }
 }
 
+/// Which tensor pixel a grid row holds: grid position `(r, c)` of an image
+/// holds pixel `(r + add[0], c + add[1])` (wrapping, so a negative shift
+/// goes out of range), zero outside `[0, hw[0]) x [0, hw[1])` and from
+/// flat tile row `limit` on.
+#[derive(Clone, Copy)]
+pub struct Window {
+    /// Shift from grid position to tensor pixel (rows, columns).
+    pub add: [u32; 2],
+    /// Tensor rows and columns.
+    pub hw: [u32; 2],
+    /// First flat tile row that is zeroed.
+    pub limit: u32,
+}
+
 /// A tensor staged on the grid: channels-last runs of `CH` (padded) per
 /// group, `WN` groups from `g0`, `LANES` at a time.
 pub struct Staged<T> {
@@ -67,36 +80,65 @@ pub struct Staged<T> {
 }
 
 impl<T: Elem> Staged<T> {
-    /// Copies flat grid rows `0 .. rows` of the tile into LDS rows `ld`
-    /// elements long at byte offset `base`: row `m` holds the tensor at
-    /// `pixel(m)` (`[n, z, y, x]`), zeros where it is none, and past `chans`
-    /// and `groups`. 16-byte vectors along the channels.
+    /// Copies flat grid rows `0 .. rows` of tile `grid` into LDS rows `ld`
+    /// elements long at byte offset `base`, row `m` holding the pixel
+    /// [`Window`] `w` gives, zeros where none, and past `chans` and `groups`.
+    /// 16-byte vectors along the channels; a thread keeps one vector slot
+    /// and walks its rows `threads / slots` apart by carries (no divisions
+    /// per row: they were most of the copy's instructions).
     ///
     /// # Safety
-    /// The pixels `pixel` yields lie in the tensor; the rows fit the LDS;
-    /// `T::LANES` divides `chans` and the tensor's other strides.
+    /// The pixels lie in the tensor, of fewer than 2^31 elements; the rows fit the LDS; `T::LANES`
+    /// divides `chans` and the tensor's other strides; `threads` (the
+    /// workgroup's) is a multiple of the `WN * CH / T::LANES` vector slots.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn copy<const CH: usize, const WN: usize>(
         &self,
+        a: &ConvArgs,
+        grid: &Grid,
+        w: Window,
         rows: usize,
         ld: usize,
         base: usize,
         threads: usize,
-        pixel: impl Fn(u32) -> Option<[u32; 4]>,
     ) {
         let per_group = CH / T::LANES;
-        let per_row = WN * per_group;
-        let mut idx = arch::thread_id() as usize;
-        while idx < rows * per_row {
-            let (m, v) = (idx / per_row, idx % per_row);
-            let (gl, ch) = ((v / per_group) as u32, ((v % per_group) * T::LANES) as u32);
-            let g = self.g0 + gl;
-            let src = pixel(m as u32).filter(|_| (g < self.groups) & (ch < self.chans)).map(|[n, z, y, x]| {
-                let o = offset(&self.s, [g, n, ch, z, y, x]);
-                self.p.wrapping_add(o) as *const T::V16
+        let slots = WN * per_group;
+        let tid = arch::thread_id() as usize;
+        let (v, step) = (tid % slots, (threads / slots) as u32);
+        let (g, ch) = (self.g0 + (v / per_group) as u32, ((v % per_group) * T::LANES) as u32);
+        let s = &self.s;
+        // 32-bit offsets: the host keeps the tap-shift kernels to tensors
+        // of fewer than 2^31 elements (64-bit products cost several
+        // instructions each on NVIDIA).
+        let lane_off = g * s[0] + ch * s[2];
+        let chans_ok = (g < self.groups) & (ch < self.chans);
+        let (hp, wp) = (&a.div_halo[0], &a.div_halo[1]);
+        let mut m = (tid / slots) as u32;
+        let (dr, mut c) = wp.divmod(m);
+        let (mut b, mut r) = hp.divmod(grid.row0 + dr);
+        let (sdr, sc) = wp.divmod(step);
+        while (m as usize) < rows {
+            let (n, z) = a.div_in[0].divmod(b);
+            let (y, x) = (r.wrapping_add(w.add[0]), c.wrapping_add(w.add[1]));
+            let inside = chans_ok & (m < w.limit) & (b < grid.images) & (y < w.hw[0]) & (x < w.hw[1]);
+            let src = inside.then(|| {
+                let o = lane_off + n * s[1] + z * s[3] + y * s[4] + x * s[5];
+                self.p.wrapping_add(o as usize) as *const T::V16
             });
-            unsafe { arch::cp_async16(base + (m * ld + v * T::LANES) * T::BYTES, src) };
-            idx += threads;
+            unsafe { arch::cp_async16(base + (m as usize * ld + v * T::LANES) * T::BYTES, src) };
+            m += step;
+            c += sc;
+            r += sdr;
+            if c >= wp.div {
+                c -= wp.div;
+                r += 1;
+            }
+            while r >= hp.div {
+                r -= hp.div;
+                b += 1;
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod bwd_data_halo;
 pub mod halo;
 pub mod bwd_weight;
 pub mod bwd_weight_direct;
+pub mod bwd_weight_halo;
 
 use crate::arch;
 use crate::elem::Elem;

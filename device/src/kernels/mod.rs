@@ -61,6 +61,17 @@ macro_rules! body {
             { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
         >($args)
     }};
+    ($args:ident, BwdWeightHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
+        type At = atom_ty!($atom, $ty);
+        $crate::conv::bwd_weight_halo::kernel::<
+            At,
+            out_ty!($ty),
+            $bm, $bn, $bk, $wn,
+            { $bn / $wn },
+            { $bk / <At as $crate::atom::MmaAtom>::M },
+            { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
+        >($args)
+    }};
     ($args:ident, BwdDataDirect, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_data_direct::kernel::<in_ty!($ty), in_ty!($ty)>($args)
     };

@@ -346,6 +346,7 @@ pub fn plan_with(
         super::halo_fit(p, t, p.input, &[
             (k_ok, "K a multiple of 8 up to the tile's, contiguous in dy"),
             (p.c <= (t.bn / t.waves_n) as usize, "C up to the tile's channels per group"),
+            (dy.span() < 1 << 31, "dy of fewer than 2^31 elements"),
         ])
     };
     let fitting = instance::INSTANCES.iter().find(halo).filter(|h| halo_fit(&h.tile).is_ok());

@@ -87,7 +87,7 @@ pub fn choose_instance(
     family: Family,
 ) -> Result<&'static Instance, OpError> {
     let fits = |i: &&Instance| {
-        matches!(i.op, Op::BwdWeight | Op::BwdWeightDirect) && i.types == cfg.types && i.on(family)
+        matches!(i.op, Op::BwdWeight | Op::BwdWeightDirect | Op::BwdWeightHalo) && i.types == cfg.types && i.on(family)
     };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
@@ -180,7 +180,40 @@ pub fn plan_with(
     for (t, d) in [("x", &x), ("dw", &dw), ("dy", &dy)] {
         d.check(t, d.span() as usize)?;
     }
-    let inst = choose_instance(p, cfg, family)?;
+    let mut inst = choose_instance(p, cfg, family)?;
+    // Tap shifts in place of the GEMM where the problem fits them.
+    let halo_fit = |t: &instance::TileConfig| {
+        super::halo_fit(p, t, p.output(), &[
+            (p.k <= t.bk as usize && super::lane_axis(&dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
+            (
+                p.c <= (t.bn / t.waves_n) as usize && super::lane_axis(&x, 2, 8),
+                "C a multiple of 8 up to the tile's channels per group, contiguous in x",
+            ),
+            (x.span() < 1 << 31 && dy.span() < 1 << 31, "x and dy of fewer than 2^31 elements"),
+        ])
+    };
+    // Tap shifts in place of the GEMM where the problem fits them and the
+    // automatic split leaves every workgroup at least two row tiles (each
+    // workgroup puts the partials of its whole filters once). H200 f16, G=32
+    // 3x3, ms, tap shifts / GEMM: C=K=16 14x14 (2 tiles each) 0.039 /
+    // 0.047; C=K=8 28x28 (6) 0.068 / 0.117; C=K=16 7x7 (1) 0.028 / 0.022.
+    let tap_shifts = |i: &&Instance| i.op == Op::BwdWeightHalo && i.types == cfg.types && i.on(family);
+    let fitting = instance::INSTANCES.iter().find(tap_shifts).filter(|h| match halo_fit(&h.tile) {
+        Ok(f) => {
+            let sets = p.g.div_ceil(h.tile.waves_n as usize);
+            tap_shift_split(f.tiles, sets, SplitK::Auto, h.min_blocks(), compute_units).1 >= 2
+        }
+        Err(_) => false,
+    });
+    if let (Op::BwdWeight, None, Some(h)) = (inst.op, &cfg.instance, fitting) {
+        inst = h;
+    }
+    let halo = match inst.op {
+        Op::BwdWeightHalo => Some(halo_fit(&inst.tile).map_err(|why| {
+            OpError::Instance(format!("--instance {} does not apply: tap shifts need {why}", inst.name))
+        })?),
+        _ => None,
+    };
     let (gm, gn) = (p.k as u64, p.c as u64 * p.filter_taps());
     let gk = p.n as u64 * p.output_pixels();
     for (field, v) in [("GEMM M (K)", gm), ("GEMM N (C*filter)", gn), ("GEMM K (N*output pixels)", gk)] {
@@ -302,10 +335,20 @@ pub fn plan_with(
             (fast, kb as u32)
         })
         .filter(|&(_, kb)| kb <= 65535 && (kb == 1 || (p.g as u64 * gm * gn) * kb as u64 <= u32::MAX as u64));
-    let (k_batch, k_per_batch) = match &fast {
-        Some((f, kb)) => (*kb, f.len as u32),
-        None => (k_batch, k_per_batch),
+    let (k_batch, k_per_batch) = match (&fast, &halo) {
+        (Some((f, kb)), _) => (*kb, f.len as u32),
+        (_, Some(h)) => {
+            tap_shift_split(h.tiles, p.g.div_ceil(t.waves_n as usize), cfg.split_k, inst.min_blocks(), compute_units)
+        }
+        _ => (k_batch, k_per_batch),
     };
+    if halo.is_some() && k_batch > 1 && partial * k_batch as u64 > u32::MAX as u64 {
+        return Err(OpError::Desc(DescError::TooLarge {
+            field: "split-K workspace (k_batch * G * K * C * filter)",
+            value: partial * k_batch as u64,
+            max: u32::MAX as u64,
+        }));
+    }
     let mode = match (k_batch, cfg.deterministic) {
         (1, _) => 0,
         (_, true) => flags::SPLITK_STORE,
@@ -359,7 +402,14 @@ pub fn plan_with(
         args.div_tap_blocks = FastDiv::new(f.tap_blocks as u32);
         args.div_segs = FastDiv::new(f.segs as u32);
     }
-    let grid = if let Some((f, kb)) = &fast {
+    if let Some(h) = &halo {
+        h.set(&mut args);
+        args.tiles_m = h.tiles as u32;
+        args.div_in[0] = FastDiv::new(p.input[0] as u32);
+    }
+    let grid = if halo.is_some() {
+        [p.g.div_ceil(t.waves_n as usize) as u32, 1, k_batch]
+    } else if let Some((f, kb)) = &fast {
         [f.col_blocks as u32, 1, *kb]
     } else if direct {
         [(weights as u32).div_ceil(inst.threads(family)), 1, k_batch]
@@ -378,7 +428,7 @@ pub fn plan_with(
         _ => 0,
     };
     // One arrival counter per output tile: grid x (per group on the GEMM).
-    let tiles = if direct { grid[0] as usize } else { grid[0] as usize * p.g };
+    let tiles = if direct || halo.is_some() { grid[0] as usize } else { grid[0] as usize * p.g };
     let workspace_elems = if mode == 0 { 0 } else { partial_elems + tiles };
     Ok(BwdWeightPlan {
         problem: *p,
@@ -393,6 +443,19 @@ pub fn plan_with(
         atomic_partials: mode == flags::SPLITK_ATOMIC,
         args_template: args,
     })
+}
+
+/// `(k_batch, tiles per batch)` of the tap-shift kernel for `tiles` row
+/// tiles and `sets` group sets: one round of `per_cu` workgroups per compute
+/// unit (a second, partial round cost the H200 as much as a whole one), or
+/// the requested split.
+fn tap_shift_split(tiles: usize, sets: usize, split: SplitK, per_cu: u32, compute_units: u32) -> (u32, u32) {
+    let want = match split {
+        SplitK::Auto => (per_cu as usize * compute_units.max(1) as usize / sets.max(1)).max(1),
+        SplitK::Fixed(n) => n as usize,
+    };
+    let per = tiles.div_ceil(want.clamp(1, tiles.max(1)));
+    (tiles.div_ceil(per).max(1) as u32, per as u32)
 }
 
 impl BwdWeightPlan {

@@ -1,0 +1,180 @@
+//! Backward-weight by tap shifts ([`Op::BwdWeightHalo`]): stride 1, few
+//! channels per group (ResNeXt's 16).
+//!
+//! The backward-weight GEMM gathers `im2col(X)` once per tap: at C = K = 16
+//! its 16x48 tiles read every `X` pixel nine times. Here a workgroup stages,
+//! per tile of the padded grid ([`super::halo`]), the `dY` pixels of
+//! `halo_rows` image rows (zeros at grid positions past the image) and the
+//! halo of `X` they reach, for [`TileConfig::waves_n`] groups, once. Filter
+//! tap `(y, x)` then reads the `X` halo `y*d*Wp + x*d` rows further on:
+//! `dW[tap] += dY^T X[shift(tap)..]`, `M = K`, `N = C`, the reduction over
+//! the tile's grid rows. Wave `wn` owns group `g0 + wn` and keeps every
+//! tap's accumulators; taps are spelled out (`unroll!`) so that they stay in
+//! registers (a tap loop put them in local memory: 504 B on sm_90).
+//!
+//! Grid: `x` = group sets, `z` = k-batches (runs of
+//! [`ConvArgs::k_per_batch`] row tiles of the [`ConvArgs::tiles_m`]). Each
+//! workgroup's sums leave as split-K partials, and the last workgroup of a
+//! group set sums them and writes the set's weights (or its sums go straight
+//! through the epilogue without split-K), as the direct kernel's do.
+//!
+//! [`Op::BwdWeightHalo`]: convgrad_types::instance::Op::BwdWeightHalo
+
+use super::bwd_data_direct::unroll;
+use super::bwd_weight::finish_tile;
+use super::bwd_weight_direct::put;
+use super::halo::{Grid, Staged, Window};
+use super::load_args;
+use crate::arch;
+use crate::atom::{LdsTile, MmaAtom};
+use crate::elem::Elem;
+use crate::gemm::block;
+use crate::gemm::splitk::{self, PartialMode};
+use convgrad_types::instance::TileConfig;
+use convgrad_types::params::ConvArgs;
+
+const TAPS: usize = TileConfig::HALO_TAPS as usize;
+// The tap blocks are spelled out (`unroll!` below).
+const _: () = assert!(TAPS == 9);
+
+/// Kernel body (module docs): `BM` grid rows per tile, `BK` the channels
+/// `K` padded (`FR` atoms), `CP = BN / WN` the channels `C` padded (`FC` atoms).
+///
+/// # Safety
+/// Launch contract of the instance (grid above, block, LDS) and a valid argument block.
+#[inline(always)]
+pub unsafe fn kernel<
+    At: MmaAtom,
+    Out: Elem,
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const WN: usize,
+    const CP: usize,
+    const FR: usize,
+    const FC: usize,
+>(
+    args: *const ConvArgs,
+) {
+    const { assert!(CP == BN / WN && FC * At::N == CP && FR * At::M == BK && BM.is_multiple_of(At::K)) };
+    const { assert!((WN * At::WAVE).is_multiple_of(BN / <At::In as Elem>::LANES) && CP.is_multiple_of(4)) };
+    let a = unsafe { load_args(args) };
+    let tile = TileConfig::of(BM, BN, BK, 1, WN);
+    let e = <At::In as Elem>::BYTES;
+    let (lda, ldx) = (tile.halo_a_ld() as usize, tile.halo_x_ld() as usize);
+    let x_base = BM * lda * e;
+    let [gs, _, kb] = arch::block_id();
+    let g0 = gs * WN as u32;
+    let threads = WN * At::WAVE;
+    let tid = arch::thread_id() as usize;
+    let (lane, wn) = (tid % At::WAVE, tid / At::WAVE);
+    // Tap t is filter tap (t / X, t % X); taps past the filter read the
+    // halo at shift 0 and are never stored.
+    let taps = (a.filter[1] * a.filter[2]) as usize;
+    let shift = |t: usize| {
+        let (y, x) = a.div_x.divmod(t as u32);
+        if t < taps { Grid::shift(a, y as usize, x as usize) } else { 0 }
+    };
+    let shifts: [usize; TAPS] = [shift(0), shift(1), shift(2), shift(3), shift(4), shift(5), shift(6), shift(7), shift(8)];
+    let ta = LdsTile { base: wn * BK * e, ld: lda, mn_major: true };
+    let tx = |t: usize| LdsTile { base: x_base + (shifts[t] * ldx + wn * CP) * e, ld: ldx, mn_major: true };
+    let dy = Staged { p: a.dy as *const At::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
+    let x = Staged { p: a.x as *const At::In, s: a.x_strides, chans: a.c, g0, groups: a.g };
+    // dY at the grid positions of the tile's image rows; the X halo they
+    // reach, from the top-left corner of the padding.
+    let rows = a.halo_rows * a.div_halo[1].div;
+    let dy_win = Window { add: [0, 0], hw: [a.output[1], a.output[2]], limit: rows };
+    let add = [0u32.wrapping_sub(a.lpad[1]), 0u32.wrapping_sub(a.lpad[2])];
+    let x_win = Window { add, hw: [a.input[1], a.input[2]], limit: rows + Grid::max_shift(a) };
+    let mut acc = [[[<At::C>::default(); FC]; FR]; TAPS];
+    let first = kb * a.k_per_batch;
+    let last = (first + a.k_per_batch).min(a.tiles_m);
+    for t in first..last {
+        let grid = Grid::tile(a, t);
+        unsafe {
+            dy.copy::<BK, WN>(a, &grid, dy_win, BM, lda, 0, threads);
+            x.copy::<CP, WN>(a, &grid, x_win, BM + TileConfig::HALO_SLACK as usize, ldx, x_base, threads);
+        }
+        arch::cp_async_commit();
+        arch::cp_async_wait(0);
+        arch::barrier();
+        let mut ks = 0;
+        while ks < BM {
+            let af: [At::A; FR] = core::array::from_fn(|fr| unsafe { At::load_a(ta, fr * At::M, ks, lane) });
+            unroll!(tap in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+                let bf: [At::B; FC] = unsafe { At::load_b_frags(tx(tap), 0, ks, lane) };
+                for (fr, row) in acc[tap].iter_mut().enumerate() {
+                    for (fc, c) in row.iter_mut().enumerate() {
+                        unsafe { At::mma(&af[fr], &bf[fc], c) };
+                    }
+                }
+            });
+            ks += At::K;
+        }
+        // The next tile's copies overwrite what the waves read.
+        arch::barrier();
+    }
+    // The sums leave through LDS (free after the last barrier): each lane
+    // stores its fragments whole, in the order of `acc` (element-wise stores
+    // got merged across fragments and kept the accumulators in scratch on
+    // gfx942). Threads then take weights `(group, k, tap, c)` with `c`
+    // fastest, finding each through the atom's `c_slot`: consecutive threads
+    // put consecutive filter columns (a put per element was half of the
+    // kernel's instructions on the H200).
+    let frag = core::mem::size_of::<At::C>();
+    let frag_at = |gl: usize, tap: usize, fr: usize, fc: usize| (((gl * TAPS + tap) * FR + fr) * FC + fc) * At::WAVE * frag;
+    unroll!(tap in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+        for (fr, row) in acc[tap].iter().enumerate() {
+            for (fc, f) in row.iter().enumerate() {
+                unsafe { arch::lds_st(frag_at(wn, tap, fr, fc) + lane * frag, *f) };
+            }
+        }
+    });
+    arch::barrier();
+    // Runs of 4 channels of one tap: one 16-byte partial (the filter columns
+    // are consecutive when C is the weights' innermost axis; C is a multiple
+    // of 8), else element by element.
+    let mode = splitk::mode(a);
+    let quads = mode != PartialMode::Direct && a.w_strides[2] == 1;
+    let mut e = tid;
+    while e < WN * BK * TAPS * CP / 4 {
+        let (r, c0) = (e / (CP / 4), e % (CP / 4) * 4);
+        let (r, tap) = (r / TAPS, r % TAPS);
+        let (gl, k) = (r / BK, r % BK);
+        // Element c0 + l of the run, from LDS.
+        let ld = |l: usize| -> f32 {
+            let (ln, s) = At::c_slot(k % At::M, (c0 + l) % At::N);
+            unsafe { arch::lds_ld(frag_at(gl, tap, k / At::M, (c0 + l) / At::N) + ln * frag + s * 4) }
+        };
+        let (g, k, c) = (g0 + gl as u32, k as u32, c0 as u32);
+        if tap < taps && k < a.k && c < a.c && g < a.g {
+            if quads {
+                unsafe { splitk::put4(a, mode, kb, g, k, tap as u32 * a.c + c, [ld(0), ld(1), ld(2), ld(3)]) };
+            } else {
+                // Spelled out: a loop indexed the four loads in scratch.
+                unroll!(l in [0, 1, 2, 3] => {
+                    unsafe { put::<Out>(a, kb, g, k, c + l as u32, tap as u32, ld(l)) };
+                });
+            }
+        }
+        e += threads;
+    }
+    if unsafe { splitk::last_arrival(a, gs) } {
+        unsafe { finish_set::<Out, WN>(a, g0, threads as u32) }
+    }
+}
+
+/// The last workgroup of group set `g0 ..` over the k-batches sums the
+/// set's weights and writes them through the epilogue, a run of
+/// [`block::RUN`] filter columns per thread and pass (element by element,
+/// the finish's dependent loads made it the kernel's long pole).
+///
+/// # Safety
+/// As the kernel, after [`splitk::last_arrival`] returned true for the set.
+#[inline(always)]
+unsafe fn finish_set<Out: Elem, const WN: usize>(a: &ConvArgs, g0: u32, threads: u32) {
+    let cols = a.gemm_n.next_multiple_of(block::RUN as u32);
+    for g in g0..(g0 + WN as u32).min(a.g) {
+        unsafe { finish_tile::<Out>(a, g, [0, 0], [a.k, cols], threads) };
+    }
+}
