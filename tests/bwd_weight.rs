@@ -390,8 +390,8 @@ fn bwd_weight_auto_split_k() {
 /// z filter, 1x1, both channels-last layout families, f16 and bf16, every
 /// split mode (none with the epilogue, atomic, deterministic and bitwise
 /// reproducible); refusals by name; chosen automatically on NVIDIA and CDNA
-/// where it fits with two row tiles or more per workgroup (RDNA3 has no
-/// instance).
+/// where it fits with two row tiles or more per workgroup, atomic split-K
+/// only (RDNA3 has no instance).
 #[test]
 fn bwd_weight_tap_shifts() {
     use convgrad::types::instance::{INSTANCES, Op};
@@ -465,6 +465,9 @@ fn bwd_weight_tap_shifts() {
         assert_eq!(auto.op == Op::BwdWeightHalo, family != Family::Rdna3, "{family:?}: {}", auto.name);
         let small = plan(&rx16_7, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
         assert_eq!(small.op, Op::BwdWeight, "{family:?} 7x7: {}", small.name);
+        let det = BwdWeightConfig { deterministic: true, ..Default::default() };
+        let det = plan(&rx16, &det, family, 132).unwrap().main.instance;
+        assert_eq!(det.op, Op::BwdWeight, "{family:?} deterministic: {}", det.name);
     }
 }
 
