@@ -136,9 +136,9 @@ pub unsafe fn kernel<
     // of 8), else element by element.
     let mode = splitk::mode(a);
     let quads = mode != PartialMode::Direct && a.w_strides[2] == 1;
-    let mut e = tid;
-    while e < WN * BK * TAPS * CP / 4 {
-        let (r, c0) = (e / (CP / 4), e % (CP / 4) * 4);
+    let mut idx = tid;
+    while idx < WN * BK * TAPS * CP / 4 {
+        let (r, c0) = (idx / (CP / 4), idx % (CP / 4) * 4);
         let (r, tap) = (r / TAPS, r % TAPS);
         let (gl, k) = (r / BK, r % BK);
         // Element c0 + l of the run, from LDS.
@@ -157,7 +157,7 @@ pub unsafe fn kernel<
                 });
             }
         }
-        e += threads;
+        idx += threads;
     }
     if unsafe { splitk::last_arrival(a, gs) } {
         unsafe { finish_set::<Out, WN>(a, g0, threads as u32) }

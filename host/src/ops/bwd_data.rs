@@ -353,12 +353,7 @@ pub fn plan_with(
     if let (true, None, Some(h)) = (replaceable, &cfg.instance, fitting) {
         inst = h;
     }
-    let halo_rows = match inst.op {
-        Op::BwdDataHalo => Some(halo_fit(&inst.tile).map_err(|why| {
-            OpError::Instance(format!("--instance {} does not apply: tap shifts need {why}", inst.name))
-        })?),
-        _ => None,
-    };
+    let halo_rows = super::tap_shift_grid(inst, Op::BwdDataHalo, halo_fit)?;
     match cfg.strip_rows {
         Some(0) => return Err(OpError::Usage("strip_rows: at least 1 (slice rows per strip)".into())),
         Some(_) if inst.op != Op::BwdDataDepthwise => {

@@ -210,12 +210,7 @@ pub fn plan_with(
     if let (Op::BwdWeight, None, Some(h), false) = (inst.op, &cfg.instance, fitting, cfg.deterministic) {
         inst = h;
     }
-    let halo = match inst.op {
-        Op::BwdWeightHalo => Some(halo_fit(&inst.tile).map_err(|why| {
-            OpError::Instance(format!("--instance {} does not apply: tap shifts need {why}", inst.name))
-        })?),
-        _ => None,
-    };
+    let halo = super::tap_shift_grid(inst, Op::BwdWeightHalo, halo_fit)?;
     let (gm, gn) = (p.k as u64, p.c as u64 * p.filter_taps());
     let gk = p.n as u64 * p.output_pixels();
     for (field, v) in [("GEMM M (K)", gm), ("GEMM N (C*filter)", gn), ("GEMM K (N*output pixels)", gk)] {

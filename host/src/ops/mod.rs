@@ -104,6 +104,22 @@ pub(crate) fn halo_fit(
     Ok(HaloFit { rows, hp, wp, tiles: (images * hp).div_ceil(rows) })
 }
 
+/// The grid of `inst` when it is the op's tap-shift kernel (`op`), from
+/// the op's fit check `fit`; a refusal naming what it needs when the
+/// problem does not fit (the instance was forced); none for other kernels.
+pub(crate) fn tap_shift_grid(
+    inst: &Instance,
+    op: convgrad_types::instance::Op,
+    fit: impl Fn(&convgrad_types::instance::TileConfig) -> Result<HaloFit, &'static str>,
+) -> Result<Option<HaloFit>, OpError> {
+    if inst.op != op {
+        return Ok(None);
+    }
+    fit(&inst.tile)
+        .map(Some)
+        .map_err(|why| OpError::Instance(format!("--instance {} does not apply: tap shifts need {why}", inst.name)))
+}
+
 /// Whether a tile `tile_len` wide along a per-group channel count `len` may
 /// be chosen: tiles under 64 are only taken where the channels fit one of
 /// them (per useful channel they are slower; timings at the callers).
