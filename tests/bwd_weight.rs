@@ -174,7 +174,8 @@ fn bwd_weight_bad_requests_are_refused_clearly() {
     let p = prob(&[2, 1, 1, 8, 8, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1]);
     let forced = BwdWeightConfig { instance: Some("bwdw_f16_64x64x32_wmma16".into()), ..Default::default() };
     let e = plan(&p, &forced, Family::Cdna, 8).unwrap_err();
-    assert!(matches!(e, OpError::Instance(_)) && e.to_string().contains("does not apply"), "{e}");
+    assert!(matches!(e, OpError::Unsupported(convgrad::ops::Unsupported::Instance { .. })) && e.is_unsupported(), "{e}");
+    assert!(e.to_string().contains("does not apply"), "{e}");
     let unknown = BwdWeightConfig { instance: Some("nope".into()), ..Default::default() };
     assert!(plan(&p, &unknown, Family::Cdna, 8).unwrap_err().to_string().contains("no such instance"));
     let relu = BwdWeightConfig { epilogue: EpilogueOp::AddRelu, ..Default::default() };

@@ -186,6 +186,11 @@ impl Emulator {
     pub fn free(&self, addr: u64) -> Result<(), EmuError> {
         self.mem.free(addr)
     }
+    /// The live allocation holding `addr`: `(base, bytes)`.
+    pub fn allocation_of(&self, addr: u64) -> Result<(u64, usize), EmuError> {
+        let (a, _) = self.mem.find(addr, 0)?;
+        Ok((a.base, a.size))
+    }
     /// Names the allocation holding `addr` in violation messages (`buffer #3 'dy' (1024 bytes)`).
     pub fn label(&self, addr: u64, name: &str) -> Result<(), EmuError> {
         self.mem.label(addr, name)

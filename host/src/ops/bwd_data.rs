@@ -6,7 +6,8 @@
 //! `conv::bwd_data`): per group and slice a GEMM with `M = N * ceil(I/S)`
 //! pixels, `N = C`, reduction `taps of the slice's class * K`.
 
-use super::{LaunchSpec, OpError, check_buffer};
+pub use super::{LaunchSpec, OpError, Unsupported};
+use super::check_buffer;
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_types::params::{ConvArgs, FastDiv, vec_mode};
@@ -156,11 +157,11 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
         };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
-            OpError::Instance(format!("--instance {name}: no such instance (see `cargo xtask list-instances`)"))
+            super::forced_mismatch(name, "no such instance (see `cargo xtask list-instances`)".into())
         })?;
         if !fits(&i) {
-            return Err(OpError::Instance(format!(
-                "--instance {name} does not apply: it is {:?} {} for {:?}, the problem needs bwd-data {} on {family:?}",
+            return Err(super::forced_mismatch(name, format!(
+                "does not apply: it is {:?} {} for {:?}, the problem needs bwd-data {} on {family:?}",
                 i.op,
                 i.types.name(),
                 i.families,
@@ -169,12 +170,7 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
         }
         return Ok(i);
     }
-    let none = || {
-        OpError::Instance(format!(
-            "no bwd-data instance for {} on {family:?} (bwd-data supports f32, f16 and bf16)",
-            cfg.types.name()
-        ))
-    };
+    let none = || OpError::Unsupported(Unsupported::NoKernel { op: "bwd-data", types: cfg.types.name(), family });
     let direct = instance::INSTANCES.iter().filter(fits).find(|i| i.op == Op::BwdDataDirect);
     // GEMM shape of the largest slice: N = C, reduction = class taps * K.
     let (n, red) = (p.c as u64, class_taps(p) * p.k as u64);
@@ -326,12 +322,11 @@ pub fn plan_with(
         inst = instance::INSTANCES.iter().find(dw).unwrap_or(inst);
     }
     if inst.op == Op::BwdDataDepthwise && !strips {
-        return Err(OpError::Instance(format!(
-            "--instance {} does not apply: depthwise column strips need C = K = 1, the groups \
+        return Err(super::forced_mismatch(inst.name, format!(
+            "does not apply: depthwise column strips need C = K = 1, the groups \
              innermost in dx and dy in runs of {DW_VW} (a channels-last layout), at most 3 taps per \
              stride class along y one dy row apart, one along z, and an x span of at most {HALO} \
              (use bwdd_direct_{})",
-            inst.name,
             cfg.types.name()
         )));
     }
@@ -552,10 +547,24 @@ impl<'a> BwdDataBuffers<'a> {
     }
 }
 
-/// Runs a plan: one launch writes every element of `dx`.
+/// Runs a plan on the device's own stream: one launch writes every element
+/// of `dx`. [`BwdDataOp`] is the framework-facing form (resolved kernel,
+/// caller's stream, checked buffers).
 pub fn execute(
     dev: &crate::runtime::Device,
     module: &crate::runtime::Module,
+    plan: &BwdDataPlan,
+    bufs: BwdDataBuffers<'_>,
+) -> Result<(), OpError> {
+    let k = module.kernel(plan.main.instance.name)?;
+    launch(dev, &dev.default_stream(), &k, plan, bufs)
+}
+
+/// Queues `plan`'s launch of `kernel` on `stream`.
+pub(crate) fn launch(
+    dev: &crate::runtime::Device,
+    stream: &crate::runtime::Stream,
+    kernel: &crate::runtime::Kernel,
     plan: &BwdDataPlan,
     bufs: BwdDataBuffers<'_>,
 ) -> Result<(), OpError> {
@@ -572,7 +581,16 @@ pub fn execute(
             )));
         }
     }
-    let k = module.kernel(plan.main.instance.name)?;
-    dev.launch(&k, plan.main.grid, plan.main.block, plan.main.lds_bytes, &plan.args(&bufs))?;
+    dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &plan.args(&bufs))?;
     Ok(())
 }
+
+/// Whether `cfg` can run `p` (packed tensors of `cfg.layout`) on `arch`
+/// (`gfx90a`, `gfx942`, `gfx1100`, `sm_80`, `sm_90`): planning without a
+/// device, so a framework can decide to fall back before allocating anything.
+pub fn supports(p: &ConvProblem, cfg: &BwdDataConfig, arch: &str) -> Result<(), Unsupported> {
+    let family = Unsupported::family_of(arch)?;
+    plan(p, cfg, family, 1).map(|_| ()).map_err(Unsupported::from_plan)
+}
+
+pub use super::prepared::{BwdDataOp, BwdDataTensors};

@@ -9,7 +9,7 @@ use convgrad_device::conv::bwd_weight_direct::{SEG, TAP_BLOCK};
 use convgrad_types::params::{ConvArgs, FastDiv, flags, vec_mode};
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
-pub use super::{LaunchSpec, OpError};
+pub use super::{LaunchSpec, OpError, Unsupported};
 
 /// How to split the reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,11 +91,11 @@ pub fn choose_instance(
     };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
-            OpError::Instance(format!("--instance {name}: no such instance (see `cargo xtask list-instances`)"))
+            super::forced_mismatch(name, "no such instance (see `cargo xtask list-instances`)".into())
         })?;
         if !fits(&i) {
-            return Err(OpError::Instance(format!(
-                "--instance {name} does not apply: it is {:?} {} for {:?}, the problem needs bwd-weight {} on {family:?}",
+            return Err(super::forced_mismatch(name, format!(
+                "does not apply: it is {:?} {} for {:?}, the problem needs bwd-weight {} on {family:?}",
                 i.op,
                 i.types.name(),
                 i.families,
@@ -135,7 +135,7 @@ pub fn choose_instance(
         (Some(b), _) => Ok(b),
         (None, Some(d)) => Ok(d),
         (None, None) => {
-            Err(OpError::Instance(format!("no bwd-weight instance for {} on {family:?}", cfg.types.name())))
+            Err(OpError::Unsupported(Unsupported::NoKernel { op: "bwd-weight", types: cfg.types.name(), family }))
         }
     }
 }
@@ -563,9 +563,9 @@ fn column_blocks(cols: u64) -> (u64, u64, u64) {
 /// workspace first; so does the call after a failed launch.
 #[derive(Debug)]
 pub struct SplitKWorkspace {
-    buf: crate::runtime::DeviceBuffer<f32>,
+    pub(crate) buf: crate::runtime::DeviceBuffer<f32>,
     /// Elements `0..dirty` may be non-zero; all after them are zero.
-    dirty: std::cell::Cell<usize>,
+    pub(crate) dirty: std::cell::Cell<usize>,
 }
 
 impl SplitKWorkspace {
@@ -593,10 +593,12 @@ impl SplitKWorkspace {
     }
 }
 
-/// Runs a plan: one launch; with split-K, the workspace is zeroed first only
-/// where a previous call left partials that this one needs as zeros
-/// ([`SplitKWorkspace`]). `workspace` must hold `plan.workspace_elems`
-/// elements (it may be `None` when that is 0).
+/// Runs a plan on the device's own stream: one launch; with split-K, the
+/// workspace is zeroed first only where a previous call left partials that
+/// this one needs as zeros ([`SplitKWorkspace`]). `workspace` must hold
+/// `plan.workspace_elems` elements (it may be `None` when that is 0).
+/// [`BwdWeightOp`] is the framework-facing form (resolved kernel, caller's
+/// stream and workspace, checked buffers).
 pub fn execute(
     dev: &crate::runtime::Device,
     module: &crate::runtime::Module,
@@ -604,36 +606,17 @@ pub fn execute(
     bufs: BwdWeightBuffers<'_>,
     workspace: Option<&SplitKWorkspace>,
 ) -> Result<(), OpError> {
-    super::check_d_count(plan.ds.len(), bufs.ds.len())?;
-    let ws = match (plan.workspace_elems, workspace) {
-        (0, _) => None,
-        (n, Some(w)) if w.len() >= n => Some(w),
-        (n, w) => {
-            return Err(OpError::Usage(format!(
-                "bwd-weight needs a split-K workspace of {n} elements (SplitKWorkspace::for_plan), got {}",
-                w.map_or(0, |w| w.len())
-            )));
-        }
-    };
     let k = module.kernel(plan.main.instance.name)?;
-    if let Some(w) = ws {
-        // Atomic partials and every counter must start at zero.
-        let zeros_from = if plan.atomic_partials { 0 } else { plan.partial_elems };
-        if w.dirty.get() > zeros_from {
-            w.buf.fill_zero()?;
-            w.dirty.set(0);
-        }
-    }
-    let args = plan.args(bufs.x, bufs.dw, bufs.dy, ws.map_or(0, |w| w.device_addr()), bufs.ds);
-    let launched = dev.launch(&k, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args);
-    if let Some(w) = ws {
-        // Stored partials stay behind; after a failed launch nothing is known.
-        let left = match launched {
-            Ok(()) if plan.atomic_partials => w.dirty.get(),
-            Ok(()) => w.dirty.get().max(plan.partial_elems),
-            Err(_) => w.len(),
-        };
-        w.dirty.set(left);
-    }
-    Ok(launched?)
+    let ws = workspace.map_or(super::Workspace::None, super::Workspace::Tracked);
+    super::prepared::launch_bwd_weight(dev, &dev.default_stream(), &k, plan, bufs, ws)
 }
+
+/// Whether `cfg` can run `p` (packed tensors of `cfg.layout`) on `arch`
+/// (`gfx90a`, `gfx942`, `gfx1100`, `sm_80`, `sm_90`): planning without a
+/// device, so a framework can decide to fall back before allocating anything.
+pub fn supports(p: &ConvProblem, cfg: &BwdWeightConfig, arch: &str) -> Result<(), Unsupported> {
+    let family = Unsupported::family_of(arch)?;
+    plan(p, cfg, family, 1).map(|_| ()).map_err(Unsupported::from_plan)
+}
+
+pub use super::prepared::{BwdWeightOp, BwdWeightTensors};

@@ -6,25 +6,107 @@
 
 pub mod bwd_data;
 pub mod bwd_weight;
+mod cache;
+mod prepared;
+
+pub use cache::PlanCache;
+pub use prepared::{Workspace, WorkspaceContents};
 
 use convgrad_types::DescError;
-use convgrad_types::instance::Instance;
+use convgrad_types::instance::{Family, Instance};
 
 /// Errors of planning and running an operation.
 #[derive(Debug, thiserror::Error)]
 pub enum OpError {
-    /// A descriptor is invalid.
+    /// A descriptor is invalid or outside the kernels' limits (the field is named).
     #[error(transparent)]
     Desc(#[from] DescError),
-    /// No or a wrong instance.
-    #[error("{0}")]
-    Instance(String),
-    /// Buffers that do not fit the plan.
+    /// convgrad has no kernel for the request (a caller may fall back).
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// Buffers, streams or workspaces that do not fit the plan.
     #[error("{0}")]
     Usage(String),
     /// The runtime failed.
     #[error(transparent)]
     Runtime(#[from] crate::runtime::RuntimeError),
+}
+
+impl OpError {
+    /// Whether convgrad cannot run this request at all (no kernel, an option
+    /// or size outside the kernels' limits), as opposed to bad input or a
+    /// runtime failure: the caller may run it elsewhere (cuDNN, MIOpen, ...).
+    pub fn is_unsupported(&self) -> bool {
+        match self {
+            OpError::Unsupported(_) => true,
+            OpError::Desc(d) => Unsupported::limit(d),
+            _ => false,
+        }
+    }
+}
+
+/// Why convgrad cannot run a request; see [`bwd_weight::supports`] and
+/// [`bwd_data::supports`].
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Unsupported {
+    /// The architecture has no kernels.
+    #[error("unsupported architecture `{arch}`; convgrad has kernels for {}", crate::runtime::SUPPORTED_ARCHS.join(", "))]
+    Arch {
+        /// What was asked for.
+        arch: String,
+    },
+    /// The problem or an option of it is invalid or outside the kernels' limits.
+    #[error(transparent)]
+    Problem(DescError),
+    /// The configuration contradicts itself.
+    #[error("{0}")]
+    Config(String),
+    /// No kernel of the operation serves these data types on this family.
+    #[error("no {op} kernel for {types} on {family:?}")]
+    NoKernel {
+        /// `bwd-weight` or `bwd-data`.
+        op: &'static str,
+        /// The data types, e.g. `f16`.
+        types: &'static str,
+        /// The kernel family.
+        family: Family,
+    },
+    /// A forced instance that does not exist or does not fit the problem.
+    #[error("--instance {name}: {why}")]
+    Instance {
+        /// The instance asked for.
+        name: String,
+        /// Why it cannot run.
+        why: String,
+    },
+}
+
+impl Unsupported {
+    /// Descriptor errors that are limits of the kernels rather than invalid input.
+    fn limit(d: &DescError) -> bool {
+        matches!(d, DescError::Unsupported { .. } | DescError::TooLarge { .. } | DescError::IndexRange { .. })
+    }
+    /// The reason a planning error gives.
+    pub(crate) fn from_plan(e: OpError) -> Unsupported {
+        match e {
+            OpError::Unsupported(u) => u,
+            OpError::Desc(d) => Unsupported::Problem(d),
+            other => Unsupported::Config(other.to_string()),
+        }
+    }
+    /// The family of an architecture name (`gfx942`, `sm_90`, ...).
+    pub(crate) fn family_of(arch: &str) -> Result<Family, Unsupported> {
+        crate::runtime::SUPPORTED_ARCHS
+            .contains(&arch)
+            .then(|| Family::of_arch(arch))
+            .flatten()
+            .ok_or_else(|| Unsupported::Arch { arch: arch.to_string() })
+    }
+}
+
+/// A forced instance that does not apply.
+pub(crate) fn forced_mismatch(name: &str, why: String) -> OpError {
+    OpError::Unsupported(Unsupported::Instance { name: name.to_string(), why })
 }
 
 /// A launch of one kernel.
@@ -117,7 +199,7 @@ pub(crate) fn tap_shift_grid(
     }
     fit(&inst.tile)
         .map(Some)
-        .map_err(|why| OpError::Instance(format!("--instance {} does not apply: tap shifts need {why}", inst.name)))
+        .map_err(|why| forced_mismatch(inst.name, format!("does not apply: tap shifts need {why}")))
 }
 
 /// Whether a tile `tile_len` wide along a per-group channel count `len` may

@@ -17,12 +17,54 @@ impl NanPoison for f64 {}
 impl NanPoison for half::f16 {}
 impl NanPoison for half::bf16 {}
 
-/// `len` elements of `T` in device memory. Freed on drop.
+/// `len` elements of `T` in device memory: allocated by convgrad and freed
+/// on drop (in the order of the device's own stream), or the caller's memory
+/// wrapped by [`Device::wrap_foreign`](super::Device::wrap_foreign), which
+/// convgrad never frees.
 pub struct DeviceBuffer<T: bytemuck::Pod> {
     dev: Arc<DeviceInner>,
     addr: u64,
     len: usize,
+    /// Allocated by convgrad (freed on drop).
+    owned: bool,
     _t: PhantomData<T>,
+}
+
+/// An untyped view of device memory (a [`DeviceBuffer`] of any element
+/// type), as the operations take their tensors: address, byte length and
+/// device, so lengths are checked against the plan before any launch.
+#[derive(Clone, Copy)]
+pub struct BufRef<'a> {
+    dev: &'a Arc<DeviceInner>,
+    addr: u64,
+    bytes: usize,
+}
+
+impl<'a, T: bytemuck::Pod> From<&'a DeviceBuffer<T>> for BufRef<'a> {
+    fn from(b: &'a DeviceBuffer<T>) -> Self {
+        BufRef { dev: &b.dev, addr: b.addr, bytes: b.bytes() }
+    }
+}
+
+impl BufRef<'_> {
+    /// The device address (0 for an empty buffer).
+    pub fn device_addr(&self) -> u64 {
+        self.addr
+    }
+    /// Size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+    /// Checks that it lives on `dev`; `what` names the tensor in the error.
+    pub(crate) fn check_device(&self, dev: &Arc<DeviceInner>, what: &'static str) -> Result<()> {
+        if Arc::ptr_eq(self.dev, dev) { Ok(()) } else { Err(RuntimeError::WrongDevice(what)) }
+    }
+}
+
+impl fmt::Debug for BufRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BufRef[{} bytes] @ {:#x}", self.bytes, self.addr)
+    }
 }
 
 impl<T: bytemuck::Pod> DeviceBuffer<T> {
@@ -43,8 +85,47 @@ impl<T: bytemuck::Pod> DeviceBuffer<T> {
             dev,
             addr,
             len,
+            owned: true,
             _t: PhantomData,
         })
+    }
+
+    /// Wraps `len` elements at `addr`, after checking with the runtime that
+    /// they lie inside one allocation of the device.
+    pub(crate) fn foreign(dev: Arc<DeviceInner>, addr: u64, len: usize) -> Result<Self> {
+        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| RuntimeError::SizeMismatch {
+            what: "wrap_foreign",
+            host: format!("{len} elements of {} bytes", size_of::<T>()),
+            device: "more than the address space".into(),
+        })?;
+        if bytes > 0 {
+            if !addr.is_multiple_of(align_of::<T>() as u64) {
+                return Err(RuntimeError::ForeignMemory(format!(
+                    "address {addr:#x} is not aligned to {} bytes for {}",
+                    align_of::<T>(),
+                    std::any::type_name::<T>()
+                )));
+            }
+            let (base, size) = dev.driver.address_range(addr).map_err(|e| {
+                RuntimeError::ForeignMemory(format!("address {addr:#x} is not device memory of this device ({e})"))
+            })?;
+            if addr + bytes as u64 > base + size as u64 {
+                return Err(RuntimeError::ForeignMemory(format!(
+                    "{bytes} bytes at {addr:#x} run past the end of its allocation ({size} bytes at {base:#x}) by {} bytes",
+                    addr + bytes as u64 - (base + size as u64)
+                )));
+            }
+        }
+        Ok(DeviceBuffer { dev, addr: if bytes == 0 { 0 } else { addr }, len, owned: false, _t: PhantomData })
+    }
+
+    /// Whether convgrad allocated it (and frees it on drop).
+    pub fn is_owned(&self) -> bool {
+        self.owned
+    }
+    /// An untyped view, as the operations take their tensors.
+    pub fn as_buf_ref(&self) -> BufRef<'_> {
+        self.into()
     }
 
     /// Elements.
@@ -121,12 +202,18 @@ impl<T: bytemuck::Pod> DeviceBuffer<T> {
         Ok(v)
     }
 
-    /// Sets every byte to `value`.
+    /// Sets every byte to `value` (queued on the device's own stream).
     pub fn fill_bytes(&self, value: u8) -> Result<()> {
+        self.fill_bytes_on(&super::Stream::own(self.dev.clone()), value)
+    }
+
+    /// Sets every byte to `value`, queued on `stream`.
+    pub fn fill_bytes_on(&self, stream: &super::Stream, value: u8) -> Result<()> {
+        stream.check_device(&self.dev)?;
         if self.addr == 0 {
             return Ok(());
         }
-        self.dev.driver.fill(self.addr, value, self.bytes())
+        self.dev.driver.fill(self.addr, value, self.bytes(), stream.id())
     }
 
     /// Sets every element to zero.
@@ -145,7 +232,7 @@ impl<T: NanPoison> DeviceBuffer<T> {
 
 impl<T: bytemuck::Pod> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        if self.addr != 0 {
+        if self.owned && self.addr != 0 {
             // A failure here has nowhere to go; the runtime reports it on the next call.
             let _ = self.dev.driver.free(self.addr);
         }

@@ -2,7 +2,7 @@
 //! run time (nothing CUDA is needed to build). Kernels come as PTX, JIT-compiled
 //! by the driver at module load.
 
-use super::driver::{Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel};
+use super::driver::{Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel, StreamId};
 use super::error::{Result, RuntimeError};
 use super::meta::KernelMeta;
 use cudarc::driver::result::{self, DriverError};
@@ -130,6 +130,18 @@ pub(crate) fn open(index: usize) -> Result<CudaDriver> {
     }
 }
 
+/// A CUDA event (`cuEventCreate`), destroyed on drop.
+pub(crate) struct CuEvent(sys::CUevent);
+// SAFETY: events are driver objects usable from any thread.
+unsafe impl Send for CuEvent {}
+unsafe impl Sync for CuEvent {}
+impl Drop for CuEvent {
+    fn drop(&mut self) {
+        // SAFETY: created by us, destroyed once (the driver defers it past pending records).
+        let _ = unsafe { result::event::destroy(self.0) };
+    }
+}
+
 impl CudaDriver {
     fn bind(&self) -> Result<()> {
         call("cuCtxSetCurrent", self.ctx.bind_to_thread())
@@ -137,8 +149,23 @@ impl CudaDriver {
     fn cu_stream(&self) -> sys::CUstream {
         self.stream.cu_stream()
     }
+    /// The driver handle of `s` (a foreign handle as given; null is the legacy default stream).
+    fn handle(&self, s: StreamId) -> sys::CUstream {
+        match s {
+            StreamId::Own => self.cu_stream(),
+            StreamId::Handle(h) => h as sys::CUstream,
+        }
+    }
     fn sync_stream(&self) -> Result<()> {
         call("cuStreamSynchronize", self.stream.synchronize())
+    }
+    /// An event recorded on `s`.
+    fn event_on(&self, s: StreamId, flags: sys::CUevent_flags) -> Result<CuEvent> {
+        self.bind()?;
+        let ev = CuEvent(call("cuEventCreate", result::event::create(flags))?);
+        // SAFETY: our event; `s` is a stream of this context (the caller's promise for foreign ones).
+        call("cuEventRecord", unsafe { result::event::record(ev.0, self.handle(s)) })?;
+        Ok(ev)
     }
 }
 
@@ -191,13 +218,18 @@ impl Driver for CudaDriver {
     }
     fn alloc(&self, bytes: usize) -> Result<u64> {
         self.bind()?;
-        // SAFETY: context bound.
-        call("cuMemAlloc", unsafe { result::malloc_sync(bytes) })
+        // Stream-ordered (the context's pool), so that freeing needs no host wait;
+        // the wait here makes the memory usable on every stream.
+        // SAFETY: context bound; our stream.
+        let addr = call("cuMemAllocAsync", unsafe { result::malloc_async(self.cu_stream(), bytes) })?;
+        self.sync_stream()?;
+        Ok(addr)
     }
     fn free(&self, addr: u64) -> Result<()> {
-        self.sync_stream()?;
-        // SAFETY: `addr` came from `alloc` and nothing queued uses it any more.
-        call("cuMemFree", unsafe { result::free_sync(addr) })
+        self.bind()?;
+        // SAFETY: `addr` came from `alloc`; work queued on our stream before the free
+        // still sees it (work on other streams is the owner's to order: see `Stream`).
+        call("cuMemFreeAsync", unsafe { result::free_async(addr, self.cu_stream()) })
     }
     fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
         self.bind()?;
@@ -216,11 +248,11 @@ impl Driver for CudaDriver {
         })?;
         self.sync_stream()
     }
-    fn fill(&self, addr: u64, value: u8, bytes: usize) -> Result<()> {
+    fn fill(&self, addr: u64, value: u8, bytes: usize, stream: StreamId) -> Result<()> {
         self.bind()?;
         // SAFETY: `addr` is an allocation of at least `bytes` bytes.
         call("cuMemsetD8Async", unsafe {
-            result::memset_d8_async(addr, value, bytes, self.cu_stream())
+            result::memset_d8_async(addr, value, bytes, self.handle(stream))
         })
     }
     fn load(&self, image: &[u8]) -> Result<Box<dyn LoadedModule>> {
@@ -279,14 +311,14 @@ impl Driver for CudaDriver {
             )
         })
     }
-    fn launch(&self, spec: &LaunchSpec<'_>) -> Result<()> {
+    fn launch(&self, spec: &LaunchSpec<'_>, stream: StreamId) -> Result<()> {
         let RawKernel::Gpu(f) = spec.kernel else {
             return Err(RuntimeError::WrongDevice("kernel"));
         };
         // The kernels take the block by value (`.param .align 8 .b8 [N]`, checked
         // at module load): the driver copies it into the launch's parameter space.
         self.bind()?;
-        let stream = self.cu_stream();
+        let stream = self.handle(stream);
         let mut params = [spec.args.as_ptr() as *mut c_void];
         // SAFETY: the kernel takes exactly one parameter of `spec.args.len()` bytes (checked
         // at module load and in `Device::launch`); `spec.args`
@@ -302,24 +334,55 @@ impl Driver for CudaDriver {
             )
         })
     }
-    fn synchronize(&self) -> Result<()> {
-        self.sync_stream()
+    fn synchronize(&self, stream: StreamId) -> Result<()> {
+        self.bind()?;
+        // SAFETY: a stream of this context.
+        call("cuStreamSynchronize", unsafe { result::stream::synchronize(self.handle(stream)) })
     }
-    fn record(&self) -> Result<RawEvent> {
-        let ev = call(
-            "cuEventCreate",
-            self.ctx
-                .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)),
-        )?;
-        call("cuEventRecord", ev.record(&self.stream))?;
-        Ok(RawEvent::Cuda(ev))
+    fn record(&self, stream: StreamId) -> Result<RawEvent> {
+        Ok(RawEvent::Cuda(self.event_on(stream, sys::CUevent_flags::CU_EVENT_DEFAULT)?))
     }
     fn elapsed_ms(&self, start: &RawEvent, end: &RawEvent) -> Result<f32> {
         match (start, end) {
-            (RawEvent::Cuda(a), RawEvent::Cuda(b)) => call("cuEventElapsedTime", a.elapsed_ms(b)),
+            (RawEvent::Cuda(a), RawEvent::Cuda(b)) => {
+                self.bind()?;
+                // SAFETY: recorded events of this context.
+                call("cuEventSynchronize", unsafe { result::event::synchronize(b.0) })?;
+                // SAFETY: as above.
+                call("cuEventElapsedTime", unsafe { result::event::elapsed(a.0, b.0) })
+            }
             #[allow(unreachable_patterns)]
             _ => Err(RuntimeError::WrongDevice("event")),
         }
+    }
+    fn own_stream(&self) -> *mut c_void {
+        self.cu_stream() as *mut c_void
+    }
+    fn create_stream(&self) -> Result<*mut c_void> {
+        self.bind()?;
+        let s = call("cuStreamCreate", result::stream::create(result::stream::StreamKind::NonBlocking))?;
+        Ok(s as *mut c_void)
+    }
+    fn destroy_stream(&self, handle: *mut c_void) {
+        if self.bind().is_ok() {
+            // SAFETY: made by `create_stream`, destroyed once (the driver lets queued work finish).
+            let _ = unsafe { result::stream::destroy(handle as sys::CUstream) };
+        }
+    }
+    fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()> {
+        let ev = self.event_on(on, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+        // SAFETY: our event, a stream of this context.
+        call("cuStreamWaitEvent", unsafe {
+            result::stream::wait_event(self.handle(waiter), ev.0, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+        })
+    }
+    fn address_range(&self, addr: u64) -> Result<(u64, usize)> {
+        self.bind()?;
+        let (mut base, mut size) = (0, 0);
+        // SAFETY: out-pointers to locals; the driver checks `addr`.
+        let r = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, addr) };
+        call("cuMemGetAddressRange", r.result())?;
+        Ok((base, size))
     }
 }
 

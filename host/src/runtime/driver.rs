@@ -29,12 +29,27 @@ pub(crate) enum RawKernel {
 unsafe impl Send for RawKernel {}
 unsafe impl Sync for RawKernel {}
 
+/// Which stream a call is ordered on: the device's own, or a stream handle
+/// (`CUstream` / `hipStream_t`; CUDA's null handle is the legacy default
+/// stream), created by convgrad or the caller's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamId {
+    /// The stream the device was opened with.
+    Own,
+    /// A runtime stream handle.
+    Handle(*mut c_void),
+}
+
+// SAFETY: stream handles are driver objects usable from any thread.
+unsafe impl Send for StreamId {}
+unsafe impl Sync for StreamId {}
+
 /// A recorded point in a device's stream.
 pub(crate) enum RawEvent {
     /// Host time (the emulator runs launches synchronously).
     Host(std::time::Instant),
     /// CUDA event.
-    Cuda(cudarc::driver::CudaEvent),
+    Cuda(super::cuda::CuEvent),
     /// HIP event (`hipEvent_t`).
     #[cfg(feature = "hip")]
     Hip(super::hip::HipEvent),
@@ -67,36 +82,50 @@ pub(crate) struct LaunchSpec<'a> {
     pub args: &'a [u8],
 }
 
-/// A device backend. All calls are ordered on the device's one stream.
+/// A device backend. Copies wait for the device's own stream; launches,
+/// fills and events are queued on the stream they name.
 pub(crate) trait Driver: Send + Sync {
     fn info(&self) -> &Info;
-    /// Allocates `bytes` (> 0) of device memory.
+    /// Allocates `bytes` (> 0) of device memory, usable on any stream when
+    /// this returns.
     fn alloc(&self, bytes: usize) -> Result<u64>;
-    /// Frees an allocation (after work already queued has finished).
+    /// Frees an allocation in the order of the device's own stream (HIP:
+    /// `hipFree`, which waits for the device).
     fn free(&self, addr: u64) -> Result<()>;
     /// Copies host bytes to the device; returns when the copy is done.
     fn write(&self, addr: u64, data: &[u8]) -> Result<()>;
     /// Copies device bytes to the host after queued work; returns when done.
     fn read(&self, addr: u64, out: &mut [u8]) -> Result<()>;
-    /// Sets `bytes` bytes to `value` (stream-ordered).
-    fn fill(&self, addr: u64, value: u8, bytes: usize) -> Result<()>;
+    /// Sets `bytes` bytes to `value` (ordered on `stream`).
+    fn fill(&self, addr: u64, value: u8, bytes: usize, stream: StreamId) -> Result<()>;
     /// Loads a code object image (GPU backends).
     fn load(&self, image: &[u8]) -> Result<Box<dyn LoadedModule>>;
-    /// Queues a launch of one `ConvArgs` block `spec.args`: CUDA passes it by
-    /// value (parameter space); HIP uploads it and passes its address.
-    fn launch(&self, spec: &LaunchSpec<'_>) -> Result<()>;
-    /// Waits for all queued work.
-    fn synchronize(&self) -> Result<()>;
-    /// Records an event on the stream.
-    fn record(&self) -> Result<RawEvent>;
+    /// Queues a launch of one `ConvArgs` block `spec.args` on `stream`: CUDA
+    /// passes it by value (parameter space); HIP uploads it and passes its address.
+    fn launch(&self, spec: &LaunchSpec<'_>, stream: StreamId) -> Result<()>;
+    /// Waits for all work queued on `stream`.
+    fn synchronize(&self, stream: StreamId) -> Result<()>;
+    /// Records an event on `stream`.
+    fn record(&self, stream: StreamId) -> Result<RawEvent>;
     /// Milliseconds between two recorded events (waits for `end`).
     fn elapsed_ms(&self, start: &RawEvent, end: &RawEvent) -> Result<f32>;
-    /// Raises the kernel's dynamic LDS limit when a launch needs more than the
-    /// default (CUDA: 48 KiB). Called before the first such launch.
+    /// The handle of the device's own stream.
+    fn own_stream(&self) -> *mut c_void;
+    /// Creates a stream of this device (the emulator: a token).
+    fn create_stream(&self) -> Result<*mut c_void>;
+    /// Destroys a stream made by [`Driver::create_stream`].
+    fn destroy_stream(&self, handle: *mut c_void);
+    /// Makes `waiter` wait for the work queued on `on` so far (no host wait).
+    fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()>;
+    /// The allocation holding `addr`: `(base, bytes)`, for checking the
+    /// lengths of foreign pointers.
+    fn address_range(&self, addr: u64) -> Result<(u64, usize)>;
     /// What the last emulated launch did (emulator only).
     fn emu_report(&self) -> Option<convgrad_emu::LaunchReport> {
         None
     }
+    /// Raises the kernel's dynamic LDS limit when a launch needs more than the
+    /// default (CUDA: 48 KiB). Called before the first such launch.
     fn prepare_lds(&self, _kernel: RawKernel, _name: &str, _lds_bytes: u32) -> Result<()> {
         Ok(())
     }
@@ -111,6 +140,9 @@ pub(crate) struct ArgRing {
     pub base: u64,
     pub host: Box<[u8]>,
     pub used: usize,
+    /// Whether a launch on another stream than the device's own used the
+    /// ring since it was last reset (then only a device-wide wait frees it).
+    pub foreign: bool,
 }
 
 #[cfg_attr(not(feature = "hip"), allow(dead_code))]
@@ -132,6 +164,7 @@ impl ArgRing {
     /// Forgets every block (call only when no launch is in flight).
     pub fn reset(&mut self) {
         self.used = 0;
+        self.foreign = false;
     }
     /// Copies a launch's argument block into the ring and returns its offset;
     /// when the ring is full, `drain` waits for the launches in flight first.

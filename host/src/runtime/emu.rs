@@ -1,11 +1,13 @@
 //! The emulator backend: `convgrad-emu` runs the device crate's host build of
 //! each kernel; launches are synchronous and timed by the host clock.
 
-use super::driver::{Driver, Info, LaunchSpec, LoadedModule, RawEvent, RawKernel};
+use super::driver::{Driver, Info, LaunchSpec, LoadedModule, RawEvent, RawKernel, StreamId};
 use super::error::{Result, RuntimeError};
 use convgrad_emu::{EmuArch, Emulator, KernelEntry, Launch};
 use convgrad_types::instance::Family;
+use std::ffi::c_void;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// The host kernel registry: the only place the runtime names it.
@@ -25,6 +27,9 @@ pub(crate) struct EmuDriver {
     info: Info,
     /// Report of the last launch.
     last: Mutex<Option<convgrad_emu::LaunchReport>>,
+    /// Tokens handed out as stream handles (every launch runs to completion,
+    /// so streams order nothing).
+    streams: AtomicUsize,
 }
 
 pub(crate) fn open(arch: EmuArch) -> EmuDriver {
@@ -47,6 +52,7 @@ pub(crate) fn open(arch: EmuArch) -> EmuDriver {
             ordinal: 0,
         },
         last: Mutex::new(None),
+        streams: AtomicUsize::new(1),
     }
 }
 
@@ -86,7 +92,7 @@ impl Driver for EmuDriver {
             .read(addr, out)
             .map_err(|e| RuntimeError::emu("read", e))
     }
-    fn fill(&self, addr: u64, value: u8, bytes: usize) -> Result<()> {
+    fn fill(&self, addr: u64, value: u8, bytes: usize, _stream: StreamId) -> Result<()> {
         // In chunks, to bound the host buffer.
         const CHUNK: usize = 1 << 22;
         let buf = vec![value; bytes.min(CHUNK)];
@@ -104,7 +110,7 @@ impl Driver for EmuDriver {
                 .into(),
         ))
     }
-    fn launch(&self, spec: &LaunchSpec<'_>) -> Result<()> {
+    fn launch(&self, spec: &LaunchSpec<'_>, _stream: StreamId) -> Result<()> {
         let RawKernel::Emu(entry) = spec.kernel else {
             return Err(RuntimeError::WrongDevice("kernel"));
         };
@@ -129,13 +135,29 @@ impl Driver for EmuDriver {
         *self.last.lock().unwrap() = Some(report);
         Ok(())
     }
-    fn synchronize(&self) -> Result<()> {
+    fn synchronize(&self, _stream: StreamId) -> Result<()> {
         Ok(())
+    }
+    fn own_stream(&self) -> *mut c_void {
+        std::ptr::without_provenance_mut(usize::MAX)
+    }
+    fn create_stream(&self) -> Result<*mut c_void> {
+        let token = self.streams.fetch_add(1, Ordering::Relaxed);
+        Ok(std::ptr::without_provenance_mut(token))
+    }
+    fn destroy_stream(&self, _handle: *mut c_void) {}
+    fn stream_wait(&self, _waiter: StreamId, _on: StreamId) -> Result<()> {
+        Ok(())
+    }
+    fn address_range(&self, addr: u64) -> Result<(u64, usize)> {
+        self.emu
+            .allocation_of(addr)
+            .map_err(|e| RuntimeError::emu("address lookup", e))
     }
     fn emu_report(&self) -> Option<convgrad_emu::LaunchReport> {
         *self.last.lock().unwrap()
     }
-    fn record(&self) -> Result<RawEvent> {
+    fn record(&self, _stream: StreamId) -> Result<RawEvent> {
         Ok(RawEvent::Host(Instant::now()))
     }
     fn elapsed_ms(&self, start: &RawEvent, end: &RawEvent) -> Result<f32> {

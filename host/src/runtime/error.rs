@@ -115,6 +115,10 @@ pub enum RuntimeError {
         /// What is wrong.
         what: String,
     },
+    /// Caller memory that cannot be wrapped: not this device's, misaligned,
+    /// or shorter than the length given.
+    #[error("foreign memory: {0}")]
+    ForeignMemory(String),
     /// An object (buffer, kernel, event) used with a device it does not belong to.
     #[error("{0} belongs to another device")]
     WrongDevice(&'static str),

@@ -8,7 +8,7 @@
 //! results (not the bindings' Rust enum) so that an error code newer than
 //! the bindings cannot become an invalid enum value.
 
-use super::driver::{ArgRing, Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel};
+use super::driver::{ArgRing, Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel, StreamId};
 use super::error::{Result, RuntimeError};
 use super::meta::KernelMeta;
 use hip_runtime_sys::hipDeviceAttribute_t as Attr;
@@ -29,6 +29,9 @@ mod ffi {
         pub fn hipStreamCreate(stream: *mut *mut c_void) -> c_int;
         pub fn hipStreamDestroy(stream: *mut c_void) -> c_int;
         pub fn hipStreamSynchronize(stream: *mut c_void) -> c_int;
+        pub fn hipStreamWaitEvent(stream: *mut c_void, event: *mut c_void, flags: c_uint) -> c_int;
+        pub fn hipDeviceSynchronize() -> c_int;
+        pub fn hipMemGetAddressRange(base: *mut *mut c_void, size: *mut usize, ptr: *mut c_void) -> c_int;
         pub fn hipMalloc(ptr: *mut *mut c_void, bytes: usize) -> c_int;
         pub fn hipFree(ptr: *mut c_void) -> c_int;
         pub fn hipMemcpyHtoDAsync(
@@ -292,6 +295,7 @@ pub(crate) fn open(index: usize) -> Result<HipDriver> {
             base: base as u64,
             host: vec![0u8; ArgRing::BYTES].into_boxed_slice(),
             used: 0,
+            foreign: false,
         }),
     })
 }
@@ -305,11 +309,39 @@ impl HipDriver {
         check("hipSetDevice", unsafe { ffi::hipSetDevice(self.ordinal) })
     }
     fn sync_stream(&self) -> Result<()> {
+        self.sync(StreamId::Own)
+    }
+    fn sync(&self, s: StreamId) -> Result<()> {
         self.select()?;
-        // SAFETY: our stream.
+        // SAFETY: a stream of this device (the caller's promise for foreign ones).
         check("hipStreamSynchronize", unsafe {
-            ffi::hipStreamSynchronize(self.stream)
+            ffi::hipStreamSynchronize(self.handle(s))
         })
+    }
+    /// The runtime handle of `s` (a foreign handle as given).
+    fn handle(&self, s: StreamId) -> *mut c_void {
+        match s {
+            StreamId::Own => self.stream,
+            StreamId::Handle(h) => h,
+        }
+    }
+    /// Waits for every stream of the device: argument blocks of launches on
+    /// other streams than ours are only known done then.
+    fn sync_device(&self) -> Result<()> {
+        self.select()?;
+        // SAFETY: plain call.
+        check("hipDeviceSynchronize", unsafe { ffi::hipDeviceSynchronize() })
+    }
+    /// An event recorded on `s`.
+    fn event_on(&self, s: StreamId) -> Result<HipEvent> {
+        self.select()?;
+        let mut e = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local.
+        check("hipEventCreate", unsafe { ffi::hipEventCreate(&mut e) })?;
+        let ev = HipEvent(e);
+        // SAFETY: our event, a stream of this device.
+        check("hipEventRecord", unsafe { ffi::hipEventRecord(ev.0, self.handle(s)) })?;
+        Ok(ev)
     }
 }
 
@@ -375,8 +407,8 @@ impl Driver for HipDriver {
         Ok(p as u64)
     }
     fn free(&self, addr: u64) -> Result<()> {
-        self.sync_stream()?;
-        // SAFETY: from `alloc`; nothing queued uses it any more.
+        self.select()?;
+        // SAFETY: from `alloc`; hipFree waits for the device before it frees.
         check("hipFree", unsafe { ffi::hipFree(addr as *mut c_void) })
     }
     fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
@@ -405,11 +437,11 @@ impl Driver for HipDriver {
         })?;
         self.sync_stream()
     }
-    fn fill(&self, addr: u64, value: u8, bytes: usize) -> Result<()> {
+    fn fill(&self, addr: u64, value: u8, bytes: usize, stream: StreamId) -> Result<()> {
         self.select()?;
         // SAFETY: `addr` holds at least `bytes` bytes.
         check("hipMemsetD8Async", unsafe {
-            ffi::hipMemsetD8Async(addr as *mut c_void, value, bytes, self.stream)
+            ffi::hipMemsetD8Async(addr as *mut c_void, value, bytes, self.handle(stream))
         })
     }
     fn load(&self, image: &[u8]) -> Result<Box<dyn LoadedModule>> {
@@ -424,18 +456,21 @@ impl Driver for HipDriver {
             module: m,
         }))
     }
-    fn launch(&self, spec: &LaunchSpec<'_>) -> Result<()> {
+    fn launch(&self, spec: &LaunchSpec<'_>, stream: StreamId) -> Result<()> {
         let RawKernel::Gpu(f) = spec.kernel else {
             return Err(RuntimeError::WrongDevice("kernel"));
         };
         self.select()?;
+        let stream = self.handle(stream);
         let mut ring = self.ring.lock().unwrap();
-        let at = ring.stage(spec.name, spec.args, || self.sync_stream())?;
+        // A full ring waits for the whole device: launches on other streams read it too.
+        let at = ring.stage(spec.name, spec.args, || self.sync_device())?;
+        ring.foreign |= stream != self.stream;
         let addr = ring.base + at as u64;
         let src = ring.host[at..].as_ptr() as *mut c_void;
         // SAFETY: the host mirror slot is not rewritten until the stream has drained.
         check("hipMemcpyHtoDAsync", unsafe {
-            ffi::hipMemcpyHtoDAsync(addr as *mut c_void, src, spec.args.len(), self.stream)
+            ffi::hipMemcpyHtoDAsync(addr as *mut c_void, src, spec.args.len(), stream)
         })?;
         // The explicit kernarg segment: one 8-byte pointer (checked at module load).
         let mut kernarg = addr.to_ne_bytes();
@@ -459,29 +494,54 @@ impl Driver for HipDriver {
                 1,
                 1,
                 spec.lds_bytes as c_uint,
-                self.stream,
+                stream,
                 std::ptr::null_mut(),
                 extra.as_mut_ptr(),
             )
         })
     }
-    fn synchronize(&self) -> Result<()> {
+    fn synchronize(&self, stream: StreamId) -> Result<()> {
         let mut ring = self.ring.lock().unwrap();
-        self.sync_stream()?;
-        ring.reset();
+        self.sync(stream)?;
+        // Argument blocks are free again once our stream has drained, unless
+        // launches on other streams may still read theirs.
+        if stream == StreamId::Own && !ring.foreign {
+            ring.reset();
+        }
         Ok(())
     }
-    fn record(&self) -> Result<RawEvent> {
+    fn record(&self, stream: StreamId) -> Result<RawEvent> {
+        Ok(RawEvent::Hip(self.event_on(stream)?))
+    }
+    fn own_stream(&self) -> *mut c_void {
+        self.stream
+    }
+    fn create_stream(&self) -> Result<*mut c_void> {
         self.select()?;
-        let mut e = std::ptr::null_mut();
+        let mut s = std::ptr::null_mut();
         // SAFETY: out-pointer to a local.
-        check("hipEventCreate", unsafe { ffi::hipEventCreate(&mut e) })?;
-        let ev = HipEvent(e);
-        // SAFETY: our event and stream.
-        check("hipEventRecord", unsafe {
-            ffi::hipEventRecord(ev.0, self.stream)
+        check("hipStreamCreate", unsafe { ffi::hipStreamCreate(&mut s) })?;
+        Ok(s)
+    }
+    fn destroy_stream(&self, handle: *mut c_void) {
+        if self.select().is_ok() {
+            // SAFETY: made by `create_stream`, destroyed once.
+            unsafe { ffi::hipStreamDestroy(handle) };
+        }
+    }
+    fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()> {
+        let ev = self.event_on(on)?;
+        // SAFETY: our event, a stream of this device.
+        check("hipStreamWaitEvent", unsafe { ffi::hipStreamWaitEvent(self.handle(waiter), ev.0, 0) })
+    }
+    fn address_range(&self, addr: u64) -> Result<(u64, usize)> {
+        self.select()?;
+        let (mut base, mut size) = (std::ptr::null_mut(), 0usize);
+        // SAFETY: out-pointers to locals; the runtime checks `addr`.
+        check("hipMemGetAddressRange", unsafe {
+            ffi::hipMemGetAddressRange(&mut base, &mut size, addr as *mut c_void)
         })?;
-        Ok(RawEvent::Hip(ev))
+        Ok((base as u64, size))
     }
     fn elapsed_ms(&self, start: &RawEvent, end: &RawEvent) -> Result<f32> {
         match (start, end) {

@@ -36,10 +36,18 @@
 //! ([`meta`]).
 //!
 //! # Ordering
-//! Each [`Device`] has one stream. Launches, fills and event records are queued
-//! on it; uploads and downloads wait for the work queued before them and
-//! return when the copy is complete. [`Device::synchronize`] waits for everything.
+//! Each [`Device`] has its own stream; launches, fills and event records are
+//! queued on it unless a [`Stream`] is named ([`Device::launch_on`],
+//! [`Device::wrap_stream`] for a framework's stream). Uploads and downloads
+//! wait for the work queued on the device's stream before them and return
+//! when the copy is complete; frees are queued on it (no host wait, except
+//! HIP's `hipFree`). [`Device::synchronize`] waits for the device's stream.
 //! The emulator runs every launch to completion before returning.
+//!
+//! # Memory of the caller
+//! [`Device::wrap_foreign`] wraps device memory the caller allocated (a
+//! framework's caching allocator) after checking with the runtime that the
+//! whole length lies in one allocation; convgrad never frees it.
 
 mod buffer;
 mod driver;
@@ -48,12 +56,14 @@ mod error;
 pub mod meta;
 mod module;
 pub mod smoke;
+mod stream;
 
 mod cuda;
 #[cfg(feature = "hip")]
 mod hip;
 
-pub use buffer::{DeviceBuffer, NanPoison};
+pub use buffer::{BufRef, DeviceBuffer, NanPoison};
+pub use stream::Stream;
 pub use convgrad_emu::{EmuArch, LaunchReport};
 pub use cuda::arch_for_compute_capability;
 pub use error::{Result, RuntimeError};
@@ -65,7 +75,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Which runtime to open a device with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// HIP, then CUDA, then the emulator (gfx942): the first that has a device.
     Auto,
@@ -155,6 +165,8 @@ pub(crate) struct DeviceInner {
     kind: BackendKind,
     family: Family,
     note: String,
+    /// convgrad's kernels, loaded on first use ([`Device::kernels`]).
+    module: std::sync::OnceLock<Module>,
 }
 
 /// An open GPU (or emulator) with one stream. Cheap to clone (shared handle);
@@ -238,8 +250,51 @@ impl Device {
                 kind,
                 family,
                 note,
+                module: std::sync::OnceLock::new(),
             }),
         })
+    }
+
+    /// The device `index` of `backend`, opened once per process and shared
+    /// by every caller (frameworks call convgrad from many places; each
+    /// [`Device::open`] would make a new stream and load the kernels again).
+    pub fn shared(backend: Backend, index: usize) -> Result<Device> {
+        use std::collections::HashMap;
+        use std::sync::Mutex;
+        static OPEN: Mutex<Option<HashMap<(Backend, usize), Device>>> = Mutex::new(None);
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        let map = open.get_or_insert_with(HashMap::new);
+        if let Some(d) = map.get(&(backend, index)) {
+            return Ok(d.clone());
+        }
+        let d = Device::open(backend, index)?;
+        map.insert((backend, index), d.clone());
+        Ok(d)
+    }
+
+    /// convgrad's kernels for this device, loaded on the first call and kept
+    /// (see [`Device::load_module`]).
+    pub fn kernels(&self) -> Result<Module> {
+        if let Some(m) = self.inner.module.get() {
+            return Ok(m.clone());
+        }
+        let m = self.load_module()?;
+        Ok(self.inner.module.get_or_init(|| m).clone())
+    }
+
+    /// Wraps `len` elements of `T` at device address `addr`, memory the
+    /// caller allocated (e.g. a PyTorch tensor's `data_ptr()`), after checking
+    /// with the runtime that all of it lies inside one allocation of this
+    /// device (CUDA `cuMemGetAddressRange`, HIP `hipMemGetAddressRange`, the
+    /// emulator's allocation table) and that `addr` is aligned for `T`.
+    /// convgrad never frees it.
+    ///
+    /// # Safety
+    /// The memory must stay allocated while the buffer and any work queued on
+    /// it are alive, and must not be written by others while a convgrad
+    /// launch reads it.
+    pub unsafe fn wrap_foreign<T: bytemuck::Pod>(&self, addr: u64, len: usize) -> Result<DeviceBuffer<T>> {
+        DeviceBuffer::foreign(self.inner.clone(), addr, len)
     }
 
     #[cfg(feature = "hip")]
@@ -323,17 +378,15 @@ impl Device {
         Ok(b)
     }
 
-    /// Waits until all queued work is done; reports errors of earlier launches.
+    /// Waits until all work queued on the device's own stream is done;
+    /// reports errors of earlier launches.
     pub fn synchronize(&self) -> Result<()> {
-        self.inner.driver.synchronize()
+        self.inner.driver.synchronize(driver::StreamId::Own)
     }
 
-    /// Records an event on the stream (for timing with [`Event::elapsed_ms`]).
+    /// Records an event on the device's own stream (for timing with [`Event::elapsed_ms`]).
     pub fn record_event(&self) -> Result<Event> {
-        Ok(Event {
-            dev: self.inner.clone(),
-            raw: self.inner.driver.record()?,
-        })
+        self.default_stream().record_event()
     }
 
     /// Runs `f` (which queues work on this device) between two events and
@@ -349,6 +402,15 @@ impl Device {
     /// What the last emulated launch did (emulator only; `None` on GPUs).
     pub fn last_emulator_report(&self) -> Option<LaunchReport> {
         self.inner.driver.emu_report()
+    }
+
+    /// Sets `bytes` bytes at `addr` (memory of this device) to `value`, on `stream`.
+    pub(crate) fn fill_raw(&self, stream: &Stream, addr: u64, value: u8, bytes: usize) -> Result<()> {
+        stream.check_device(&self.inner)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.inner.driver.fill(addr, value, bytes, stream.id())
     }
 
     pub(crate) fn inner(&self) -> &Arc<DeviceInner> {

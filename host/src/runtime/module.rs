@@ -6,7 +6,7 @@ use super::meta::{self, KernelMeta};
 use super::{BackendKind, Device, DeviceInner, emu};
 use convgrad_types::instance::Family;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The embedded code object for `arch` (the only place the runtime names `code_objects`).
@@ -33,7 +33,8 @@ enum Contents {
 }
 
 struct ModuleInner {
-    dev: Arc<DeviceInner>,
+    /// Weak: a device keeps its module ([`Device::kernels`]).
+    dev: Weak<DeviceInner>,
     arch: String,
     contents: Contents,
 }
@@ -86,7 +87,7 @@ impl Device {
             let family = self.family();
             return Ok(Module {
                 inner: Arc::new(ModuleInner {
-                    dev: self.inner().clone(),
+                    dev: Arc::downgrade(self.inner()),
                     arch: self.arch().to_string(),
                     contents: Contents::Emu {
                         family,
@@ -150,7 +151,7 @@ impl Device {
         let loaded = self.inner().driver.load(image)?;
         Ok(Module {
             inner: Arc::new(ModuleInner {
-                dev: self.inner().clone(),
+                dev: Arc::downgrade(self.inner()),
                 arch,
                 contents: Contents::Gpu { loaded, kernels },
             }),
@@ -158,9 +159,9 @@ impl Device {
     }
 
     /// Queues `kernel` on `grid` workgroups of `block` threads with `lds_bytes`
-    /// of dynamic LDS; `args` (the kernel's argument block, a `ConvArgs`) is its
-    /// one argument: by value on CUDA, uploaded and passed by address on HIP
-    /// (see the module docs).
+    /// of dynamic LDS on the device's own stream; `args` (the kernel's argument
+    /// block, a `ConvArgs`) is its one argument: by value on CUDA, uploaded and
+    /// passed by address on HIP (see the module docs).
     pub fn launch<A: bytemuck::Pod>(
         &self,
         kernel: &Kernel,
@@ -169,9 +170,23 @@ impl Device {
         lds_bytes: u32,
         args: &A,
     ) -> Result<()> {
-        if !Arc::ptr_eq(&kernel.module.dev, self.inner()) {
+        self.launch_on(&self.default_stream(), kernel, grid, block, lds_bytes, args)
+    }
+
+    /// As [`Device::launch`], queued on `stream`.
+    pub fn launch_on<A: bytemuck::Pod>(
+        &self,
+        stream: &super::Stream,
+        kernel: &Kernel,
+        grid: [u32; 3],
+        block: u32,
+        lds_bytes: u32,
+        args: &A,
+    ) -> Result<()> {
+        if !std::ptr::eq(kernel.module.dev.as_ptr(), Arc::as_ptr(self.inner())) {
             return Err(RuntimeError::WrongDevice("kernel"));
         }
+        stream.check_device(self.inner())?;
         let bad = |what: String| {
             Err(RuntimeError::InvalidLaunch {
                 kernel: kernel.name.clone(),
@@ -225,14 +240,17 @@ impl Device {
                 .prepare_lds(kernel.raw, &kernel.name, lds_bytes)?;
             kernel.lds_opt_in.fetch_max(lds_bytes, Ordering::AcqRel);
         }
-        self.inner().driver.launch(&LaunchSpec {
-            name: &kernel.name,
-            kernel: kernel.raw,
-            grid,
-            block,
-            lds_bytes,
-            args: bytemuck::bytes_of(args),
-        })
+        self.inner().driver.launch(
+            &LaunchSpec {
+                name: &kernel.name,
+                kernel: kernel.raw,
+                grid,
+                block,
+                lds_bytes,
+                args: bytemuck::bytes_of(args),
+            },
+            stream.id(),
+        )
     }
 }
 

@@ -1,0 +1,111 @@
+//! The plan cache: one prepared operation per problem, configuration,
+//! tensor strides and device, as frameworks keep cuDNN / MIOpen plans.
+
+use super::OpError;
+use super::bwd_data::{BwdDataConfig, BwdDataOp};
+use super::bwd_weight::{BwdWeightConfig, BwdWeightOp};
+use crate::runtime::Device;
+use convgrad_types::{ConvProblem, TensorDesc};
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Prepared operations by problem + configuration + descriptors + device.
+///
+/// Planning and resolving a kernel cost microseconds and a driver call; a
+/// training step calls the same layers again and again. Entries keep their
+/// device open and are never evicted (a network has a bounded set of
+/// layers); [`PlanCache::clear`] drops them. Thread-safe.
+#[derive(Default)]
+pub struct PlanCache {
+    weight: Mutex<HashMap<Key, Arc<BwdWeightOp>>>,
+    data: Mutex<HashMap<Key, Arc<BwdDataOp>>>,
+}
+
+/// The lookup key: the device's identity and the request, the configuration
+/// by its `Debug` text (it holds `f32` epilogue factors, which are not
+/// `Hash`; their text is exact).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    device: usize,
+    problem: ConvProblem,
+    descs: [TensorDesc; 3],
+    config: String,
+}
+
+impl Key {
+    fn new(dev: &Device, problem: &ConvProblem, config: &impl std::fmt::Debug, descs: [TensorDesc; 3]) -> Key {
+        // An entry holds its device open, so no other device reuses the address.
+        let device = Arc::as_ptr(dev.inner()) as usize;
+        Key { device, problem: *problem, descs, config: format!("{config:?}") }
+    }
+}
+
+fn get_or_plan<T>(
+    map: &Mutex<HashMap<Key, Arc<T>>>,
+    key: Key,
+    make: impl FnOnce() -> Result<T, OpError>,
+) -> Result<Arc<T>, OpError> {
+    if let Some(op) = map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(op.clone());
+    }
+    // Planned outside the lock; a racing thread's entry wins.
+    let op = Arc::new(make()?);
+    Ok(map.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_insert(op).clone())
+}
+
+impl PlanCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The process-wide cache.
+    pub fn global() -> &'static PlanCache {
+        static GLOBAL: OnceLock<PlanCache> = OnceLock::new();
+        GLOBAL.get_or_init(PlanCache::new)
+    }
+    /// The backward-weight operation for `p` with descriptors of x, dw, dy
+    /// on `dev`, planned on first use.
+    pub fn bwd_weight(
+        &self,
+        dev: &Device,
+        p: &ConvProblem,
+        cfg: &BwdWeightConfig,
+        x: TensorDesc,
+        dw: TensorDesc,
+        dy: TensorDesc,
+    ) -> Result<Arc<BwdWeightOp>, OpError> {
+        let key = Key::new(dev, p, cfg, [x, dw, dy]);
+        get_or_plan(&self.weight, key, || BwdWeightOp::with_descs(dev, p, cfg, x, dw, dy))
+    }
+    /// The backward-data operation for `p` with descriptors of dy, w, dx on
+    /// `dev`, planned on first use.
+    pub fn bwd_data(
+        &self,
+        dev: &Device,
+        p: &ConvProblem,
+        cfg: &BwdDataConfig,
+        dy: TensorDesc,
+        w: TensorDesc,
+        dx: TensorDesc,
+    ) -> Result<Arc<BwdDataOp>, OpError> {
+        let key = Key::new(dev, p, cfg, [dy, w, dx]);
+        get_or_plan(&self.data, key, || BwdDataOp::with_descs(dev, p, cfg, dy, w, dx))
+    }
+    /// Operations cached.
+    pub fn len(&self) -> usize {
+        fn n<T>(m: &Mutex<HashMap<Key, T>>) -> usize {
+            m.lock().map_or(0, |m| m.len())
+        }
+        n(&self.weight) + n(&self.data)
+    }
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Drops every entry (and the devices they kept open, if nothing else holds them).
+    pub fn clear(&self) {
+        self.weight.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.data.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}

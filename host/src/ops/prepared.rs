@@ -1,0 +1,316 @@
+//! Prepared operations, the way frameworks call convolution libraries (CK's
+//! device ops, MIOpen's solvers): a plan with its kernel resolved once, run
+//! on the caller's stream with the caller's memory and workspace, every
+//! buffer's device and length checked before the launch.
+//!
+//! ```
+//! use convgrad::ops::bwd_weight::{BwdWeightConfig, BwdWeightOp, BwdWeightTensors};
+//! use convgrad::ops::Workspace;
+//! use convgrad::runtime::{Backend, Device, EmuArch};
+//! use convgrad::types::ConvProblem;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dev = Device::shared(Backend::Emulator(EmuArch::Gfx942), 0)?;
+//! // CK's order: ndim G N K C Y X Hi Wi strides dilations lpads rpads.
+//! let p = ConvProblem::from_ck_args(&[2, 2, 1, 8, 8, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])?;
+//! let op = BwdWeightOp::new(&dev, &p, &BwdWeightConfig::default())?;
+//! let plan = op.plan();
+//! let x = dev.upload(&vec![half::f16::from_f32(0.5); plan.x.span() as usize])?;
+//! let dy = dev.upload(&vec![half::f16::from_f32(0.25); plan.dy.span() as usize])?;
+//! let dw = dev.alloc::<half::f16>(plan.dw.span() as usize)?;
+//! let ws = dev.alloc::<u8>(op.workspace_bytes())?;
+//! let stream = dev.create_stream()?;
+//! let t = BwdWeightTensors { x: (&x).into(), dy: (&dy).into(), dw: (&dw).into(), ds: &[] };
+//! op.execute_on(&stream, t, Workspace::raw(&ws, convgrad::ops::WorkspaceContents::Unknown))?;
+//! stream.synchronize()?;
+//! // dw is GKYXC: element 32 is k 0, tap (1, 1), c 0. The centre tap sees
+//! // all 36 output pixels, a corner tap (element 0) the 25 inside the padding.
+//! let dw = dw.download()?;
+//! assert_eq!((dw[32].to_f32(), dw[0].to_f32()), (36.0 * 0.125, 25.0 * 0.125));
+//! # Ok(()) }
+//! ```
+
+use super::bwd_data::{self, BwdDataBuffers, BwdDataConfig, BwdDataPlan};
+use super::bwd_weight::{self, BwdWeightBuffers, BwdWeightConfig, BwdWeightPlan, SplitKWorkspace};
+use super::{OpError, check_buffer};
+use crate::runtime::{BufRef, Device, Kernel, Stream};
+use convgrad_types::{ConvProblem, TensorDesc, TensorRole};
+
+/// What a caller-provided workspace holds when it is passed in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkspaceContents {
+    /// Every byte of the first [`BwdWeightOp::workspace_bytes`] is zero:
+    /// freshly zeroed, or last used by a non-deterministic convgrad call (the
+    /// kernels zero the sums and counters they read). convgrad queues no
+    /// memset.
+    Zeroed,
+    /// Anything (for example after a deterministic call, which leaves its
+    /// per-split partials behind): convgrad zeroes what the call needs as
+    /// zeros on the stream first.
+    Unknown,
+}
+
+/// The split-K workspace of a backward-weight call.
+#[derive(Clone, Copy, Debug)]
+pub enum Workspace<'a> {
+    /// None: only for plans that need none ([`BwdWeightOp::workspace_bytes`] is 0).
+    None,
+    /// convgrad's own workspace, which tracks what previous calls left in it.
+    Tracked(&'a SplitKWorkspace),
+    /// The caller's memory (e.g. from a framework's caching allocator), at
+    /// least [`BwdWeightOp::workspace_bytes`] long and 16-byte aligned.
+    Raw {
+        /// The memory.
+        mem: BufRef<'a>,
+        /// What it holds now.
+        contents: WorkspaceContents,
+    },
+}
+
+impl<'a> Workspace<'a> {
+    /// The caller's memory `mem` holding `contents`.
+    pub fn raw(mem: impl Into<BufRef<'a>>, contents: WorkspaceContents) -> Self {
+        Workspace::Raw { mem: mem.into(), contents }
+    }
+}
+
+/// The tensors of one backward-weight call (lengths checked against the plan).
+#[derive(Clone, Copy, Debug)]
+pub struct BwdWeightTensors<'a> {
+    /// Input activations (act type).
+    pub x: BufRef<'a>,
+    /// Output gradient (act type).
+    pub dy: BufRef<'a>,
+    /// Weight gradient, written (weight type).
+    pub dw: BufRef<'a>,
+    /// `D` tensors of the epilogue (weight type).
+    pub ds: &'a [BufRef<'a>],
+}
+
+/// The tensors of one backward-data call (lengths checked against the plan).
+/// A `D` may be `dx` itself when its layout is `DLayout::Output`.
+#[derive(Clone, Copy, Debug)]
+pub struct BwdDataTensors<'a> {
+    /// Output gradient.
+    pub dy: BufRef<'a>,
+    /// Weights.
+    pub w: BufRef<'a>,
+    /// Input gradient, written.
+    pub dx: BufRef<'a>,
+    /// `D` tensors of the epilogue.
+    pub ds: &'a [BufRef<'a>],
+}
+
+/// Checks each buffer's device and length against its descriptor; returns the addresses.
+fn checked<const N: usize>(
+    dev: &Device,
+    stream: &Stream,
+    bufs: [(&'static str, &BufRef<'_>, &TensorDesc, convgrad_types::DType); N],
+) -> Result<[u64; N], OpError> {
+    stream.check_device(dev.inner())?;
+    let mut out = [0; N];
+    for (o, (name, b, desc, t)) in out.iter_mut().zip(bufs) {
+        b.check_device(dev.inner(), name)?;
+        check_buffer(name, desc, t, b.bytes())?;
+        *o = b.device_addr();
+    }
+    Ok(out)
+}
+
+/// Addresses of the `D` tensors, each checked like the main tensors.
+fn checked_ds(
+    dev: &Device,
+    stream: &Stream,
+    descs: &[TensorDesc],
+    t: convgrad_types::DType,
+    ds: &[BufRef<'_>],
+) -> Result<Vec<u64>, OpError> {
+    super::check_d_count(descs.len(), ds.len())?;
+    ds.iter()
+        .zip(descs)
+        .enumerate()
+        .map(|(i, (b, d))| Ok(checked(dev, stream, [(super::D_NAMES[i], b, d, t)])?[0]))
+        .collect()
+}
+
+/// A backward-weight problem planned for one device, its kernel resolved.
+#[derive(Debug)]
+pub struct BwdWeightOp {
+    dev: Device,
+    cfg: BwdWeightConfig,
+    plan: BwdWeightPlan,
+    kernel: Kernel,
+}
+
+impl BwdWeightOp {
+    /// Plans `p` for `dev` with packed tensors of `cfg.layout`.
+    pub fn new(dev: &Device, p: &ConvProblem, cfg: &BwdWeightConfig) -> Result<Self, OpError> {
+        let d = |r| TensorDesc::packed(p, cfg.layout, r);
+        Self::with_descs(dev, p, cfg, d(TensorRole::Input), d(TensorRole::Weight), d(TensorRole::Output))
+    }
+    /// Plans `p` for `dev` with explicit (possibly strided) descriptors of x, dw, dy.
+    pub fn with_descs(
+        dev: &Device,
+        p: &ConvProblem,
+        cfg: &BwdWeightConfig,
+        x: TensorDesc,
+        dw: TensorDesc,
+        dy: TensorDesc,
+    ) -> Result<Self, OpError> {
+        let plan = bwd_weight::plan_with(p, cfg, dev.family(), dev.compute_units(), x, dw, dy)?;
+        let kernel = dev.kernels()?.kernel(plan.main.instance.name)?;
+        Ok(BwdWeightOp { dev: dev.clone(), cfg: cfg.clone(), plan, kernel })
+    }
+    /// The plan (descriptors, instance, split).
+    pub fn plan(&self) -> &BwdWeightPlan {
+        &self.plan
+    }
+    /// The device it runs on.
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+    /// Bytes of split-K workspace each call needs (0: none).
+    pub fn workspace_bytes(&self) -> usize {
+        self.plan.workspace_elems * 4
+    }
+    /// One line on what runs: kernel, grid and split.
+    pub fn describe(&self) -> String {
+        let m = &self.plan.main;
+        let mode = if self.plan.k_batch == 1 {
+            "no split"
+        } else if self.plan.atomic_partials {
+            "atomic split-K"
+        } else {
+            "deterministic split-K"
+        };
+        format!("{} grid {:?} x {} threads, k_batch {} ({mode})", m.instance.name, m.grid, m.block, self.plan.k_batch)
+    }
+    /// Queues the call on `stream`: no host wait, nothing allocated.
+    pub fn execute_on(&self, stream: &Stream, t: BwdWeightTensors<'_>, ws: Workspace<'_>) -> Result<(), OpError> {
+        let (act, wei) = (self.cfg.types.act(), self.cfg.types.wei());
+        let p = &self.plan;
+        let [x, dy, dw] =
+            checked(&self.dev, stream, [("x", &t.x, &p.x, act), ("dy", &t.dy, &p.dy, act), ("dw", &t.dw, &p.dw, wei)])?;
+        let ds = checked_ds(&self.dev, stream, &p.ds, wei, t.ds)?;
+        let bufs = BwdWeightBuffers { x, dy, dw, ds: &ds };
+        launch_bwd_weight(&self.dev, stream, &self.kernel, p, bufs, ws)
+    }
+}
+
+/// Queues `plan`'s launch on `stream` after readying the workspace: zeroes
+/// (on the stream) what the call needs as zeros and a previous call may
+/// have left non-zero.
+pub(crate) fn launch_bwd_weight(
+    dev: &Device,
+    stream: &Stream,
+    kernel: &Kernel,
+    plan: &BwdWeightPlan,
+    bufs: BwdWeightBuffers<'_>,
+    ws: Workspace<'_>,
+) -> Result<(), OpError> {
+    super::check_d_count(plan.ds.len(), bufs.ds.len())?;
+    let need = plan.workspace_elems * 4;
+    // Atomic partials and every counter must start at zero; stored partials need not.
+    let zeros_from = if plan.atomic_partials { 0 } else { plan.partial_elems * 4 };
+    let short = |got: usize| {
+        OpError::Usage(format!(
+            "workspace: bwd-weight needs {need} bytes of split-K workspace (BwdWeightOp::workspace_bytes), got {got}"
+        ))
+    };
+    let (addr, tracked) = match (need, ws) {
+        (0, _) => (0, None),
+        (_, Workspace::None) => return Err(short(0)),
+        (_, Workspace::Tracked(w)) => {
+            if w.len() * 4 < need {
+                return Err(short(w.len() * 4));
+            }
+            if w.dirty.get() * 4 > zeros_from {
+                w.buf.fill_bytes_on(stream, 0)?;
+                w.dirty.set(0);
+            }
+            (w.device_addr(), Some(w))
+        }
+        (_, Workspace::Raw { mem, contents }) => {
+            if mem.bytes() < need {
+                return Err(short(mem.bytes()));
+            }
+            mem.check_device(dev.inner(), "workspace")?;
+            if !mem.device_addr().is_multiple_of(16) {
+                return Err(OpError::Usage(format!(
+                    "workspace: address {:#x} is not 16-byte aligned (the partial sums are added in 16-byte vectors)",
+                    mem.device_addr()
+                )));
+            }
+            if contents == WorkspaceContents::Unknown {
+                dev.fill_raw(stream, mem.device_addr() + zeros_from as u64, 0, need - zeros_from)?;
+            }
+            (mem.device_addr(), None)
+        }
+    };
+    let args = plan.args(bufs.x, bufs.dw, bufs.dy, addr, bufs.ds);
+    let launched = dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args);
+    if let Some(w) = tracked {
+        // Stored partials stay behind; after a failed launch nothing is known.
+        let left = match launched {
+            Ok(()) if plan.atomic_partials => w.dirty.get(),
+            Ok(()) => w.dirty.get().max(plan.partial_elems),
+            Err(_) => w.len(),
+        };
+        w.dirty.set(left);
+    }
+    Ok(launched?)
+}
+
+/// A backward-data problem planned for one device, its kernel resolved.
+#[derive(Debug)]
+pub struct BwdDataOp {
+    dev: Device,
+    cfg: BwdDataConfig,
+    plan: BwdDataPlan,
+    kernel: Kernel,
+}
+
+impl BwdDataOp {
+    /// Plans `p` for `dev` with packed tensors of `cfg.layout`.
+    pub fn new(dev: &Device, p: &ConvProblem, cfg: &BwdDataConfig) -> Result<Self, OpError> {
+        let d = |r| TensorDesc::packed(p, cfg.layout, r);
+        Self::with_descs(dev, p, cfg, d(TensorRole::Output), d(TensorRole::Weight), d(TensorRole::Input))
+    }
+    /// Plans `p` for `dev` with explicit (possibly strided) descriptors of dy, w, dx.
+    pub fn with_descs(
+        dev: &Device,
+        p: &ConvProblem,
+        cfg: &BwdDataConfig,
+        dy: TensorDesc,
+        w: TensorDesc,
+        dx: TensorDesc,
+    ) -> Result<Self, OpError> {
+        let plan = bwd_data::plan_with(p, cfg, dev.family(), dev.compute_units(), dy, w, dx)?;
+        let kernel = dev.kernels()?.kernel(plan.main.instance.name)?;
+        Ok(BwdDataOp { dev: dev.clone(), cfg: cfg.clone(), plan, kernel })
+    }
+    /// The plan (descriptors, instance, epilogue).
+    pub fn plan(&self) -> &BwdDataPlan {
+        &self.plan
+    }
+    /// The device it runs on.
+    pub fn device(&self) -> &Device {
+        &self.dev
+    }
+    /// One line on what runs: kernel and grid.
+    pub fn describe(&self) -> String {
+        let m = &self.plan.main;
+        format!("{} grid {:?} x {} threads, {} slice(s)", m.instance.name, m.grid, m.block, self.plan.slices.max(1))
+    }
+    /// Queues the call on `stream`: no host wait, nothing allocated, no workspace.
+    pub fn execute_on(&self, stream: &Stream, t: BwdDataTensors<'_>) -> Result<(), OpError> {
+        let ty = self.cfg.types.act();
+        let p = &self.plan;
+        let [dy, w, dx] = checked(&self.dev, stream, [
+            ("dy", &t.dy, &p.dy, ty),
+            ("w", &t.w, &p.w, self.cfg.types.wei()),
+            ("dx", &t.dx, &p.dx, ty),
+        ])?;
+        let ds = checked_ds(&self.dev, stream, &p.ds, ty, t.ds)?;
+        bwd_data::launch(&self.dev, stream, &self.kernel, p, BwdDataBuffers { dy, w, dx, ds: &ds })
+    }
+}
