@@ -4,6 +4,9 @@
 #   host/examples/device-run.sh prepare   # on a build machine (Rust toolchain, no GPU needed)
 #   host/examples/device-run.sh run       # on the GPU machine (no Rust needed)
 #
+# Both halves also cover the framework-facing API: the `framework` example and
+# the `framework_api` test binary (caller's stream ordering on CUDA).
+#
 # `prepare` builds the NVIDIA kernels (PTX for sm_80 and sm_90, unless
 # SKIP_KERNELS=1), then release builds of the `devices` example and of the
 # `runtime` test binary with those kernels embedded, and copies both into
@@ -25,14 +28,18 @@ prepare() {
   fi
   # Executable paths from cargo's JSON messages (whatever CARGO_TARGET_DIR is).
   exe_of() { grep -o '"executable":"[^"]*"' | grep "$1" | tail -n1 | cut -d'"' -f4; }
-  local example tests
+  local example tests framework api
   example=$(cargo build --release -p convgrad --example devices --message-format=json | exe_of '/examples/devices')
+  framework=$(cargo build --release -p convgrad --example framework --message-format=json | exe_of '/examples/framework')
   tests=$(cargo test --release -p convgrad --test runtime --no-run --message-format=json | exe_of '/runtime-')
-  [[ -n "$example" && -n "$tests" ]] || { echo "built binaries not found" >&2; exit 1; }
+  api=$(cargo test --release -p convgrad --test framework_api --no-run --message-format=json | exe_of '/framework_api-')
+  [[ -n "$example" && -n "$framework" && -n "$tests" && -n "$api" ]] || { echo "built binaries not found" >&2; exit 1; }
   mkdir -p "$BIN"
   cp "$example" "$BIN/devices"
+  cp "$framework" "$BIN/framework"
   cp "$tests" "$BIN/runtime"
-  strip --strip-debug "$BIN/devices" "$BIN/runtime" 2>/dev/null || true
+  cp "$api" "$BIN/framework_api"
+  strip --strip-debug "$BIN"/{devices,framework,runtime,framework_api} 2>/dev/null || true
   ls -l "$BIN"
   echo "ready: carry .device to the GPU machine and run: bash host/examples/device-run.sh run"
 }
@@ -51,6 +58,10 @@ run() {
   "$BIN/devices" --backend emu --emu-arch sm_90 || status=1
   section "runtime tests"
   RUST_BACKTRACE=1 "$BIN/runtime" --nocapture --test-threads 1 || status=1
+  section "framework API tests (caller's stream, memory, workspace; CUDA ordering)"
+  RUST_BACKTRACE=1 "$BIN/framework_api" --nocapture --test-threads 1 || status=1
+  section "framework example (Backend::Auto)"
+  "$BIN/framework" || status=1
   section "status: $status"
   return $status
 }

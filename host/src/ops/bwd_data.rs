@@ -157,7 +157,7 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
         };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
-            super::forced_mismatch(name, "no such instance (see `cargo xtask list-instances`)".into())
+            super::forced_mismatch(name, "names no such instance (see `cargo xtask list-instances`)".into())
         })?;
         if !fits(&i) {
             return Err(super::forced_mismatch(name, format!(
@@ -170,7 +170,12 @@ pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> 
         }
         return Ok(i);
     }
-    let none = || OpError::Unsupported(Unsupported::NoKernel { op: "bwd-data", types: cfg.types.name(), family });
+    let none = || OpError::Unsupported(Unsupported::NoKernel {
+        op: "bwd-data",
+        types: cfg.types.name(),
+        family,
+        served: "f32, f16 and bf16",
+    });
     let direct = instance::INSTANCES.iter().filter(fits).find(|i| i.op == Op::BwdDataDirect);
     // GEMM shape of the largest slice: N = C, reduction = class taps * K.
     let (n, red) = (p.c as u64, class_taps(p) * p.k as u64);

@@ -91,7 +91,7 @@ pub fn choose_instance(
     };
     if let Some(name) = &cfg.instance {
         let i = instance::find(name).ok_or_else(|| {
-            super::forced_mismatch(name, "no such instance (see `cargo xtask list-instances`)".into())
+            super::forced_mismatch(name, "names no such instance (see `cargo xtask list-instances`)".into())
         })?;
         if !fits(&i) {
             return Err(super::forced_mismatch(name, format!(
@@ -135,7 +135,12 @@ pub fn choose_instance(
         (Some(b), _) => Ok(b),
         (None, Some(d)) => Ok(d),
         (None, None) => {
-            Err(OpError::Unsupported(Unsupported::NoKernel { op: "bwd-weight", types: cfg.types.name(), family }))
+            Err(OpError::Unsupported(Unsupported::NoKernel {
+                op: "bwd-weight",
+                types: cfg.types.name(),
+                family,
+                served: "f32, f16, bf16 and bf16-f32",
+            }))
         }
     }
 }

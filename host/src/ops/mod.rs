@@ -62,7 +62,7 @@ pub enum Unsupported {
     #[error("{0}")]
     Config(String),
     /// No kernel of the operation serves these data types on this family.
-    #[error("no {op} kernel for {types} on {family:?}")]
+    #[error("no {op} kernel for {types} on {family:?} ({op} supports {served})")]
     NoKernel {
         /// `bwd-weight` or `bwd-data`.
         op: &'static str,
@@ -70,9 +70,11 @@ pub enum Unsupported {
         types: &'static str,
         /// The kernel family.
         family: Family,
+        /// The data types the operation serves.
+        served: &'static str,
     },
     /// A forced instance that does not exist or does not fit the problem.
-    #[error("--instance {name}: {why}")]
+    #[error("--instance {name} {why}")]
     Instance {
         /// The instance asked for.
         name: String,

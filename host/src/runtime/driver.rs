@@ -89,8 +89,7 @@ pub(crate) trait Driver: Send + Sync {
     /// Allocates `bytes` (> 0) of device memory, usable on any stream when
     /// this returns.
     fn alloc(&self, bytes: usize) -> Result<u64>;
-    /// Frees an allocation in the order of the device's own stream (HIP:
-    /// `hipFree`, which waits for the device).
+    /// Frees an allocation in the order of the device's own stream.
     fn free(&self, addr: u64) -> Result<()>;
     /// Copies host bytes to the device; returns when the copy is done.
     fn write(&self, addr: u64, data: &[u8]) -> Result<()>;

@@ -34,6 +34,8 @@ mod ffi {
         pub fn hipMemGetAddressRange(base: *mut *mut c_void, size: *mut usize, ptr: *mut c_void) -> c_int;
         pub fn hipMalloc(ptr: *mut *mut c_void, bytes: usize) -> c_int;
         pub fn hipFree(ptr: *mut c_void) -> c_int;
+        pub fn hipMallocAsync(ptr: *mut *mut c_void, bytes: usize, stream: *mut c_void) -> c_int;
+        pub fn hipFreeAsync(ptr: *mut c_void, stream: *mut c_void) -> c_int;
         pub fn hipMemcpyHtoDAsync(
             dst: *mut c_void,
             src: *mut c_void,
@@ -125,6 +127,9 @@ impl Drop for HipEvent {
 pub(crate) struct HipDriver {
     ordinal: c_int,
     stream: *mut c_void,
+    /// Whether the device has a stream-ordered memory pool (`hipMallocAsync`;
+    /// without one, frees go through `hipFree`, which waits for the device).
+    pool: bool,
     info: Info,
     ring: Mutex<ArgRing>,
 }
@@ -279,9 +284,11 @@ pub(crate) fn open(index: usize) -> Result<HipDriver> {
     check("hipMalloc", unsafe {
         ffi::hipMalloc(&mut base, ArgRing::BYTES)
     })?;
+    let pool = attribute(Attr::hipDeviceAttributeMemoryPoolsSupported, dev).is_ok_and(|v| v != 0);
     Ok(HipDriver {
         ordinal: dev,
         stream,
+        pool,
         info: Info {
             name,
             arch,
@@ -402,14 +409,26 @@ impl Driver for HipDriver {
     fn alloc(&self, bytes: usize) -> Result<u64> {
         self.select()?;
         let mut p = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local.
-        check("hipMalloc", unsafe { ffi::hipMalloc(&mut p, bytes) })?;
+        if self.pool {
+            // SAFETY: out-pointer to a local; our stream. The wait makes the memory
+            // usable on every stream.
+            check("hipMallocAsync", unsafe { ffi::hipMallocAsync(&mut p, bytes, self.stream) })?;
+            self.sync_stream()?;
+        } else {
+            // SAFETY: out-pointer to a local.
+            check("hipMalloc", unsafe { ffi::hipMalloc(&mut p, bytes) })?;
+        }
         Ok(p as u64)
     }
     fn free(&self, addr: u64) -> Result<()> {
         self.select()?;
-        // SAFETY: from `alloc`; hipFree waits for the device before it frees.
-        check("hipFree", unsafe { ffi::hipFree(addr as *mut c_void) })
+        if self.pool {
+            // SAFETY: from `alloc` (the pool); ordered after the work on our stream.
+            check("hipFreeAsync", unsafe { ffi::hipFreeAsync(addr as *mut c_void, self.stream) })
+        } else {
+            // SAFETY: from `alloc`; hipFree waits for the device before it frees.
+            check("hipFree", unsafe { ffi::hipFree(addr as *mut c_void) })
+        }
     }
     fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
         self.select()?;

@@ -40,8 +40,9 @@
 //! queued on it unless a [`Stream`] is named ([`Device::launch_on`],
 //! [`Device::wrap_stream`] for a framework's stream). Uploads and downloads
 //! wait for the work queued on the device's stream before them and return
-//! when the copy is complete; frees are queued on it (no host wait, except
-//! HIP's `hipFree`). [`Device::synchronize`] waits for the device's stream.
+//! when the copy is complete; frees are queued on it (`cuMemFreeAsync`,
+//! `hipFreeAsync`: no host wait; a HIP device without memory pools falls
+//! back to `hipFree`, which waits). [`Device::synchronize`] waits for the device's stream.
 //! The emulator runs every launch to completion before returning.
 //!
 //! # Memory of the caller
