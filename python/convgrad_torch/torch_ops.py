@@ -1,0 +1,352 @@
+"""The PyTorch layer of convgrad_torch (imports torch; loaded on first use).
+
+Shapes are PyTorch's: input ``[N, G*C, *spatial]``, weight ``[G*K, C, *filter]``,
+grad_output ``[N, G*K, *out]``, 1 to 3 spatial dimensions.
+
+Memory formats (convgrad layout families):
+
+- contiguous activations: ``NGCHW``; the weight may be contiguous (``GKCYX``) or
+  channels_last (``GKYXC``), both run as they are;
+- channels_last (``channels_last`` / ``channels_last_3d``, and the same order
+  for 1-D) activations: ``NHWGC``; the weight must then be channels_last
+  (``GKYXC``): a contiguous weight is converted with
+  ``.contiguous(memory_format=channels_last)`` (a copy, for the call only);
+- outputs allocated here are in the activations' format (a weight gradient of
+  channels_last activations is channels_last); ``out=`` tensors are taken in
+  either format the family allows.
+
+Activation tensors in neither format (transposed or sliced views, expanded
+gradients) raise ``ValueError`` naming the argument; the autograd function
+makes them dense first. CUDA tensors run on PyTorch's current stream of their
+device; outputs and the split-K workspace come from PyTorch's caching
+allocator. CPU tensors run on convgrad's emulator (slow: small problems only).
+``Unsupported`` (a ``RuntimeError``) means convgrad has no kernel for the
+request; the autograd function then falls back to
+``torch.ops.aten.convolution_backward``.
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from . import _native
+from ._native import Unsupported
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_FORWARD = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+def _check_tensor(t, name):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in _DTYPES:
+        raise TypeError(f"{name}: dtype {t.dtype} is not supported; expected float16, bfloat16 or float32")
+    if t.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name}: device {t.device} is not supported; expected cpu or cuda")
+    if not 3 <= t.dim() <= 5:
+        raise ValueError(
+            f"{name}: {t.dim()} dimensions (shape {list(t.shape)}); expected 3 to 5 "
+            "(batch/channels plus 1 to 3 spatial dimensions)"
+        )
+
+
+def _same(ref, ref_name, t, name):
+    if t.device != ref.device:
+        raise ValueError(f"{name}: is on {t.device} but {ref_name} is on {ref.device}; all tensors must be on one device")
+    if t.dtype != ref.dtype:
+        raise TypeError(f"{name}: dtype {t.dtype} differs from {ref_name}'s {ref.dtype}")
+
+
+def _per_dim(v, nd, name):
+    if isinstance(v, int):
+        return [v] * nd
+    v = list(v)
+    if len(v) == 1:
+        return v * nd
+    if len(v) != nd:
+        raise ValueError(f"{name}: {len(v)} values for a {nd}-D convolution; give 1 or {nd}")
+    return v
+
+
+def _cl_perm(dim):
+    return [0, *range(2, dim), 1]
+
+
+def _cl_inverse(dim):
+    return [0, dim - 1, *range(1, dim - 1)]
+
+
+def is_channels_last(t):
+    """Whether ``t`` is dense with dimension 1 innermost (any rank)."""
+    return t.permute(_cl_perm(t.dim())).is_contiguous()
+
+
+def to_channels_last(t):
+    """``t`` dense with dimension 1 innermost (``channels_last`` for 4-D, ``channels_last_3d`` for 5-D)."""
+    if is_channels_last(t):
+        return t
+    return t.permute(_cl_perm(t.dim())).contiguous().permute(_cl_inverse(t.dim()))
+
+
+def _empty(shape, like, channels_last):
+    shape = list(shape)
+    if not channels_last:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+    perm = _cl_perm(len(shape))
+    return torch.empty([shape[i] for i in perm], dtype=like.dtype, device=like.device).permute(_cl_inverse(len(shape)))
+
+
+def _format(t, name):
+    """True for channels_last, False for contiguous; ambiguous tensors (one
+    channel or one pixel) count as contiguous; other layouts raise."""
+    if t.is_contiguous():
+        return False
+    if is_channels_last(t):
+        return True
+    raise ValueError(
+        f"{name}: shape {list(t.shape)} with strides {list(t.stride())} is neither contiguous nor channels_last; "
+        "pass .contiguous() or .contiguous(memory_format=torch.channels_last)"
+    )
+
+
+def _stream(t):
+    return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else 0
+
+
+def _aligned(t):
+    # convgrad's kernels load 16-byte vectors; a view with a storage offset may not be aligned.
+    if t.is_cuda and t.data_ptr() % 16:
+        return t.clone()
+    return t
+
+
+def _check_out(out, shape, ref, ref_name):
+    _check_tensor(out, "out")
+    _same(ref, ref_name, out, "out")
+    if list(out.shape) != list(shape):
+        raise ValueError(f"out: shape {list(out.shape)} differs from the result's {list(shape)}")
+    if out.is_cuda and out.data_ptr() % 16:
+        raise ValueError("out: data address is not 16-byte aligned (a view with a storage offset); pass an aligned tensor")
+
+
+def conv_backward_data(
+    grad_output, weight, input_shape, stride=1, padding=0, dilation=1, groups=1, *, epilogue=None, d_tensors=(), out=None
+):
+    """Gradient of a convolution with respect to its input (``grad_input``).
+
+    ``epilogue`` / ``d_tensors``: a fused element-wise chain on the result, see
+    :func:`conv_backward_data_fused`. ``out``: the result tensor (else allocated
+    in ``grad_output``'s memory format). Returns the result.
+    """
+    _check_tensor(grad_output, "grad_output")
+    _check_tensor(weight, "weight")
+    _same(grad_output, "grad_output", weight, "weight")
+    nd = grad_output.dim() - 2
+    input_shape = list(input_shape)
+    if len(input_shape) != nd + 2:
+        raise ValueError(f"input_shape: {input_shape} has {len(input_shape)} dimensions; grad_output has {nd + 2}")
+    cl = _format(grad_output, "grad_output")
+    if out is not None and not cl and grad_output.is_contiguous() and is_channels_last(grad_output):
+        cl = not out.is_contiguous() and is_channels_last(out)  # ambiguous grad_output: follow out
+    if cl and not is_channels_last(weight):
+        weight = to_channels_last(weight)
+    elif not cl and not (weight.is_contiguous() or is_channels_last(weight)):
+        weight = weight.contiguous()
+    if out is None:
+        out = _empty(input_shape, grad_output, cl)
+    else:
+        _check_out(out, input_shape, grad_output, "grad_output")
+    ds = []
+    for i, d in enumerate(d_tensors or ()):
+        if not isinstance(d, torch.Tensor):
+            raise TypeError(f"d_tensors[{i}]: expected a torch.Tensor, got {type(d).__name__}")
+        _same(grad_output, "grad_output", d, f"d_tensors[{i}]")
+        ds.append(d.detach())
+    if out.numel() == 0 or grad_output.numel() == 0:
+        return out.zero_()
+    _native.conv_backward_data(
+        _aligned(grad_output.detach()),
+        _aligned(weight.detach()),
+        out.detach(),
+        _per_dim(stride, nd, "stride"),
+        _per_dim(padding, nd, "padding"),
+        _per_dim(dilation, nd, "dilation"),
+        groups,
+        epilogue=epilogue,
+        d_tensors=[d if d.data_ptr() == out.data_ptr() else _aligned(d) for d in ds],
+        stream=_stream(grad_output),
+    )
+    return out
+
+
+def conv_backward_data_fused(
+    grad_output, weight, input_shape, stride=1, padding=0, dilation=1, groups=1, *, epilogue, d_tensors=(), out=None
+):
+    """Backward-data with a fused multi-D epilogue, in one kernel.
+
+    ``grad_input = epilogue(conv_transpose(grad_output, weight), *d_tensors)``:
+    ``epilogue`` is a chain of steps applied to the f32 accumulator before the
+    one write: a string joined by ``+`` or a list of steps, ``"pass"``,
+    ``"add"`` (``v + D``), ``"add_relu"`` (``max(v + D, 0)``), ``"relu_mask"``
+    (``v * (D > 0)``: ReLU's backward through a saved activation),
+    ``("scale", s)`` and ``("bilinear", a, b)`` (``a v + b D``). Each step that
+    reads a D takes the next tensor of ``d_tensors``; its layout follows from
+    its shape: ``[G*C]`` a per-channel bias, ``[N, G, *spatial]`` (channels
+    innermost) one value per pixel, the input's shape a full tensor
+    (contiguous or channels_last). A D may be ``out`` itself (``"add"``:
+    in-place accumulation into ``out``).
+
+    Example, the backward of ``relu(conv(x)) + skip`` into the previous layer
+    whose activation was ``a``: ``epilogue="relu_mask+add", d_tensors=[a, g_skip]``.
+    """
+    if not epilogue:
+        raise ValueError("epilogue: give at least one step (see conv_backward_data for the plain op)")
+    return conv_backward_data(
+        grad_output, weight, input_shape, stride, padding, dilation, groups, epilogue=epilogue, d_tensors=d_tensors, out=out
+    )
+
+
+def _workspace_allocator(device):
+    def alloc(nbytes):
+        # From PyTorch's caching allocator, on the current stream: freed (for
+        # reuse) when the last reference goes, ordered like any PyTorch tensor.
+        return torch.empty(nbytes, dtype=torch.uint8, device=device)
+
+    return alloc
+
+
+def conv_backward_weight(
+    input, grad_output, weight_shape, stride=1, padding=0, dilation=1, groups=1, *, split_k=None, deterministic=False, out=None
+):
+    """Gradient of a convolution with respect to its weight (``grad_weight``).
+
+    ``split_k``: number of k-batches the reduction is split into (``None``:
+    chosen by convgrad); ``deterministic``: fixed-order split-K sums (bitwise
+    reproducible) instead of atomics. The split-K workspace is allocated from
+    PyTorch's caching allocator. ``out``: the result (else allocated contiguous,
+    or channels_last for channels_last activations). Returns the result.
+    """
+    _check_tensor(input, "input")
+    _check_tensor(grad_output, "grad_output")
+    _same(input, "input", grad_output, "grad_output")
+    nd = input.dim() - 2
+    weight_shape = list(weight_shape)
+    if len(weight_shape) != nd + 2:
+        raise ValueError(f"weight_shape: {weight_shape} has {len(weight_shape)} dimensions; input has {nd + 2}")
+    cl = _format(input, "input")
+    if not cl:
+        cl = _format(grad_output, "grad_output") and not grad_output.is_contiguous()
+    if out is None:
+        out = _empty(weight_shape, input, cl)
+    else:
+        _check_out(out, weight_shape, input, "input")
+    if input.numel() == 0 or grad_output.numel() == 0:
+        return out.zero_()
+    _native.conv_backward_weight(
+        _aligned(input.detach()),
+        _aligned(grad_output.detach()),
+        out.detach(),
+        _per_dim(stride, nd, "stride"),
+        _per_dim(padding, nd, "padding"),
+        _per_dim(dilation, nd, "dilation"),
+        groups,
+        split_k=split_k,
+        deterministic=deterministic,
+        workspace=_workspace_allocator(input.device) if input.is_cuda else None,
+        stream=_stream(input),
+    )
+    return out
+
+
+def _dense_like(t, channels_last):
+    return to_channels_last(t) if channels_last else t.contiguous()
+
+
+class ConvFunction(torch.autograd.Function):
+    """A convolution whose backward runs on convgrad.
+
+    Forward: ``torch.nn.functional.conv{1,2,3}d``. Backward: convgrad's
+    backward-data and backward-weight (bias: a sum over grad_output), falling
+    back to ``torch.ops.aten.convolution_backward`` where convgrad raises
+    :class:`Unsupported`. ``ConvFunction.apply(x, weight, bias, stride,
+    padding, dilation, groups, deterministic)``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, padding, dilation, groups, deterministic=False):
+        nd = x.dim() - 2
+        ctx.conf = (
+            _per_dim(stride, nd, "stride"),
+            _per_dim(padding, nd, "padding"),
+            _per_dim(dilation, nd, "dilation"),
+            groups,
+            deterministic,
+        )
+        ctx.has_bias = bias is not None
+        ctx.save_for_backward(x, weight)
+        return _FORWARD[nd](x, weight, bias, stride, padding, dilation, groups)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, weight = ctx.saved_tensors
+        stride, padding, dilation, groups, deterministic = ctx.conf
+        nd = x.dim() - 2
+        need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        # One memory format for the activations (the input's, if it has one).
+        cl = not x.is_contiguous() and is_channels_last(x)
+        x = _dense_like(x, cl)
+        gy = _dense_like(grad_output, cl)
+        dx = dw = None
+        try:
+            if need_x:
+                dx = conv_backward_data(gy, weight, x.shape, stride, padding, dilation, groups)
+            if need_w:
+                dw = conv_backward_weight(
+                    x, gy, weight.shape, stride, padding, dilation, groups, deterministic=deterministic
+                )
+                if not weight.is_contiguous() and not is_channels_last(weight):
+                    dw = dw.contiguous()
+        except Unsupported:
+            dx, dw, _ = torch.ops.aten.convolution_backward(
+                gy, x, weight, None, stride, padding, dilation, False, [0] * nd, groups, [need_x, need_w, False]
+            )
+        db = grad_output.sum(dim=[0, *range(2, grad_output.dim())]) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return dx, dw, db, None, None, None, None, None
+
+
+class _ConvgradConv:
+    """Forward of ``nn.ConvNd`` through :class:`ConvFunction` (zero padding given as numbers)."""
+
+    deterministic = False
+
+    def forward(self, x):
+        if self.padding_mode != "zeros" or isinstance(self.padding, str):
+            return super().forward(x)
+        return ConvFunction.apply(
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, self.deterministic
+        )
+
+
+class Conv1d(_ConvgradConv, nn.Conv1d):
+    """``torch.nn.Conv1d`` with convgrad's backward."""
+
+
+class Conv2d(_ConvgradConv, nn.Conv2d):
+    """``torch.nn.Conv2d`` with convgrad's backward."""
+
+
+class Conv3d(_ConvgradConv, nn.Conv3d):
+    """``torch.nn.Conv3d`` with convgrad's backward."""
+
+
+_SWAP = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
+
+
+def convert_conv_modules(model, deterministic=False):
+    """Makes every ``nn.Conv{1,2,3}d`` of ``model`` (exact type) use convgrad's backward, in place."""
+    for m in model.modules():
+        new = _SWAP.get(type(m))
+        if new is not None:
+            m.__class__ = new
+            m.deterministic = deterministic
+    return model

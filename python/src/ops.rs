@@ -1,0 +1,223 @@
+//! The two operations on DLPack tensors: checks, planning (through the
+//! process-wide [`PlanCache`]), binding memory, and the launch on the
+//! caller's stream.
+
+use crate::dlpack::{self, Tensor};
+use crate::epilogue;
+use crate::errors;
+use crate::layout;
+use crate::memory::{Ctx, Mem};
+use crate::problem::{self, ConvArgs};
+use convgrad::ops::bwd_data::{BwdDataConfig, BwdDataTensors};
+use convgrad::ops::bwd_weight::{BwdWeightConfig, BwdWeightTensors, SplitK};
+use convgrad::ops::{PlanCache, Workspace, WorkspaceContents};
+use convgrad::runtime::BufRef;
+use convgrad::types::{EpilogueOp, TensorRole};
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+/// Reads `stride` / `padding` / `dilation`: an int or a sequence of ints.
+pub fn ints(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let vals: Vec<i64> = if let Ok(v) = obj.extract::<i64>() {
+        vec![v]
+    } else if obj.cast::<PyString>().is_err()
+        && let Ok(v) = obj.extract::<Vec<i64>>()
+    {
+        v
+    } else {
+        return Err(errors::type_err(name, "expected an int or a sequence of ints"));
+    };
+    vals.into_iter()
+        .map(|v| usize::try_from(v).map_err(|_| errors::value(name, format!("{v} is negative"))))
+        .collect()
+}
+
+/// Whether an epilogue step reads a `D` tensor.
+fn reads_d(op: &EpilogueOp) -> bool {
+    matches!(op, EpilogueOp::Add | EpilogueOp::AddRelu | EpilogueOp::ReluMask | EpilogueOp::Bilinear(..))
+}
+
+/// Backward-data: `dx = epilogue(conv_transpose(dy, w), d_tensors...)`,
+/// written into `dx`. Returns a one-line description of the kernel that ran.
+#[allow(clippy::too_many_arguments)]
+pub fn backward_data(
+    dy: &Bound<'_, PyAny>,
+    w: &Bound<'_, PyAny>,
+    dx: &Bound<'_, PyAny>,
+    args: ConvArgs,
+    epi: Option<&Bound<'_, PyAny>>,
+    d_tensors: Option<&Bound<'_, PyAny>>,
+    stream: usize,
+) -> PyResult<String> {
+    let dy = dlpack::import("dy", dy, stream)?;
+    let w = dlpack::import("w", w, stream)?;
+    let dx = dlpack::import("dx", dx, stream)?;
+    let ops = epilogue::parse(epi)?;
+    let mut ds: Vec<Tensor> = Vec::new();
+    if let Some(list) = d_tensors.filter(|o| !o.is_none()) {
+        let items = list.try_iter().map_err(|_| errors::type_err("d_tensors", "expected a sequence of tensors"))?;
+        for (i, t) in items.enumerate() {
+            ds.push(dlpack::import(&format!("d_tensors[{i}]"), &t?, stream)?);
+        }
+    }
+    let want_d = ops.iter().filter(|o| reads_d(o)).count();
+    if want_d != ds.len() {
+        return Err(errors::value(
+            "d_tensors",
+            format!("the epilogue {ops:?} reads {want_d} D tensor(s), {} given", ds.len()),
+        ));
+    }
+    let mut all: Vec<&Tensor> = vec![&dy, &w, &dx];
+    all.extend(ds.iter());
+    problem::same_place(&all)?;
+    let types = problem::types(&all)?;
+    let p = problem::problem(&dx, &w, &dy, &args)?;
+    let fam = layout::choose_family(&[&dy, &dx], &w)?;
+    let maps: Vec<epilogue::DMap> = ds.iter().map(|d| epilogue::d_layout(d, &dx, &p, fam)).collect::<PyResult<_>>()?;
+    problem::no_overlap(&dx, &[&dy, &w])?;
+    // A D that overlaps dx must be dx itself (in-place accumulation).
+    let mut alias = vec![false; ds.len()];
+    for (i, d) in ds.iter().enumerate() {
+        if d.overlaps(&dx) {
+            if d.addr != dx.addr || d.shape != dx.shape || layout::orders(d) != layout::orders(&dx) {
+                return Err(errors::value(&d.name, "overlaps dx without being dx itself (same memory and layout)"));
+            }
+            alias[i] = true;
+        }
+    }
+
+    let ctx = Ctx::open(dy.place, stream, "dy")?;
+    let cfg = BwdDataConfig {
+        layout: fam,
+        types,
+        epilogue: ops,
+        d_layouts: maps.iter().map(|m| m.layout).collect(),
+        instance: None,
+        strip_rows: None,
+    };
+    let descs = (
+        layout::desc(&dy, &p, fam, TensorRole::Output),
+        layout::desc(&w, &p, fam, TensorRole::Weight),
+        layout::desc(&dx, &p, fam, TensorRole::Input),
+    );
+    let op = PlanCache::global()
+        .bwd_data(&ctx.dev, &p, &cfg, descs.0, descs.1, descs.2)
+        .map_err(|e| errors::op("conv_backward_data", e))?;
+    for ((d, m), want) in ds.iter().zip(&maps).zip(&op.plan().ds) {
+        epilogue::check_strides(d, m, want)?;
+    }
+
+    let dy_m = ctx.bind(&dy, true, false)?;
+    let w_m = ctx.bind(&w, true, false)?;
+    let dx_m = ctx.bind(&dx, alias.contains(&true), true)?;
+    let d_ms: Vec<Option<Mem>> = ds
+        .iter()
+        .zip(&alias)
+        .map(|(d, &a)| if a { Ok(None) } else { ctx.bind(d, true, false).map(Some) })
+        .collect::<PyResult<_>>()?;
+    let d_refs: Vec<BufRef<'_>> = d_ms.iter().map(|m| m.as_ref().unwrap_or(&dx_m).as_ref()).collect();
+    let t = BwdDataTensors { dy: dy_m.as_ref(), w: w_m.as_ref(), dx: dx_m.as_ref(), ds: &d_refs };
+    op.execute_on(&ctx.stream, t).map_err(|e| errors::op("conv_backward_data", e))?;
+    ctx.finish(&[("dx", &dx_m)])?;
+    Ok(op.describe())
+}
+
+/// Backward-weight: `dw = sum over N and pixels of x (*) dy`, written into
+/// `dw`. `workspace`: `None`, a byte tensor, or a callable taking the byte
+/// count and returning one (the caller's allocator); CPU calls use emulator
+/// scratch memory after checking a given tensor's size.
+#[allow(clippy::too_many_arguments)]
+pub fn backward_weight(
+    x: &Bound<'_, PyAny>,
+    dy: &Bound<'_, PyAny>,
+    dw: &Bound<'_, PyAny>,
+    args: ConvArgs,
+    split_k: Option<u32>,
+    deterministic: bool,
+    workspace: Option<&Bound<'_, PyAny>>,
+    workspace_zeroed: bool,
+    stream: usize,
+) -> PyResult<String> {
+    let x = dlpack::import("x", x, stream)?;
+    let dy = dlpack::import("dy", dy, stream)?;
+    let dw = dlpack::import("dw", dw, stream)?;
+    problem::same_place(&[&x, &dy, &dw])?;
+    let types = problem::types(&[&x, &dy, &dw])?;
+    let p = problem::problem(&x, &dw, &dy, &args)?;
+    let fam = layout::choose_family(&[&x, &dy], &dw)?;
+    problem::no_overlap(&dw, &[&x, &dy])?;
+    let split_k = match split_k {
+        None => SplitK::Auto,
+        Some(0) => return Err(errors::value("split_k", "must be at least 1 (or None: chosen by convgrad)")),
+        Some(n) => SplitK::Fixed(n),
+    };
+
+    let ctx = Ctx::open(x.place, stream, "x")?;
+    let cfg = BwdWeightConfig {
+        layout: fam,
+        types,
+        epilogue: EpilogueOp::PassThrough,
+        split_k,
+        deterministic,
+        instance: None,
+    };
+    let op = PlanCache::global()
+        .bwd_weight(
+            &ctx.dev,
+            &p,
+            &cfg,
+            layout::desc(&x, &p, fam, TensorRole::Input),
+            layout::desc(&dw, &p, fam, TensorRole::Weight),
+            layout::desc(&dy, &p, fam, TensorRole::Output),
+        )
+        .map_err(|e| errors::op("conv_backward_weight", e))?;
+
+    // The split-K workspace: the caller's memory on a GPU, scratch on the emulator.
+    let need = op.workspace_bytes();
+    let ws_tensor = match workspace.filter(|w| !w.is_none()) {
+        Some(w) if need > 0 && w.is_callable() => Some(dlpack::import_raw("workspace", &w.call1((need,))?, stream)?),
+        Some(w) if w.is_callable() => None,
+        Some(w) => Some(dlpack::import_raw("workspace", w, stream)?),
+        None => None,
+    };
+    if let Some(ws) = &ws_tensor {
+        problem::same_place(&[&x, ws])?;
+        if !layout::is_dense(ws, layout::Order::Contiguous) {
+            return Err(errors::value("workspace", "must be a contiguous tensor"));
+        }
+        let got = ws.numel() * ws.elem_bytes;
+        if got < need {
+            return Err(errors::value(
+                "workspace",
+                format!("{got} bytes is too small: this call needs {need} bytes of split-K workspace"),
+            ));
+        }
+        problem::no_overlap(ws, &[&x, &dy, &dw])?;
+    }
+    let ws_mem = match (&ws_tensor, need, x.place) {
+        (_, 0, _) => None,
+        (_, _, dlpack::Place::Cpu) => Some((ctx.scratch(need, "workspace")?, WorkspaceContents::Unknown)),
+        (Some(ws), _, _) => {
+            let contents = if workspace_zeroed { WorkspaceContents::Zeroed } else { WorkspaceContents::Unknown };
+            Some((ctx.bind(ws, false, false)?, contents))
+        }
+        (None, _, _) => {
+            return Err(errors::value(
+                "workspace",
+                format!("this call needs {need} bytes of split-K workspace: pass a tensor or an allocator callable"),
+            ));
+        }
+    };
+
+    let x_m = ctx.bind(&x, true, false)?;
+    let dy_m = ctx.bind(&dy, true, false)?;
+    let dw_m = ctx.bind(&dw, false, true)?;
+    let ws = match &ws_mem {
+        None => Workspace::None,
+        Some((m, contents)) => Workspace::Raw { mem: m.as_ref(), contents: *contents },
+    };
+    let t = BwdWeightTensors { x: x_m.as_ref(), dy: dy_m.as_ref(), dw: dw_m.as_ref(), ds: &[] };
+    op.execute_on(&ctx.stream, t, ws).map_err(|e| errors::op("conv_backward_weight", e))?;
+    ctx.finish(&[("dw", &dw_m)])?;
+    Ok(op.describe())
+}

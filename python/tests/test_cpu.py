@@ -1,0 +1,302 @@
+"""CPU tests of convgrad_torch's native module: NumPy arrays through DLPack,
+run on convgrad's emulator (gfx942 model). Needs neither a GPU nor torch.
+
+Every test draws fresh random inputs (the seed is in the failure message),
+poisons outputs with NaN before the call, checks every element finite and
+within the bound of ``reference.check`` against a float64 reference:
+
+    |ours - ref64| <= 2 u(dtype) |ref64| + 4 (terms + 2) 2^-24 sum|terms| + 2 smallest(dtype)
+
+(u = 2^-24 for float32, 2^-11 for float16; ``terms`` the summands per element).
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import reference as ref  # noqa: E402
+
+from convgrad_torch import _native as nat  # noqa: E402
+import convgrad_torch  # noqa: E402
+
+
+def rng():
+    seed = int.from_bytes(os.urandom(4), "little")
+    return np.random.default_rng(seed), seed
+
+
+def in_format(a, channels_last):
+    """A copy of ``a`` in contiguous or channels-last memory order (same shape)."""
+    if not channels_last:
+        return np.ascontiguousarray(a)
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
+
+
+def poisoned(shape, dtype, channels_last):
+    return in_format(np.full(shape, np.nan, dtype=dtype), channels_last)
+
+
+def conv_out(inp, f, s, p, d):
+    return [(i + 2 * pp - dd * (ff - 1) - 1) // ss + 1 for i, ff, ss, pp, dd in zip(inp, f, s, p, d)]
+
+
+# (name, N, G, C, K, input spatial, filter, stride, padding, dilation)
+PROBLEMS = [
+    ("2d", 2, 1, 8, 8, (6, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("2d-stride2-grouped", 2, 2, 4, 8, (9, 8), (3, 3), (2, 2), (1, 0), (1, 1)),
+    ("2d-depthwise-dil2", 1, 8, 1, 1, (8, 8), (3, 3), (1, 1), (2, 2), (2, 2)),
+    ("2d-1x1-stride2", 2, 1, 16, 8, (7, 7), (1, 1), (2, 2), (0, 0), (1, 1)),
+    ("1d", 2, 2, 4, 4, (13,), (3,), (2,), (1,), (1,)),
+    ("3d", 1, 1, 4, 8, (4, 5, 5), (3, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 1)),
+]
+IDS = [p[0] for p in PROBLEMS]
+
+
+def shapes(prob):
+    _, n, g, c, k, inp, f, s, p, d = prob
+    out = conv_out(inp, f, s, p, d)
+    return (n, g * c, *inp), (g * k, c, *f), (n, g * k, *out), out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("prob", PROBLEMS, ids=IDS)
+def test_backward_weight(prob, channels_last, dtype):
+    r, seed = rng()
+    xs, ws, ys, out = shapes(prob)
+    _, n, g, c, k, inp, f, s, p, d = prob
+    x = in_format(r.standard_normal(xs).astype(dtype), channels_last)
+    dy = in_format(r.standard_normal(ys).astype(dtype), channels_last)
+    dw = poisoned(ws, dtype, channels_last)
+    nat.conv_backward_weight(x, dy, dw, list(s), list(p), list(d), g)
+    want, absw = ref.bwd_weight(x, dy, ws, s, p, d, g)
+    ref.check(dw, want, absw, n * int(np.prod(out)), dtype, f"dw (seed {seed})")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("prob", PROBLEMS, ids=IDS)
+def test_backward_data(prob, channels_last, dtype):
+    r, seed = rng()
+    xs, ws, ys, out = shapes(prob)
+    _, n, g, c, k, inp, f, s, p, d = prob
+    dy = in_format(r.standard_normal(ys).astype(dtype), channels_last)
+    w = in_format(r.standard_normal(ws).astype(dtype), channels_last)
+    dx = poisoned(xs, dtype, channels_last)
+    nat.conv_backward_data(dy, w, dx, list(s), list(p), list(d), g)
+    want, absx = ref.bwd_data(dy, w, xs, s, p, d, g)
+    ref.check(dx, want, absx, k * int(np.prod(f)), dtype, f"dx (seed {seed})")
+
+
+def test_backward_data_nchw_with_channels_last_weight():
+    """Contiguous activations with a channels_last weight: the NGCHW/GKYXC family."""
+    r, seed = rng()
+    prob = PROBLEMS[1]
+    xs, ws, ys, out = shapes(prob)
+    g, s, p, d = prob[2], prob[7], prob[8], prob[9]
+    dy = r.standard_normal(ys).astype(np.float32)
+    w = in_format(r.standard_normal(ws).astype(np.float32), True)
+    dx = poisoned(xs, np.float32, False)
+    nat.conv_backward_data(dy, w, dx, list(s), list(p), list(d), g)
+    want, absx = ref.bwd_data(dy, w, xs, s, p, d, g)
+    ref.check(dx, want, absx, prob[4] * 9, np.float32, f"dx (seed {seed})")
+
+
+@pytest.mark.parametrize("deterministic", [False, True], ids=["atomic", "deterministic"])
+@pytest.mark.parametrize("split_k", [None, 3])
+def test_backward_weight_split_k(split_k, deterministic):
+    r, seed = rng()
+    n, c, k, hw = 4, 8, 8, 9
+    x = r.standard_normal((n, c, hw, hw)).astype(np.float16)
+    dy = r.standard_normal((n, k, hw, hw)).astype(np.float16)
+    dw = poisoned((k, c, 3, 3), np.float16, False)
+    # A byte workspace the size check passes; the emulator uses its own scratch.
+    calls = []
+
+    def alloc(nbytes):
+        calls.append(nbytes)
+        return np.zeros(nbytes, dtype=np.uint8)
+
+    desc = nat.conv_backward_weight(
+        x, dy, dw, 1, 1, 1, 1, split_k=split_k, deterministic=deterministic, workspace=alloc
+    )
+    if split_k == 3:
+        assert "k_batch 1 " not in desc, desc
+    want, absw = ref.bwd_weight(x, dy, dw.shape, (1, 1), (1, 1), (1, 1), 1)
+    ref.check(dw, want, absw, n * hw * hw, np.float16, f"dw (seed {seed}, {desc})")
+
+
+# ---------------------------------------------------------------- fused multi-D
+
+
+def _fused_case(r, dtype, channels_last, steps, d_kinds, groups=2):
+    n, c, k, h, w_ = 2, 4, 4, 6, 6
+    g = groups
+    xs, ws, ys = (n, g * c, h, w_), (g * k, c, 3, 3), (n, g * k, h, w_)
+    dy = in_format(r.standard_normal(ys).astype(dtype), channels_last)
+    w = in_format(r.standard_normal(ws).astype(dtype), channels_last)
+    ds = []
+    for kind in d_kinds:
+        if kind == "bias":
+            ds.append(r.standard_normal(g * c).astype(dtype))
+        elif kind == "pixel":
+            ds.append(in_format(r.standard_normal((n, g, h, w_)).astype(dtype), True))
+        elif kind == "full":
+            ds.append(in_format(r.standard_normal(xs).astype(dtype), channels_last))
+        elif kind == "full-other":
+            ds.append(in_format(r.standard_normal(xs).astype(dtype), not channels_last))
+    return xs, ws, dy, w, ds, g
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize(
+    "steps,d_kinds",
+    [
+        (["add-relu"], ["bias"]),
+        (["relu-mask", "add"], ["pixel", "full"]),
+        ("relu_mask+add", ["full-other", "bias"]),
+        ([("bilinear", 0.5, -2.0), ("scale", 3.0)], ["full"]),
+    ],
+    ids=["bias-relu", "relumask-pixel-add-full", "relumask-other-add-bias", "bilinear-scale"],
+)
+def test_backward_data_fused(steps, d_kinds, channels_last, dtype):
+    r, seed = rng()
+    xs, ws, dy, w, ds, g = _fused_case(r, dtype, channels_last, steps, d_kinds)
+    dx = poisoned(xs, dtype, channels_last)
+    nat.conv_backward_data(dy, w, dx, 1, 1, 1, g, epilogue=steps, d_tensors=ds)
+    v, av = ref.bwd_data(dy, w, xs, (1, 1), (1, 1), (1, 1), g)
+    chain = steps.split("+") if isinstance(steps, str) else steps
+    want, absx = ref.epilogue(v, av, chain, [ref.broadcast_d(d, xs, g) for d in ds])
+    ref.check(dx, want, absx, ws[0] // g * 9 + 2, dtype, f"dx (seed {seed})")
+
+
+def test_backward_data_in_place_accumulate():
+    """D0 is dx itself: dx += conv_transpose(dy, w)."""
+    r, seed = rng()
+    xs, ws, dy, w, _, g = _fused_case(r, np.float32, True, None, [])
+    dx = in_format(r.standard_normal(xs).astype(np.float32), True)
+    before = dx.astype(np.float64)
+    nat.conv_backward_data(dy, w, dx, 1, 1, 1, g, epilogue="add", d_tensors=[dx])
+    v, av = ref.bwd_data(dy, w, xs, (1, 1), (1, 1), (1, 1), g)
+    ref.check(dx, v + before, av + np.abs(before), ws[0] // g * 9 + 1, np.float32, f"dx (seed {seed})")
+
+
+# ---------------------------------------------------------------- errors
+
+
+def _small(dtype=np.float32):
+    r, _ = rng()
+    x = r.standard_normal((2, 4, 5, 5)).astype(dtype)
+    dy = r.standard_normal((2, 4, 5, 5)).astype(dtype)
+    w = r.standard_normal((4, 4, 3, 3)).astype(dtype)
+    return x, dy, w
+
+
+def test_import_without_torch():
+    assert "torch" not in sys.modules or sys.modules["torch"] is not None
+    assert issubclass(convgrad_torch.Unsupported, RuntimeError)
+    assert "gfx942" == convgrad_torch.EMULATOR_ARCH
+
+
+def test_error_dtype():
+    x, dy, w = _small()
+    with pytest.raises(TypeError, match=r"dy: dtype float64 is not supported; expected float16, bfloat16 or float32"):
+        nat.conv_backward_data(dy.astype(np.float64), w, np.empty_like(x), 1, 1, 1, 1)
+    with pytest.raises(TypeError, match=r"x: dtype int32"):
+        nat.conv_backward_weight(x.astype(np.int32), dy, np.empty_like(w), 1, 1, 1, 1)
+
+
+def test_error_mixed_dtypes():
+    x, dy, w = _small()
+    with pytest.raises(TypeError, match=r"w: dtype float16 differs from dy's float32"):
+        nat.conv_backward_data(dy, w.astype(np.float16), np.empty_like(x), 1, 1, 1, 1)
+
+
+def test_error_not_a_tensor():
+    x, dy, w = _small()
+    with pytest.raises(TypeError, match=r"dw: expected a tensor"):
+        nat.conv_backward_weight(x, dy, [1.0, 2.0], 1, 1, 1, 1)
+    with pytest.raises(TypeError, match=r"dx: expected a tensor .* got None"):
+        nat.conv_backward_data(dy, w, None, 1, 1, 1, 1)
+
+
+def test_error_layout():
+    x, dy, w = _small()
+    # A transposed view (H and W swapped) is neither contiguous nor channels_last.
+    xt = np.ascontiguousarray(x).transpose(0, 1, 3, 2)
+    with pytest.raises(ValueError, match=r"x: shape .* neither contiguous nor channels_last"):
+        nat.conv_backward_weight(xt, dy, np.empty_like(w), 1, 1, 1, 1)
+    # A sliced view.
+    big = np.zeros((2, 8, 5, 5), np.float32)
+    with pytest.raises(ValueError, match=r"dx: shape .* neither contiguous nor channels_last"):
+        nat.conv_backward_data(dy, w, big[:, ::2], 1, 1, 1, 1)
+    # Mixed activation formats.
+    with pytest.raises(ValueError, match=r"dy: memory format channels_last does not match x's contiguous"):
+        nat.conv_backward_weight(x, in_format(dy, True), np.empty_like(w), 1, 1, 1, 1)
+    # channels_last activations with a contiguous weight.
+    with pytest.raises(ValueError, match=r"w: with channels_last activations the weight must be channels_last"):
+        nat.conv_backward_data(in_format(dy, True), w, in_format(np.empty_like(x), True), 1, 1, 1, 1)
+
+
+def test_error_shapes():
+    x, dy, w = _small()
+    with pytest.raises(ValueError, match=r"dw: shape \[4, 3, 3, 3\]: expected \[G\*K, C, \*filter\]"):
+        nat.conv_backward_weight(x, dy, np.empty((4, 3, 3, 3), np.float32), 1, 1, 1, 1)
+    with pytest.raises(ValueError, match=r"dy: spatial shape \[5, 5\] is not the convolution's output \[3, 3\]"):
+        nat.conv_backward_weight(x, dy, np.empty_like(w), 2, 1, 1, 1)
+    with pytest.raises(ValueError, match=r"x: channels 4 \(dimension 1\) is not divisible by groups=3"):
+        nat.conv_backward_weight(x, dy, np.empty_like(w), 1, 1, 1, 3)
+    with pytest.raises(ValueError, match=r"stride: 3 values for a 2-D convolution"):
+        nat.conv_backward_weight(x, dy, np.empty_like(w), [1, 1, 1], 1, 1, 1)
+    with pytest.raises(ValueError, match=r"dx: 3 dimensions"):
+        nat.conv_backward_data(dy, w, np.empty((2, 4, 5), np.float32), 1, 1, 1, 1)
+    with pytest.raises(ValueError, match=r"padding: -1 is negative"):
+        nat.conv_backward_data(dy, w, np.empty_like(x), 1, -1, 1, 1)
+
+
+def test_error_workspace_too_small():
+    r, _ = rng()
+    x = r.standard_normal((4, 8, 9, 9)).astype(np.float16)
+    dy = r.standard_normal((4, 8, 9, 9)).astype(np.float16)
+    dw = np.empty((8, 8, 3, 3), np.float16)
+    with pytest.raises(ValueError, match=r"workspace: 16 bytes is too small: this call needs \d+ bytes"):
+        nat.conv_backward_weight(x, dy, dw, 1, 1, 1, 1, split_k=3, workspace=np.zeros(16, np.uint8))
+    with pytest.raises(ValueError, match=r"split_k: must be at least 1"):
+        nat.conv_backward_weight(x, dy, dw, 1, 1, 1, 1, split_k=0)
+
+
+def test_error_overlap_and_read_only():
+    x, dy, w = _small()
+    with pytest.raises(ValueError, match=r"dx: overlaps the input dy"):
+        nat.conv_backward_data(dy, w, dy, 1, 1, 1, 1)
+    dx = np.empty_like(x)
+    dx.flags.writeable = False
+    with pytest.raises(ValueError, match=r"dx: "):
+        nat.conv_backward_data(dy, w, dx, 1, 1, 1, 1)
+
+
+def test_error_epilogue():
+    x, dy, w = _small()
+    dx = np.empty_like(x)
+    with pytest.raises(ValueError, match=r"d_tensors: the epilogue .* reads 1 D tensor\(s\), 0 given"):
+        nat.conv_backward_data(dy, w, dx, 1, 1, 1, 1, epilogue="add")
+    with pytest.raises(ValueError, match=r"epilogue: unknown step `gelu`"):
+        nat.conv_backward_data(dy, w, dx, 1, 1, 1, 1, epilogue=["gelu"])
+    with pytest.raises(ValueError, match=r"d_tensors\[0\]: shape \[3\] is none of the D layouts"):
+        nat.conv_backward_data(dy, w, dx, 1, 1, 1, 1, epilogue="add", d_tensors=[np.zeros(3, np.float32)])
+    with pytest.raises(ValueError, match=r"d_tensors\[0\]: overlaps dx without being dx itself"):
+        nat.conv_backward_data(dy, w, dx, 1, 1, 1, 1, epilogue="add", d_tensors=[dx.reshape(-1)[:4]])
+
+
+def test_unsupported_is_runtime_error():
+    """A problem outside the kernels' limits raises convgrad_torch.Unsupported (a RuntimeError)."""
+    x, dy, w = _small()
+    dy1 = np.zeros((2, 4, 1, 1), np.float32)
+    with pytest.raises(convgrad_torch.Unsupported, match=r"strides\[0\]"):
+        nat.conv_backward_weight(x, dy1, np.empty_like(w), [2**31, 2**31], 1, 1, 1)
+    with pytest.raises(RuntimeError):
+        nat.conv_backward_weight(x, dy1, np.empty_like(w), [2**31, 2**31], 1, 1, 1)
