@@ -269,6 +269,18 @@ impl Device {
             return Ok(d.clone());
         }
         let d = Device::open(backend, index)?;
+        // `Auto` and the backend it picked name the same device.
+        let picked = match d.backend_kind() {
+            BackendKind::Hip => Backend::Hip,
+            BackendKind::Cuda => Backend::Cuda,
+            BackendKind::Emulator => Backend::Emulator(EmuArch::parse(d.arch()).unwrap_or(Backend::DEFAULT_EMU_ARCH)),
+        };
+        if let Some(existing) = map.get(&(picked, index)) {
+            let existing = existing.clone();
+            map.insert((backend, index), existing.clone());
+            return Ok(existing);
+        }
+        map.insert((picked, index), d.clone());
         map.insert((backend, index), d.clone());
         Ok(d)
     }
