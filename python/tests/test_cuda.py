@@ -1,0 +1,373 @@
+"""convgrad_torch on PyTorch CUDA tensors, against PyTorch.
+
+Every result is compared with ``torch.ops.aten.convolution_backward`` in the
+same dtype (``aten``) and with the same aten call on float64 copies of the
+inputs (``ref64``). Tolerance rule, per output tensor:
+
+    max|ours - ref64| <= max(4 * max|aten - ref64|, floor(dtype) * max|ref64|)
+
+with floor = 2^-9 (float16), 2^-6 (bfloat16), 2^-18 (float32): ours may be at
+most four times as far from the exact result as PyTorch's own kernel, and is
+never held to less than a few units in the last place of the output type.
+TF32 is switched off (``torch.backends.cudnn.allow_tf32 = False``) so that
+float32 aten is a true float32 reference. Outputs are passed in with ``out=``
+poisoned with NaN, and every element is checked finite. Fused epilogues are
+compared with the same chain applied, unfused, to aten's result (in dtype)
+and to ref64 (in float64).
+
+Environment: ``CONVGRAD_TEST_DEVICE=cpu`` runs the same tests on CPU tensors
+(convgrad's emulator; slow, use ``-k``); the stream tests need CUDA.
+"""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import convgrad_torch as cg  # noqa: E402
+from convgrad_torch import torch_ops  # noqa: E402
+
+DEVICE = os.environ.get("CONVGRAD_TEST_DEVICE", "cuda")
+if DEVICE == "cuda" and not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
+
+FLOOR = {torch.float16: 2.0**-9, torch.bfloat16: 2.0**-6, torch.float32: 2.0**-18}
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+DT_IDS = ["f16", "bf16", "f32"]
+
+
+def check(what, ours, aten, ref64):
+    ours64 = ours.double()
+    assert torch.isfinite(ours64).all(), f"{what}: {int((~torch.isfinite(ours64)).sum())} non-finite elements"
+    err = (ours64 - ref64).abs().max().item()
+    err_aten = (aten.double() - ref64).abs().max().item()
+    scale = ref64.abs().max().item()
+    tol = max(4 * err_aten, FLOOR[ours.dtype] * scale)
+    assert err <= tol, f"{what}: max|ours - ref64| = {err:.3e} > tol {tol:.3e} (aten {err_aten:.3e}, max|ref64| {scale:.3e})"
+
+
+def fmt(t, channels_last):
+    return torch_ops.to_channels_last(t) if channels_last else t.contiguous()
+
+
+def nan_like(shape, dtype, channels_last):
+    return fmt(torch.full(shape, float("nan"), dtype=dtype, device=DEVICE), channels_last)
+
+
+def aten_bwd(dy, x, w, s, p, d, g, mask=(True, True, False)):
+    nd = x.dim() - 2
+    return torch.ops.aten.convolution_backward(dy, x, w, None, s, p, d, False, [0] * nd, g, list(mask))
+
+
+def conv_out(inp, f, s, p, d):
+    return [(i + 2 * pp - dd * (ff - 1) - 1) // ss + 1 for i, ff, ss, pp, dd in zip(inp, f, s, p, d)]
+
+
+# (name, N, G, C, K, input spatial, filter, stride, padding, dilation)
+PROBLEMS = [
+    ("2d", 4, 1, 32, 64, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("2d-s2-pad0", 2, 1, 16, 32, (15, 15), (3, 3), (2, 2), (0, 0), (1, 1)),
+    ("2d-grouped", 2, 4, 16, 16, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("2d-depthwise-dil2", 2, 32, 1, 1, (16, 16), (3, 3), (1, 1), (2, 2), (2, 2)),
+    ("2d-1x1-s2", 2, 1, 64, 32, (14, 14), (1, 1), (2, 2), (0, 0), (1, 1)),
+    ("2d-odd", 3, 1, 5, 7, (9, 11), (5, 3), (1, 2), (2, 1), (1, 1)),
+    ("1d", 4, 2, 8, 8, (33,), (5,), (2,), (2,), (1,)),
+    ("3d", 2, 1, 8, 16, (6, 8, 8), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
+    ("3d-grouped-s2", 1, 2, 8, 8, (7, 7, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1)),
+]
+IDS = [p[0] for p in PROBLEMS]
+
+
+def make(prob, dtype, channels_last, gen):
+    _, n, g, c, k, inp, f, s, p, d = prob
+    out = conv_out(inp, f, s, p, d)
+    x = fmt(torch.randn((n, g * c, *inp), generator=gen, device=DEVICE).to(dtype), channels_last)
+    w = fmt(torch.randn((g * k, c, *f), generator=gen, device=DEVICE).to(dtype), channels_last)
+    dy = fmt(torch.randn((n, g * k, *out), generator=gen, device=DEVICE).to(dtype), channels_last)
+    return x, w, dy, list(s), list(p), list(d), g
+
+
+def gen():
+    g = torch.Generator(device=DEVICE)
+    g.seed()  # fresh inputs per test
+    return g
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+@pytest.mark.parametrize("prob", PROBLEMS, ids=IDS)
+def test_backward_data(prob, dtype, channels_last):
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(prob, dtype, channels_last, g_)
+    out = nan_like(x.shape, dtype, channels_last)
+    r = cg.conv_backward_data(dy, w, x.shape, s, p, d, g, out=out)
+    assert r is out
+    aten, _, _ = aten_bwd(dy, x, w, s, p, d, g, (True, False, False))
+    ref, _, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (True, False, False))
+    check(f"grad_input (seed {g_.initial_seed()})", out, aten, ref)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+@pytest.mark.parametrize("prob", PROBLEMS, ids=IDS)
+def test_backward_weight(prob, dtype, channels_last):
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(prob, dtype, channels_last, g_)
+    out = nan_like(w.shape, dtype, channels_last)
+    r = cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, out=out)
+    assert r is out
+    _, aten, _ = aten_bwd(dy, x, w, s, p, d, g, (False, True, False))
+    _, ref, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (False, True, False))
+    check(f"grad_weight (seed {g_.initial_seed()})", out, aten, ref)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+def test_allocated_outputs_and_weight_conversion(dtype):
+    """No out=: results in the activations' format; a contiguous weight with
+    channels_last activations is converted for the call."""
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(PROBLEMS[2], dtype, True, g_)
+    w = w.contiguous()
+    dx = cg.conv_backward_data(dy, w, x.shape, s, p, d, g)
+    dw = cg.conv_backward_weight(x, dy, w.shape, s, p, d, g)
+    assert torch_ops.is_channels_last(dx) and torch_ops.is_channels_last(dw)
+    adx, adw, _ = aten_bwd(dy, x, w, s, p, d, g)
+    rdx, rdw, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g)
+    check("grad_input", dx, adx, rdx)
+    check("grad_weight", dw, adw, rdw)
+
+
+@pytest.mark.parametrize("deterministic", [False, True], ids=["atomic", "deterministic"])
+@pytest.mark.parametrize("split_k", [None, 4])
+def test_backward_weight_split_k(split_k, deterministic):
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(("big-n", 32, 1, 16, 16, (28, 28), (3, 3), (1, 1), (1, 1), (1, 1)), torch.float16, True, g_)
+    outs = []
+    for _ in range(2):
+        out = nan_like(w.shape, torch.float16, True)
+        cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, split_k=split_k, deterministic=deterministic, out=out)
+        outs.append(out)
+    _, aten, _ = aten_bwd(dy, x, w, s, p, d, g, (False, True, False))
+    _, ref, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (False, True, False))
+    for o in outs:
+        check("grad_weight", o, aten, ref)
+    if deterministic:
+        assert torch.equal(outs[0], outs[1]), "deterministic split-K differs between two runs"
+
+
+# ---------------------------------------------------------------- fused multi-D
+
+
+def _chain_ref(v, steps, ds):
+    ds = list(ds)
+    for st in steps:
+        if st == "add":
+            v = v + ds.pop(0)
+        elif st == "add_relu":
+            v = torch.clamp_min(v + ds.pop(0), 0)
+        elif st == "relu_mask":
+            v = v * (ds.pop(0) > 0)
+    return v
+
+
+def _bcast(dd, shape, g):
+    nd = len(shape) - 2
+    if dd.dim() == 1:
+        return dd.reshape(1, -1, *([1] * nd)).expand(shape)
+    if list(dd.shape) == list(shape):
+        return dd
+    return dd.repeat_interleave(shape[1] // g, dim=1)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
+@pytest.mark.parametrize(
+    "steps,kinds",
+    [(["add_relu"], ["bias"]), (["relu_mask", "add"], ["pixel", "full"]), (["relu_mask"], ["full"])],
+    ids=["bias-relu", "relumask-pixel-add-full", "relumask-full"],
+)
+@pytest.mark.parametrize("prob", [PROBLEMS[0], PROBLEMS[2], PROBLEMS[7]], ids=["2d", "2d-grouped", "3d"])
+def test_backward_data_fused(prob, steps, kinds, dtype, channels_last):
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(prob, dtype, channels_last, g_)
+    ds = []
+    for kind in kinds:
+        if kind == "bias":
+            ds.append(torch.randn(x.shape[1], generator=g_, device=DEVICE).to(dtype))
+        elif kind == "pixel":
+            ds.append(torch_ops.to_channels_last(torch.randn((x.shape[0], g, *x.shape[2:]), generator=g_, device=DEVICE).to(dtype)))
+        else:
+            ds.append(fmt(torch.randn(x.shape, generator=g_, device=DEVICE).to(dtype), channels_last))
+    out = nan_like(x.shape, dtype, channels_last)
+    cg.conv_backward_data_fused(dy, w, x.shape, s, p, d, g, epilogue=steps, d_tensors=ds, out=out)
+    aten, _, _ = aten_bwd(dy, x, w, s, p, d, g, (True, False, False))
+    ref, _, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (True, False, False))
+    aten = _chain_ref(aten, steps, [_bcast(t, x.shape, g) for t in ds])
+    ref = _chain_ref(ref, steps, [_bcast(t.double(), x.shape, g) for t in ds])
+    check(f"fused grad_input (seed {g_.initial_seed()})", out, aten, ref)
+
+
+def test_backward_data_in_place_accumulate():
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(PROBLEMS[0], torch.float32, True, g_)
+    acc = fmt(torch.randn(x.shape, generator=g_, device=DEVICE), True)
+    before = acc.clone()
+    cg.conv_backward_data_fused(dy, w, x.shape, s, p, d, g, epilogue="add", d_tensors=[acc], out=acc)
+    aten, _, _ = aten_bwd(dy, x, w, s, p, d, g, (True, False, False))
+    ref, _, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (True, False, False))
+    check("accumulated grad_input", acc, aten + before, ref + before.double())
+
+
+# ---------------------------------------------------------------- streams
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="streams need CUDA")
+@pytest.mark.parametrize("op", ["data", "weight"])
+def test_non_default_stream_ordering(op):
+    """Work enqueued on a side stream before convgrad's launch (a sleep, then an
+    in-place op producing the input) and after it (reading the result) is
+    ordered with it: convgrad launches on the current stream, not its own."""
+    g_ = gen()
+    x, w, dy0, s, p, d, g = make(("2d", 8, 1, 64, 64, (28, 28), (3, 3), (1, 1), (1, 1), (1, 1)), torch.float16, True, g_)
+    out = nan_like(x.shape if op == "data" else w.shape, torch.float16, True)
+    # Warm-up on the default stream: the plan (and the module) are cached after it.
+    if op == "data":
+        cg.conv_backward_data(dy0, w, x.shape, s, p, d, g, out=out)
+    else:
+        cg.conv_backward_weight(x, dy0, w.shape, s, p, d, g, split_k=4, out=out)
+    out.fill_(float("nan"))
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(1_000_000_000)  # keeps the stream busy for a while (~0.5 s)
+        dy = dy0.clone()
+        dy.mul_(2.0)  # the input is produced on this stream, after the sleep
+        if op == "data":
+            cg.conv_backward_data(dy, w, x.shape, s, p, d, g, out=out)
+        else:
+            cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, split_k=4, out=out)
+        result = out.clone()  # read on this stream, right after the launch
+        out.fill_(float("nan"))  # and then overwritten: the clone must see convgrad's values
+    assert not side.query(), "the host waited for the side stream (convgrad should only enqueue)"
+    side.synchronize()
+    dy2 = dy0 * 2
+    mask = (True, False, False) if op == "data" else (False, True, False)
+    a = aten_bwd(dy2, x, w, s, p, d, g, mask)
+    r = aten_bwd(dy2.double(), x.double(), w.double(), s, p, d, g, mask)
+    i = 0 if op == "data" else 1
+    check(f"{op} result read on the side stream", result, a[i], r[i])
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="streams need CUDA")
+def test_workspace_from_caching_allocator_is_stream_ordered():
+    """Many back-to-back split-K calls on one stream, each with a fresh
+    workspace from PyTorch's allocator (reused memory): results all right."""
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(("ws", 16, 1, 32, 32, (28, 28), (3, 3), (1, 1), (1, 1), (1, 1)), torch.bfloat16, False, g_)
+    side = torch.cuda.Stream()
+    outs = []
+    with torch.cuda.stream(side):
+        for i in range(6):
+            outs.append(cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, split_k=4, deterministic=(i % 2 == 1)))
+    side.synchronize()
+    _, aten, _ = aten_bwd(dy, x, w, s, p, d, g, (False, True, False))
+    _, ref, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (False, True, False))
+    for o in outs:
+        check("grad_weight", o, aten, ref)
+
+
+# ---------------------------------------------------------------- autograd
+
+
+def _model(seed, dtype, conv_cls):
+    torch.manual_seed(seed)
+    m = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 32, 3, stride=2, padding=1, groups=4),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 3, padding=2, dilation=2, groups=32, bias=False),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 8, 1),
+    )
+    if conv_cls:
+        cg.convert_conv_modules(m)
+    return m.to(device=DEVICE, dtype=dtype)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_autograd_matches_pytorch(channels_last):
+    seed = int(torch.randint(0, 2**31, ()).item())
+    ours, theirs, exact = (_model(seed, t, c) for t, c in ((torch.float32, True), (torch.float32, False), (torch.float64, False)))
+    assert isinstance(ours[0], cg.Conv2d)
+    x = torch.randn(4, 3, 20, 20, device=DEVICE)
+    if channels_last:
+        ours, theirs = (m.to(memory_format=torch.channels_last) for m in (ours, theirs))
+        x = x.contiguous(memory_format=torch.channels_last)
+    grads_in = []
+    for m, dt in ((ours, torch.float32), (theirs, torch.float32), (exact, torch.float64)):
+        xi = x.to(dt).clone().requires_grad_(True)
+        loss = (m(xi) ** 2).mean()
+        loss.backward()
+        grads_in.append(xi.grad)
+    check("input.grad", grads_in[0], grads_in[1], grads_in[2])
+    for (name, po), pt, pe in zip(ours.named_parameters(), theirs.parameters(), exact.parameters()):
+        check(f"{name}.grad", po.grad, pt.grad, pe.grad)
+
+
+def test_function_falls_back_on_unsupported(monkeypatch):
+    """Where convgrad raises Unsupported, the autograd function uses aten."""
+
+    def refuse(*a, **k):
+        raise cg.Unsupported("test: refused")
+
+    monkeypatch.setattr(torch_ops, "conv_backward_data", refuse)
+    m = _model(0, torch.float32, True)
+    x = torch.randn(2, 3, 8, 8, device=DEVICE, requires_grad=True)
+    m(x).sum().backward()
+    assert torch.isfinite(x.grad).all()
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_errors_name_the_argument():
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(PROBLEMS[0], torch.float32, False, g_)
+    with pytest.raises(TypeError, match=r"grad_output: dtype torch.float64 is not supported"):
+        cg.conv_backward_data(dy.double(), w, x.shape, s, p, d, g)
+    with pytest.raises(TypeError, match=r"weight: dtype torch.float16 differs from grad_output's torch.float32"):
+        cg.conv_backward_data(dy, w.half(), x.shape, s, p, d, g)
+    with pytest.raises(ValueError, match=r"grad_output: .* neither contiguous nor channels_last"):
+        cg.conv_backward_data(dy.transpose(2, 3), w, x.shape, s, p, d, g)
+    with pytest.raises(ValueError, match=r"out: "):
+        cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, out=torch.empty(3, device=DEVICE))
+    with pytest.raises(ValueError, match=r"dw: shape .* expected \[G\*K, C, \*filter\]"):
+        cg.conv_backward_weight(x, dy, [64, 31, 3, 3], s, p, d, g)
+    if DEVICE == "cuda":
+        with pytest.raises(ValueError, match=r"grad_output: is on cpu but input is on cuda"):
+            cg.conv_backward_weight(x, dy.cpu(), w.shape, s, p, d, g)
+        # The native layer names convgrad's tensors; a too small workspace.
+        dw = torch.empty_like(w)
+        with pytest.raises(ValueError, match=r"workspace: 16 bytes is too small"):
+            cg._native.conv_backward_weight(
+                x, dy, dw, s, p, d, g, split_k=4, workspace=torch.empty(16, dtype=torch.uint8, device=DEVICE),
+                stream=torch.cuda.current_stream().cuda_stream,
+            )
+        with pytest.raises(ValueError, match=r"workspace: is on cpu but x is on cuda"):
+            cg._native.conv_backward_weight(
+                x, dy, dw, s, p, d, g, split_k=4, workspace=torch.empty(1 << 20, dtype=torch.uint8),
+                stream=torch.cuda.current_stream().cuda_stream,
+            )
+
+
+def test_unsupported_is_a_runtime_error():
+    x = torch.randn(1, 4, 5, 5, device=DEVICE)
+    dy = torch.randn(1, 4, 1, 1, device=DEVICE)
+    with pytest.raises(cg.Unsupported):
+        cg.conv_backward_weight(x, dy, [4, 4, 3, 3], 2**31, 1, 1, 1)
+    assert issubclass(cg.Unsupported, RuntimeError)
