@@ -188,7 +188,6 @@ fn import_as(arg: &str, obj: &Bound<'_, PyAny>, cuda_stream: usize, typed: bool)
         strides.push(s.max(0) as isize);
     }
     let addr = (t.data_ptr() as u64).wrapping_add(t.byte_offset());
-    drop(t);
     Ok(Tensor { name: arg.to_string(), place, dtype, elem_bytes, shape, strides, addr, read_only, _owner: imported })
 }
 

@@ -114,18 +114,17 @@ pub fn d_layout(d: &Tensor, dx: &Tensor, p: &ConvProblem, dx_layout: ConvLayout)
     if d.shape == dx.shape {
         let orders = layout::orders(d);
         let own = layout::act_order(dx_layout);
-        let (layout, order) = if orders.contains(&own) {
-            (DLayout::Output, own)
+        // In dx's own format it is `Output` (which an alias of dx needs).
+        let layout = if orders.contains(&own) {
+            DLayout::Output
         } else if let Some(&o) = orders.first() {
-            let fam = match o {
+            DLayout::Full(match o {
                 Order::ChannelsLast => ConvLayout::NhwgcGkyxcNhwgk,
                 Order::Contiguous => ConvLayout::NgchwGkcyxNgkhw,
-            };
-            (DLayout::Full(fam), o)
+            })
         } else {
             return Err(layout::layout_error(d, "D"));
         };
-        let _ = order;
         let strides = layout::canonical_strides(d, p, convgrad::types::TensorRole::Input);
         return Ok(DMap { layout, strides });
     }
@@ -135,9 +134,8 @@ pub fn d_layout(d: &Tensor, dx: &Tensor, p: &ConvProblem, dx_layout: ConvLayout)
         let mut strides = [0usize; AXES];
         strides[0] = s[1] as usize;
         strides[1] = s[0] as usize;
-        let first = AXES - p.ndim;
-        for i in 0..p.ndim {
-            strides[first + i] = s[2 + i] as usize;
+        for (o, &v) in strides[AXES - p.ndim..].iter_mut().zip(&s[2..]) {
+            *o = v as usize;
         }
         return Ok(DMap { layout: DLayout::PerPixel, strides });
     }

@@ -145,9 +145,9 @@ pub fn choose_family(acts: &[&Tensor], w: &Tensor) -> PyResult<ConvLayout> {
 pub fn desc(t: &Tensor, p: &ConvProblem, l: ConvLayout, role: TensorRole) -> TensorDesc {
     let mut d = TensorDesc::packed(p, l, role);
     let real = canonical_strides(t, p, role);
-    for a in 0..AXES {
-        if d.lengths[a] > 1 {
-            d.strides[a] = real[a];
+    for ((st, &len), &r) in d.strides.iter_mut().zip(&d.lengths).zip(&real) {
+        if len > 1 {
+            *st = r;
         }
     }
     d
@@ -173,8 +173,6 @@ pub fn canonical_strides(t: &Tensor, p: &ConvProblem, role: TensorRole) -> [usiz
         }
     }
     let first = AXES - p.ndim;
-    for i in 0..p.ndim {
-        out[first + i] = s[2 + i];
-    }
+    out[first..].copy_from_slice(&s[2..2 + p.ndim]);
     out
 }

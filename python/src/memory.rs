@@ -63,8 +63,8 @@ impl Ctx {
     }
 
     /// Device memory holding `t`'s elements. `load`: its current contents are
-    /// needed (inputs, and outputs read by the epilogue); `store`: results
-    /// are copied back to host memory by [`Ctx::finish`] (CPU only).
+    /// copied in (CPU only); `store`: results are copied back to host memory
+    /// by [`Ctx::finish`] (CPU only). On CUDA the memory is used in place.
     pub fn bind(&self, t: &Tensor, load: bool, store: bool) -> PyResult<Mem> {
         let bytes = t.span_bytes();
         if store && t.read_only {
@@ -72,7 +72,7 @@ impl Ctx {
         }
         match self.place {
             Place::Cuda(_) => {
-                if t.addr % 16 != 0 {
+                if !t.addr.is_multiple_of(16) {
                     return Err(errors::value(
                         &t.name,
                         format!(

@@ -109,7 +109,10 @@ pub fn backward_data(
 
     let dy_m = ctx.bind(&dy, true, false)?;
     let w_m = ctx.bind(&w, true, false)?;
-    let dx_m = ctx.bind(&dx, alias.contains(&true), true)?;
+    // Loaded even when not aliased: on the emulator, elements a kernel failed
+    // to write keep the caller's values (NaN poison in the tests) instead of
+    // the emulator allocation's zeros.
+    let dx_m = ctx.bind(&dx, true, true)?;
     let d_ms: Vec<Option<Mem>> = ds
         .iter()
         .zip(&alias)
@@ -211,7 +214,7 @@ pub fn backward_weight(
 
     let x_m = ctx.bind(&x, true, false)?;
     let dy_m = ctx.bind(&dy, true, false)?;
-    let dw_m = ctx.bind(&dw, false, true)?;
+    let dw_m = ctx.bind(&dw, true, true)?; // loaded: see backward_data
     let ws = match &ws_mem {
         None => Workspace::None,
         Some((m, contents)) => Workspace::Raw { mem: m.as_ref(), contents: *contents },

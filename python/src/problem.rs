@@ -60,7 +60,7 @@ pub fn problem(x: &Tensor, w: &Tensor, y: &Tensor, a: &ConvArgs) -> PyResult<Con
         return Err(errors::value("groups", "must be at least 1"));
     }
     let div = |t: &Tensor, what: &str| -> PyResult<usize> {
-        if t.shape[1] % g != 0 {
+        if !t.shape[1].is_multiple_of(g) {
             return Err(errors::value(
                 &t.name,
                 format!("{what} {} (dimension 1) is not divisible by groups={g}", t.shape[1]),
