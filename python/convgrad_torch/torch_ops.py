@@ -25,6 +25,8 @@ request; the autograd function then falls back to
 ``torch.ops.aten.convolution_backward``.
 """
 
+import contextlib
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -113,6 +115,12 @@ def _stream(t):
     return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else 0
 
 
+def _on_device(t):
+    # convgrad binds the device's primary context to the thread; entering and
+    # leaving torch.cuda.device keeps PyTorch's notion of the current device right.
+    return torch.cuda.device(t.device) if t.is_cuda else contextlib.nullcontext()
+
+
 def _aligned(t):
     # convgrad's kernels load 16-byte vectors; a view with a storage offset may not be aligned.
     if t.is_cuda and t.data_ptr() % 16:
@@ -164,6 +172,12 @@ def conv_backward_data(
         ds.append(d.detach())
     if out.numel() == 0 or grad_output.numel() == 0:
         return out.zero_()
+    with _on_device(grad_output):
+        _call_backward_data(grad_output, weight, out, nd, stride, padding, dilation, groups, epilogue, ds)
+    return out
+
+
+def _call_backward_data(grad_output, weight, out, nd, stride, padding, dilation, groups, epilogue, ds):
     _native.conv_backward_data(
         _aligned(grad_output.detach()),
         _aligned(weight.detach()),
@@ -176,7 +190,6 @@ def conv_backward_data(
         d_tensors=[d if d.data_ptr() == out.data_ptr() else _aligned(d) for d in ds],
         stream=_stream(grad_output),
     )
-    return out
 
 
 def conv_backward_data_fused(
@@ -242,19 +255,20 @@ def conv_backward_weight(
         _check_out(out, weight_shape, input, "input")
     if input.numel() == 0 or grad_output.numel() == 0:
         return out.zero_()
-    _native.conv_backward_weight(
-        _aligned(input.detach()),
-        _aligned(grad_output.detach()),
-        out.detach(),
-        _per_dim(stride, nd, "stride"),
-        _per_dim(padding, nd, "padding"),
-        _per_dim(dilation, nd, "dilation"),
-        groups,
-        split_k=split_k,
-        deterministic=deterministic,
-        workspace=_workspace_allocator(input.device) if input.is_cuda else None,
-        stream=_stream(input),
-    )
+    with _on_device(input):
+        _native.conv_backward_weight(
+            _aligned(input.detach()),
+            _aligned(grad_output.detach()),
+            out.detach(),
+            _per_dim(stride, nd, "stride"),
+            _per_dim(padding, nd, "padding"),
+            _per_dim(dilation, nd, "dilation"),
+            groups,
+            split_k=split_k,
+            deterministic=deterministic,
+            workspace=_workspace_allocator(input.device) if input.is_cuda else None,
+            stream=_stream(input),
+        )
     return out
 
 
