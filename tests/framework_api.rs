@@ -264,3 +264,81 @@ fn cuda_caller_stream_orders_before_and_after() {
     println!("control on convgrad's own stream: {}", control.summary());
     assert!(!control.passed(), "the unordered control passed: the test would not catch a wrong stream");
 }
+
+/// The workspace contract behind `WorkspaceContents::Zeroed`: every kernel
+/// family (GEMM tiles, the direct kernel, tap shifts) leaves the whole
+/// workspace zero after an atomic split-K call, on every emulated family.
+#[test]
+fn atomic_calls_leave_the_workspace_zero() {
+    let problems = [
+        prob(&[2, 1, 8, 16, 16, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1]), // tap shifts where they fit
+        prob(&[2, 2, 2, 32, 24, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1]),   // GEMM tiles
+        prob(&[2, 16, 2, 1, 1, 3, 3, 12, 12, 1, 1, 1, 1, 1, 1, 1, 1]),  // direct (depthwise)
+        prob(&[2, 8, 2, 4, 4, 3, 3, 12, 12, 1, 1, 1, 1, 1, 1, 1, 1]),   // direct (4 channels)
+    ];
+    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
+        let dev = Device::open(Backend::Emulator(arch), 0).unwrap();
+        for p in &problems {
+            for split in [SplitK::Fixed(4), SplitK::Auto] {
+                let cfg = BwdWeightConfig { split_k: split, ..Default::default() };
+                let op = BwdWeightOp::new(&dev, p, &cfg).unwrap();
+                if op.workspace_bytes() == 0 {
+                    continue;
+                }
+                let [(x, xb), (dy, dyb)] = inputs(op.plan(), 9);
+                let (xd, dyd) = (dev.upload(&xb).unwrap(), dev.upload(&dyb).unwrap());
+                let dw = dev.alloc::<u8>(op.plan().dw.span() as usize * 2).unwrap();
+                let ws = dev.alloc::<u8>(op.workspace_bytes()).unwrap();
+                ws.fill_zero().unwrap();
+                let t = BwdWeightTensors { x: (&xd).into(), dy: (&dyd).into(), dw: (&dw).into(), ds: &[] };
+                for _ in 0..2 {
+                    dw.fill_bytes(0xff).unwrap();
+                    op.execute_on(&dev.default_stream(), t, Workspace::raw(&ws, WorkspaceContents::Zeroed)).unwrap();
+                    let r = judge(op.plan(), &x, &dy, &dw.download().unwrap());
+                    assert!(r.passed(), "{} {}: {}", dev.arch(), op.describe(), r.summary());
+                    let left = ws.download().unwrap();
+                    let nz = left.iter().position(|&b| b != 0);
+                    assert!(nz.is_none(), "{} {}: byte {nz:?} of {} left non-zero", dev.arch(), op.describe(), left.len());
+                }
+            }
+        }
+    }
+}
+
+/// `workspace_after` threads the state of one caller workspace through calls
+/// of both modes and several split counts: each call told exactly what the
+/// workspace holds (no memset where it holds zeros) gives the right result.
+/// Claiming zeros after a deterministic call instead must go wrong.
+#[test]
+fn workspace_state_threads_through_mixed_calls() {
+    let dev = emu();
+    let p = prob(&[2, 2, 2, 16, 8, 3, 3, 7, 6, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let op = |k, deterministic| {
+        BwdWeightOp::new(&dev, &p, &BwdWeightConfig { split_k: SplitK::Fixed(k), deterministic, ..Default::default() }).unwrap()
+    };
+    let calls = [(3, false), (3, true), (2, false), (4, true), (2, true), (4, false), (3, false)];
+    let most = calls.iter().map(|&(k, d)| op(k, d).workspace_bytes()).max().unwrap();
+    let ws = dev.alloc::<u8>(most).unwrap();
+    ws.fill_zero().unwrap();
+    let [(x, xb), (dy, dyb)] = inputs(op(3, false).plan(), 4);
+    let (xd, dyd) = (dev.upload(&xb).unwrap(), dev.upload(&dyb).unwrap());
+    let dw = dev.alloc::<u8>(op(3, false).plan().dw.span() as usize * 2).unwrap();
+    let t = BwdWeightTensors { x: (&xd).into(), dy: (&dyd).into(), dw: (&dw).into(), ds: &[] };
+    let mut state = WorkspaceContents::Zeroed;
+    let run = |k, det, claim: WorkspaceContents| {
+        let o = op(k, det);
+        dw.fill_bytes(0xff).unwrap();
+        o.execute_on(&dev.default_stream(), t, Workspace::raw(&ws, claim)).unwrap();
+        (judge(o.plan(), &x, &dy, &dw.download().unwrap()), o.workspace_after(claim))
+    };
+    for &(k, det) in &calls {
+        let (r, after) = run(k, det, state);
+        assert!(r.passed(), "split {k} deterministic={det} on {state:?}: {}", r.summary());
+        state = after;
+    }
+    assert_eq!(state, WorkspaceContents::ZeroFrom(op(4, true).plan().partial_elems * 4), "the widest deterministic partials stay");
+    let (_, after) = run(4, true, state);
+    assert!(matches!(after, WorkspaceContents::ZeroFrom(_)));
+    let (lie, _) = run(3, false, WorkspaceContents::Zeroed);
+    assert!(!lie.passed(), "an atomic call on deterministic leftovers claimed as zeros passed");
+}

@@ -219,13 +219,45 @@ def conv_backward_data_fused(
     )
 
 
-def _workspace_allocator(device):
-    def alloc(nbytes):
-        # From PyTorch's caching allocator, on the current stream: freed (for
-        # reuse) when the last reference goes, ordered like any PyTorch tensor.
-        return torch.empty(nbytes, dtype=torch.uint8, device=device)
+class _Workspaces:
+    """One split-K workspace per (device, stream), its contents tracked.
 
-    return alloc
+    convgrad says after each call from which byte on the workspace holds
+    zeros (non-deterministic calls leave all they used zero; deterministic
+    ones leave their per-split partials), and the next call on the same
+    stream passes that on, so convgrad queues a memset only where a call
+    needs zeros that are not there. One buffer per stream: calls on one
+    stream run in order, so reusing it needs no synchronization. The buffer
+    grows to the largest call's need and is kept (a few MB for a network).
+    """
+
+    def __init__(self):
+        self._bufs = {}  # (device index, stream) -> [tensor or None, zero_from or None]
+
+    def get(self, device, stream):
+        """(allocator for the native call, zero_from to pass, setter for the state it returns)."""
+        entry = self._bufs.setdefault((device.index, stream), [None, 0])
+        before = entry[1]
+
+        def alloc(nbytes):
+            if entry[0] is None or entry[0].numel() < nbytes:
+                # From PyTorch's caching allocator, on the current stream. A
+                # fresh buffer is all zero, so `before` stays a safe claim.
+                entry[0] = torch.zeros(nbytes, dtype=torch.uint8, device=device)
+            # Unknown until the call is known to have run.
+            entry[1] = None
+            return entry[0]
+
+        def done(after):
+            entry[1] = after
+
+        return alloc, before, done
+
+    def clear(self):
+        self._bufs.clear()
+
+
+_WORKSPACES = _Workspaces()
 
 
 def conv_backward_weight(
@@ -235,8 +267,9 @@ def conv_backward_weight(
 
     ``split_k``: number of k-batches the reduction is split into (``None``:
     chosen by convgrad); ``deterministic``: fixed-order split-K sums (bitwise
-    reproducible) instead of atomics. The split-K workspace is allocated from
-    PyTorch's caching allocator. ``out``: the result (else allocated contiguous,
+    reproducible) instead of atomics. The split-K workspace comes from
+    PyTorch's caching allocator, one per device and stream, kept zero between
+    calls so that no memset is queued (see ``_Workspaces``). ``out``: the result (else allocated contiguous,
     or channels_last for channels_last activations). Returns the result.
     """
     _check_tensor(input, "input")
@@ -255,8 +288,10 @@ def conv_backward_weight(
         _check_out(out, weight_shape, input, "input")
     if input.numel() == 0 or grad_output.numel() == 0:
         return out.zero_()
+    stream = _stream(input)
+    alloc, zero_from, done = _WORKSPACES.get(input.device, stream) if input.is_cuda else (None, None, None)
     with _on_device(input):
-        _native.conv_backward_weight(
+        _, zero_from_after = _native.conv_backward_weight(
             _aligned(input.detach()),
             _aligned(grad_output.detach()),
             out.detach(),
@@ -266,9 +301,12 @@ def conv_backward_weight(
             groups,
             split_k=split_k,
             deterministic=deterministic,
-            workspace=_workspace_allocator(input.device) if input.is_cuda else None,
-            stream=_stream(input),
+            workspace=alloc,
+            workspace_zero_from=zero_from,
+            stream=stream,
         )
+    if done is not None:
+        done(zero_from_after)
     return out
 
 

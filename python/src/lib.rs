@@ -67,7 +67,7 @@ fn conv_backward_data(
     ops::backward_data(dy, w, dx, args, epilogue, d_tensors, stream)
 }
 
-/// conv_backward_weight(x, dy, dw, stride, padding, dilation, groups, *, split_k=None, deterministic=False, workspace=None, workspace_zeroed=False, stream=0)
+/// conv_backward_weight(x, dy, dw, stride, padding, dilation, groups, *, split_k=None, deterministic=False, workspace=None, workspace_zero_from=None, stream=0)
 /// --
 ///
 /// Writes the weight gradient of a grouped N-d convolution into `dw`.
@@ -75,10 +75,14 @@ fn conv_backward_data(
 /// `x` [N, G*C, *in], `dy` [N, G*K, *out], `dw` [G*K, C, *filter].
 /// `workspace`: the split-K workspace, a byte tensor on the tensors' device or
 /// a callable `f(nbytes) -> tensor` (called only when one is needed);
-/// `workspace_zeroed`: it holds zeros (as convgrad's non-deterministic calls
-/// leave it), so no memset is queued. CPU tensors use emulator scratch memory.
+/// `workspace_zero_from`: the byte offset from which the workspace holds
+/// zeros (0: all zero; `None`: unknown, convgrad zeroes what it needs).
+/// Returns `(description, zero_from)`: the kernel that ran and the offset
+/// from which the workspace holds zeros afterwards (pass it to the next call
+/// with the same workspace; `None`: unknown). CPU tensors use emulator
+/// scratch memory.
 #[pyfunction]
-#[pyo3(signature = (x, dy, dw, stride, padding, dilation, groups, *, split_k=None, deterministic=false, workspace=None, workspace_zeroed=false, stream=0))]
+#[pyo3(signature = (x, dy, dw, stride, padding, dilation, groups, *, split_k=None, deterministic=false, workspace=None, workspace_zero_from=None, stream=0))]
 #[allow(clippy::too_many_arguments)]
 fn conv_backward_weight(
     x: &Bound<'_, PyAny>,
@@ -91,11 +95,11 @@ fn conv_backward_weight(
     split_k: Option<u32>,
     deterministic: bool,
     workspace: Option<&Bound<'_, PyAny>>,
-    workspace_zeroed: bool,
+    workspace_zero_from: Option<usize>,
     stream: usize,
-) -> PyResult<String> {
+) -> PyResult<(String, Option<usize>)> {
     let args = conv_args(stride, padding, dilation, groups)?;
-    ops::backward_weight(x, dy, dw, args, split_k, deterministic, workspace, workspace_zeroed, stream)
+    ops::backward_weight(x, dy, dw, args, split_k, deterministic, workspace, workspace_zero_from, stream)
 }
 
 /// built_archs()

@@ -138,9 +138,9 @@ pub fn backward_weight(
     split_k: Option<u32>,
     deterministic: bool,
     workspace: Option<&Bound<'_, PyAny>>,
-    workspace_zeroed: bool,
+    workspace_zero_from: Option<usize>,
     stream: usize,
-) -> PyResult<String> {
+) -> PyResult<(String, Option<usize>)> {
     let x = dlpack::import("x", x, stream)?;
     let dy = dlpack::import("dy", dy, stream)?;
     let dw = dlpack::import("dw", dw, stream)?;
@@ -201,7 +201,7 @@ pub fn backward_weight(
         (_, 0, _) => None,
         (_, _, dlpack::Place::Cpu) => Some((ctx.scratch(need, "workspace")?, WorkspaceContents::Unknown)),
         (Some(ws), _, _) => {
-            let contents = if workspace_zeroed { WorkspaceContents::Zeroed } else { WorkspaceContents::Unknown };
+            let contents = workspace_zero_from.map_or(WorkspaceContents::Unknown, WorkspaceContents::ZeroFrom);
             Some((ctx.bind(ws, false, false)?, contents))
         }
         (None, _, _) => {
@@ -222,5 +222,16 @@ pub fn backward_weight(
     let t = BwdWeightTensors { x: x_m.as_ref(), dy: dy_m.as_ref(), dw: dw_m.as_ref(), ds: &[] };
     op.execute_on(&ctx.stream, t, ws).map_err(|e| errors::op("conv_backward_weight", e))?;
     ctx.finish(&[("dw", &dw_m)])?;
-    Ok(op.describe())
+    // What the caller's workspace holds now (emulator scratch is not theirs).
+    let before = workspace_zero_from.map_or(WorkspaceContents::Unknown, WorkspaceContents::ZeroFrom);
+    let after = match (&ws_mem, x.place) {
+        (Some(_), dlpack::Place::Cuda(_)) => op.workspace_after(before),
+        _ => before,
+    };
+    let zero_from = match after {
+        WorkspaceContents::Zeroed => Some(0),
+        WorkspaceContents::ZeroFrom(n) => Some(n),
+        WorkspaceContents::Unknown => None,
+    };
+    Ok((op.describe(), zero_from))
 }

@@ -120,7 +120,7 @@ def test_backward_weight_split_k(split_k, deterministic):
         calls.append(nbytes)
         return np.zeros(nbytes, dtype=np.uint8)
 
-    desc = nat.conv_backward_weight(
+    desc, _ = nat.conv_backward_weight(
         x, dy, dw, 1, 1, 1, 1, split_k=split_k, deterministic=deterministic, workspace=alloc
     )
     if split_k == 3:

@@ -264,8 +264,8 @@ def test_non_default_stream_ordering(op):
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="streams need CUDA")
 def test_workspace_from_caching_allocator_is_stream_ordered():
-    """Many back-to-back split-K calls on one stream, each with a fresh
-    workspace from PyTorch's allocator (reused memory): results all right."""
+    """Many back-to-back split-K calls on a side stream, sharing that stream's
+    cached workspace (from PyTorch's allocator) across modes: results all right."""
     g_ = gen()
     x, w, dy, s, p, d, g = make(("ws", 16, 1, 32, 32, (28, 28), (3, 3), (1, 1), (1, 1), (1, 1)), torch.bfloat16, False, g_)
     side = torch.cuda.Stream()
@@ -278,6 +278,39 @@ def test_workspace_from_caching_allocator_is_stream_ordered():
     _, ref, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (False, True, False))
     for o in outs:
         check("grad_weight", o, aten, ref)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="the cached workspace is CUDA's")
+def test_cached_workspace_state_across_modes(monkeypatch):
+    """Atomic and deterministic split-K calls of several split counts share one
+    cached workspace per stream, whose contents (the offset from which it holds
+    zeros) the wrapper threads from call to call: every result right. Then the
+    wrapper is made to claim zeros after a deterministic call (a lie): the next
+    atomic call must go wrong, which shows the tracked state keeps results right."""
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(("ws-modes", 8, 1, 32, 32, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1)), torch.float16, True, g_)
+    _, aten, _ = aten_bwd(dy, x, w, s, p, d, g, (False, True, False))
+    _, ref, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (False, True, False))
+
+    def call(k, det):
+        out = nan_like(w.shape, torch.float16, True)
+        cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, split_k=k, deterministic=det, out=out)
+        return out
+
+    torch_ops._WORKSPACES.clear()
+    for k, det in [(4, False), (4, False), (4, True), (4, False), (8, True), (2, True), (8, False), (2, False)]:
+        check(f"split {k} deterministic={det}", call(k, det), aten, ref)
+    real_get = torch_ops._WORKSPACES.get
+
+    def lying_get(device, stream):
+        alloc, _, done = real_get(device, stream)
+        return alloc, 0, done
+
+    monkeypatch.setattr(torch_ops._WORKSPACES, "get", lying_get)
+    call(4, True)
+    with pytest.raises(AssertionError):
+        check("atomic call on a workspace wrongly said to be zero", call(4, False), aten, ref)
+    torch_ops._WORKSPACES.clear()
 
 
 # ---------------------------------------------------------------- autograd

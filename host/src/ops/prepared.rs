@@ -35,18 +35,32 @@ use super::{OpError, check_buffer};
 use crate::runtime::{BufRef, Device, Kernel, Stream};
 use convgrad_types::{ConvProblem, TensorDesc, TensorRole};
 
-/// What a caller-provided workspace holds when it is passed in.
+/// What a caller-provided workspace holds when it is passed in. Thread it
+/// through the calls with [`BwdWeightOp::workspace_after`] to never queue a
+/// memset that is not needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorkspaceContents {
-    /// Every byte of the first [`BwdWeightOp::workspace_bytes`] is zero:
-    /// freshly zeroed, or last used by a non-deterministic convgrad call (the
-    /// kernels zero the sums and counters they read). convgrad queues no
-    /// memset.
+    /// Every byte is zero: freshly zeroed, or only ever used by
+    /// non-deterministic convgrad calls (the kernels zero the sums and
+    /// counters they read). convgrad queues no memset.
     Zeroed,
-    /// Anything (for example after a deterministic call, which leaves its
-    /// per-split partials behind): convgrad zeroes what the call needs as
-    /// zeros on the stream first.
+    /// Bytes from this offset on are zero; the ones before may not be (per-split
+    /// partials a deterministic call left behind). convgrad zeroes what the
+    /// call needs as zeros below the offset.
+    ZeroFrom(usize),
+    /// Anything: convgrad zeroes what the call needs as zeros on the stream first.
     Unknown,
+}
+
+impl WorkspaceContents {
+    /// The offset from which every byte is zero.
+    fn zero_from(self) -> usize {
+        match self {
+            WorkspaceContents::Zeroed => 0,
+            WorkspaceContents::ZeroFrom(n) => n,
+            WorkspaceContents::Unknown => usize::MAX,
+        }
+    }
 }
 
 /// The split-K workspace of a backward-weight call.
@@ -172,6 +186,23 @@ impl BwdWeightOp {
     pub fn workspace_bytes(&self) -> usize {
         self.plan.workspace_elems * 4
     }
+    /// What a workspace that held `before` holds after a successful call:
+    /// the call leaves zeros where it needed them (a non-deterministic call:
+    /// all it used; a deterministic one: its arrival counters, its per-split
+    /// partials stay), and bytes past what it used as they were.
+    pub fn workspace_after(&self, before: WorkspaceContents) -> WorkspaceContents {
+        let need = self.workspace_bytes();
+        if need == 0 {
+            return before;
+        }
+        let tail = if before.zero_from() > need { before.zero_from() } else { 0 };
+        let partials = if self.plan.atomic_partials { 0 } else { self.plan.partial_elems * 4 };
+        match tail.max(partials) {
+            0 => WorkspaceContents::Zeroed,
+            usize::MAX => WorkspaceContents::Unknown,
+            n => WorkspaceContents::ZeroFrom(n),
+        }
+    }
     /// One line on what runs: kernel, grid and split.
     pub fn describe(&self) -> String {
         let m = &self.plan.main;
@@ -240,8 +271,10 @@ pub(crate) fn launch_bwd_weight(
                     mem.device_addr()
                 )));
             }
-            if contents == WorkspaceContents::Unknown {
-                dev.fill_raw(stream, mem.device_addr() + zeros_from as u64, 0, need - zeros_from)?;
+            // Zeros needed in `zeros_from..need`; the workspace has them from `zero_from` on.
+            let dirty_end = contents.zero_from().min(need);
+            if dirty_end > zeros_from {
+                dev.fill_raw(stream, mem.device_addr() + zeros_from as u64, 0, dirty_end - zeros_from)?;
             }
             (mem.device_addr(), None)
         }
