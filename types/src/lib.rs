@@ -11,6 +11,7 @@
 #![no_std]
 #![deny(missing_docs)]
 
+pub mod contract;
 pub mod dtype;
 pub mod epilogue;
 pub mod error;

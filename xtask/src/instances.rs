@@ -1,22 +1,7 @@
 //! `cargo xtask list-instances`: the kernel instance table.
 
 use crate::util;
-use convgrad_types::instance::{Family, INSTANCES, Instance, Op};
-
-/// Problem-size constraints of an instance, in a few words (the host's
-/// checks say which one failed when `--instance` forces it).
-pub fn constraints(i: &Instance) -> &'static str {
-    match i.op {
-        Op::BwdWeight | Op::BwdData => "any N, C, K, filter, stride, layout (edges masked)",
-        Op::BwdWeightDirect | Op::BwdDataDirect => "any problem (channel vectors where channels-last)",
-        Op::BwdDataDepthwise => "C = K = 1, channels-last, <= 3 taps per stride class along y",
-        Op::BwdDataHalo => "stride 1, 1-tall z filter, <= 9 taps, K mult. of 8 <= 16, C <= 16, tap shift <= 64 rows",
-        Op::BwdWeightHalo => {
-            "stride 1, 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows"
-        }
-        Op::Smoke => "one atom tile (runtime self-test)",
-    }
-}
+use convgrad_types::instance::{Family, INSTANCES};
 
 /// Prints the table.
 pub fn run() {
@@ -59,7 +44,7 @@ pub fn run() {
             format!("{:?}", i.atom),
             threads,
             i.lds_bytes().to_string(),
-            constraints(i).to_string(),
+            convgrad::ops::select::needs(i.op).to_string(),
         ]);
     }
     print!("{}", util::table(&rows));

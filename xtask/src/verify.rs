@@ -242,7 +242,6 @@ fn parse_d_layouts(v: &[String]) -> Result<Vec<DLayout>> {
 struct Ran {
     out: Outcome,
     /// Kernel line after the instance name.
-    kernel_note: String,
     /// Minimum bytes moved (for GB/s).
     bytes: f64,
     /// Epilogue ops, as typed.
@@ -423,7 +422,6 @@ fn run_bwd_weight(
     extra.insert("k_batch".into(), out.k_batch.into());
     extra.insert("split_mode".into(), out.split_mode.into());
     Ok(Ran {
-        kernel_note: format!("k_batch {} ; split-K {}", out.k_batch, out.split_mode),
         bytes: c
             .problem
             .bwd_weight_bytes(c.types.act().bytes(), c.types.wei().bytes()) as f64,
@@ -533,16 +531,6 @@ fn run_bwd_data(
     extra.insert("d_layouts".into(), serde_json::json!(d_names));
     extra.insert("alias_d0".into(), a.alias_d0.into());
     Ok(Ran {
-        kernel_note: if plan.args_template.halo_rows > 0 {
-            let [hp, wp] = plan.args_template.div_halo.map(|d| d.div);
-            format!("tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", plan.args_template.halo_rows)
-        } else if plan.args_template.strip_rows > 0 {
-            format!("depthwise strips of {} slice rows (direct kernel)", plan.args_template.strip_rows)
-        } else if plan.slices == 0 {
-            "stride slices 0 (direct kernel)".into()
-        } else {
-            format!("stride slices {}", plan.slices)
-        },
         bytes,
         epilogue,
         epilogue_line,
@@ -600,7 +588,7 @@ fn report(op: OpKind, why: &str, dev: &Device, c: &Common, r: &Ran, json: bool) 
         dev.arch(),
         dev.selection_note()
     );
-    println!("kernel    {} ; {}", out.instance, r.kernel_note);
+    println!("kernel    {}", out.describe);
     println!(
         "inputs    {} seed {}",
         if c.init == Init::Int {

@@ -34,27 +34,16 @@ use convgrad_types::params::{ConvArgs, vec_mode};
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
-/// Lanes per thread on the channel-vector path of both direct kernels (or
-/// half as many, host's choice; `dispatch_lanes!` is called with
-/// `[LANES, LANES / 2]`): four, not a 16-byte vector of a 16-bit type, keeps
-/// each thread within 128 registers (at eight both kernels spilled on sm_90).
-pub const LANES: usize = 4;
+// The host-device contract (`convgrad_types::contract`): lanes per thread,
+// pixels per run, the window's halo (module docs of [`vectors`]) and `k`s per
+// `dy` load on the channel-lane path where `dy`'s `k` run is contiguous
+// ([`vec_mode::DY_KVEC`]: a ResNeXt 4->4 window row takes 10 loads per 4 `k`s
+// instead of 40 scalars, which kept the L1 71% busy).
+pub use convgrad_types::contract::bwd_data_direct::{HALO, KV, LANES, RUN};
 // The kernels' `dispatch_lanes!(.., [4, 2])` literals.
 const _: () = assert!(LANES == 4);
-
-/// Pixels per thread on the channel-vector path: consecutive positions of one
-/// stride-slice row.
-pub const RUN: usize = 8;
-/// Widest shift between the taps one window serves (module docs of
-/// [`vectors`]): 2 covers 3-wide filters at stride 1 and 5-wide at stride 2.
-pub const HALO: usize = 2;
 // The run and window loops are spelled out for 8 pixels and a halo of 2 (`unroll!`).
 const _: () = assert!(RUN == 8 && HALO == 2);
-
-/// `k`s per `dy` load on the channel-lane path where `dy`'s `k` run is
-/// contiguous ([`vec_mode::DY_KVEC`]): a ResNeXt 4->4 window row takes 10
-/// loads per 4 `k`s instead of 40 scalars (those kept the L1 71% busy).
-pub const KV: usize = 4;
 // The k-vector loop is spelled out for 4 (`unroll!`).
 const _: () = assert!(KV == 4);
 

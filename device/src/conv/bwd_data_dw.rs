@@ -33,12 +33,11 @@ use crate::arch;
 use crate::elem::Elem;
 use convgrad_types::params::ConvArgs;
 
-/// Groups per thread: half the direct kernel's lanes, so that three rows of
-/// accumulators (48 f32), the weights (18) and a window (20) stay in
-/// registers.
-pub const VW: usize = LANES / 2;
-/// Rows in flight: taps per class along y at most.
-pub const DEPTH: usize = 3;
+// Groups per thread (half the direct kernel's lanes, so that three rows of
+// accumulators (48 f32), the weights (18) and a window (20) stay in
+// registers) and rows in flight: the host-device contract.
+pub use convgrad_types::contract::depthwise_strips::{DEPTH, VW};
+const _: () = assert!(VW == LANES / 2);
 // The tap and slot loops are spelled out for 3 (`unroll!`).
 const _: () = assert!(DEPTH == 3 && HALO == 2);
 

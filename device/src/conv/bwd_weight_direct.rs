@@ -41,10 +41,11 @@ use convgrad_types::params::{ConvArgs, vec_mode};
 /// Threads per workgroup.
 pub const THREADS: u32 = 256;
 
-/// Filter taps one thread accumulates on the channel-vector path (one row
-/// of a 3-wide filter): few accumulators keep a thread near 64 registers,
-/// so four workgroups fit on an SM and hide the loads' latency.
-pub const TAP_BLOCK: usize = 3;
+// Filter taps one thread accumulates on the channel-vector path (one row of
+// a 3-wide filter: few accumulators keep a thread near 64 registers, so four
+// workgroups fit on an SM and hide the loads' latency) and output pixels per
+// segment on the row path: the host-device contract.
+pub use convgrad_types::contract::bwd_weight_direct::{SEG, TAP_BLOCK};
 // The tap loops are spelled out for 3 taps (`unroll!`).
 const _: () = assert!(TAP_BLOCK == 3);
 
@@ -234,8 +235,6 @@ unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &S
     }
 }
 
-/// Output pixels per segment on the row path.
-pub const SEG: usize = 8;
 // The segment loops are spelled out for 8 pixels and a 3-wide filter row.
 const _: () = assert!(SEG == 8 && TAP_BLOCK == 3);
 

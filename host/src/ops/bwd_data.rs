@@ -7,12 +7,11 @@
 //! pixels, `N = C`, reduction `taps of the slice's class * K`.
 
 pub use super::{LaunchSpec, OpError, Unsupported};
-use super::check_buffer;
+use super::{check_buffer, select};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
-use convgrad_types::instance::{self, Family, Instance, Op};
+use convgrad_types::instance::{Family, Op};
 use convgrad_types::params::{ConvArgs, FastDiv, vec_mode};
-use convgrad_device::conv::bwd_data_direct::{HALO, KV, RUN};
-use convgrad_device::conv::bwd_data_dw::DEPTH;
+use convgrad_types::contract::bwd_data_direct::{KV, RUN};
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 /// Layout of one `D` tensor of the epilogue. Every `D` is indexed like `dx`
@@ -128,18 +127,18 @@ pub struct BwdDataPlan {
 }
 
 /// Taps of the largest residue class, per dim: `ceil(filter / tilde)`.
-fn class_taps(p: &ConvProblem) -> u64 {
+pub(super) fn class_taps(p: &ConvProblem) -> u64 {
     (0..3).map(|d| p.filter[d].div_ceil(tilde(p, d)) as u64).product()
 }
 
 /// `S / gcd(S, dilation)` along canonical spatial dim `d`.
-fn tilde(p: &ConvProblem, d: usize) -> usize {
+pub(super) fn tilde(p: &ConvProblem, d: usize) -> usize {
     p.strides[d] / gcd(p.strides[d], p.dilations[d])
 }
 
 /// `dilation / gcd(S, dilation)` along canonical spatial dim `d`: how far the
 /// output pixel moves between consecutive taps of one class.
-fn tap_step(p: &ConvProblem, d: usize) -> usize {
+pub(super) fn tap_step(p: &ConvProblem, d: usize) -> usize {
     p.dilations[d] / gcd(p.strides[d], p.dilations[d])
 }
 
@@ -147,100 +146,8 @@ fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// Picks the instance for `family` (or checks a forced one).
-pub fn choose_instance(p: &ConvProblem, cfg: &BwdDataConfig, family: Family) -> Result<&'static Instance, OpError> {
-    let fits =
-        |i: &&Instance| {
-            matches!(i.op, Op::BwdData | Op::BwdDataDirect | Op::BwdDataDepthwise | Op::BwdDataHalo)
-                && i.types == cfg.types
-                && i.on(family)
-        };
-    if let Some(name) = &cfg.instance {
-        let i = instance::find(name).ok_or_else(|| {
-            super::forced_mismatch(name, "names no such instance (see `cargo xtask list-instances`)".into())
-        })?;
-        if !fits(&i) {
-            return Err(super::forced_mismatch(name, format!(
-                "does not apply: it is {:?} {} for {:?}, the problem needs bwd-data {} on {family:?}",
-                i.op,
-                i.types.name(),
-                i.families,
-                cfg.types.name()
-            )));
-        }
-        return Ok(i);
-    }
-    let none = || OpError::Unsupported(Unsupported::NoKernel {
-        op: "bwd-data",
-        types: cfg.types.name(),
-        family,
-        served: "f32, f16 and bf16",
-    });
-    let direct = instance::INSTANCES.iter().filter(fits).find(|i| i.op == Op::BwdDataDirect);
-    // GEMM shape of the largest slice: N = C, reduction = class taps * K.
-    let (n, red) = (p.c as u64, class_taps(p) * p.k as u64);
-    // Tiny per-group GEMMs (depthwise, a handful of channels) would run the
-    // matrix unit mostly on padding: the direct kernel wins there.
-    // Direct when a whole per-element dot product (C * reduction MACs per
-    // input pixel) is short (depthwise, ResNeXt's 4 channels per group), or
-    // when C is under 8 and the family has no tile of at most 16 columns. An
-    // RGB stem (C = 3, a 1024-long reduction per slice), H200 f16: 128x16
-    // tile 6.4 ms, 128x32 11.3 ms, direct 29.9 ms, 64x64 53 ms.
-    // C = K = 8 (576 MACs) is still faster direct: H200 f16, G=32 3x3 28x28,
-    // 0.117 ms vs 0.167 on the best tile; C = K = 16 is not (0.37 vs 0.19).
-    // And where `dy`'s k run is no multiple of 8 the GEMM gathers it element
-    // by element: C = K = 12, 28x28: direct 0.22 ms, tiles 1.5-1.9 ms.
-    let narrow = instance::INSTANCES.iter().filter(fits).any(|i| i.op == Op::BwdData && i.tile.bn <= 16);
-    let scalar_dy = !p.k.is_multiple_of(8) && n * p.k as u64 <= 256;
-    if (n * red < 1024 || scalar_dy || (n < 8 && !narrow)) && direct.is_some() {
-        return direct.ok_or_else(none);
-    }
-    // Narrow tiles (under 64 columns) only where C fits one of them: per
-    // useful column they are slower (H200, G32 C=K=32 28x28 f16: 128x32
-    // 0.289 ms, 64x64 0.482 ms, 128x16 0.895 ms; C = 16: 128x16 0.073 ms,
-    // 64x64 0.090 ms).
-    let mut tiles: Vec<&'static Instance> = instance::INSTANCES
-        .iter()
-        .filter(fits)
-        .filter(|i| i.op == Op::BwdData && super::narrow_tile_fits(n, i.tile.bn))
-        .collect();
-    // The largest tile whose N (channel) padding stays within 20% of the
-    // tile, else the smallest padding. Measured on the H200 (bench suite,
-    // f16): 128x128 beats 64x64 on every shape without padding, also with
-    // as few as 1.5 workgroups per SM (C=256 at 14x14: 0.12 vs 0.20 ms);
-    // 64x64 wins only at C=64 or less (50% padding of a 128-wide tile).
-    // Where C is a multiple of 8 (vector loads), tiles count as at least 32
-    // wide: the 32-wide tile beats the 16-wide one despite its padding (H200
-    // f16, G=32 3x3, ms: C=16 14x14 0.056 vs 0.072, 28x28 0.191 vs 0.296;
-    // C=8 28x28 0.165 vs 0.190; C=16 K=8 0.193 vs 0.278). With scalar
-    // gathers the 16-wide one wins (C=12 28x28: 1.45 vs 1.59 ms; RGB stem).
-    let cols = |i: &Instance| if n.is_multiple_of(8) { i.tile.bn.max(32) } else { i.tile.bn } as u64;
-    let waste = |i: &Instance| {
-        let padded = n.div_ceil(cols(i)) * cols(i);
-        (padded - n) * 100 / padded
-    };
-    // Hopper's warpgroup tile before mma.sync of the same shape: H200 bench,
-    // 21 shapes, 0.76-1.02x the time (seed 0.432 -> 0.365 ms).
-    tiles.sort_by_key(|i| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
-    tiles.first().copied().or(direct).ok_or_else(none)
-}
-
 /// Groups per thread of the depthwise strip kernel.
-const DW_VW: usize = convgrad_device::conv::bwd_data_dw::VW;
-
-/// Whether the depthwise column-strip kernel applies (module docs of the
-/// device crate's `conv::bwd_data_dw`).
-fn dw_strips(p: &ConvProblem, dx: &TensorDesc, dy: &TensorDesc) -> bool {
-    let taps = |d: usize| p.filter[d].div_ceil(tilde(p, d));
-    p.c == 1
-        && p.k == 1
-        && super::lane_axis(dx, 0, DW_VW)
-        && super::lane_axis(dy, 0, DW_VW)
-        && taps(0) == 1
-        && taps(1) <= DEPTH
-        && tap_step(p, 1) == 1
-        && (taps(2) - 1) * tap_step(p, 2) <= HALO
-}
+const DW_VW: usize = convgrad_types::contract::depthwise_strips::VW;
 
 /// `(strips, rows per strip)` for `rows` slice rows, `per_strip` threads per
 /// strip in workgroups of `block`, `round` workgroups resident at once: the
@@ -320,40 +227,21 @@ pub fn plan_with(
     if p.g > 65535 {
         return Err(OpError::Desc(DescError::TooLarge { field: "G (grid z)", value: p.g as u64, max: 65535 }));
     }
-    let mut inst = choose_instance(p, cfg, family)?;
-    let strips = dw_strips(p, &dx, &dy);
-    if inst.op == Op::BwdDataDirect && cfg.instance.is_none() && strips {
-        let dw = |i: &&Instance| i.op == Op::BwdDataDepthwise && i.types == cfg.types && i.on(family);
-        inst = instance::INSTANCES.iter().find(dw).unwrap_or(inst);
-    }
-    if inst.op == Op::BwdDataDepthwise && !strips {
-        return Err(super::forced_mismatch(inst.name, format!(
-            "does not apply: depthwise column strips need C = K = 1, the groups \
-             innermost in dx and dy in runs of {DW_VW} (a channels-last layout), at most 3 taps per \
-             stride class along y one dy row apart, one along z, and an x span of at most {HALO} \
-             (use bwdd_direct_{})",
-            cfg.types.name()
-        )));
-    }
-    // Tap shifts in place of the slice GEMM, or of the direct kernel from 8
-    // channels per group, where the problem fits them. H200 f16, G=32 3x3,
-    // ms: C=K=16 14x14 0.033 (slice GEMM 0.056, cuDNN 0.056); C=K=8 28x28
-    // 0.085 (direct 0.117, GEMM 0.165); C=K=16 7x7 0.015 (GEMM 0.024).
-    let halo = |i: &&Instance| i.op == Op::BwdDataHalo && i.types == cfg.types && i.on(family);
-    let replaceable = inst.op == Op::BwdData || (inst.op == Op::BwdDataDirect && p.c >= 8);
-    let halo_fit = |t: &instance::TileConfig| {
-        let k_ok = p.k <= t.bk as usize && super::lane_axis(&dy, 2, 8);
-        super::halo_fit(p, t, p.input, &[
-            (k_ok, "K a multiple of 8 up to the tile's, contiguous in dy"),
-            (p.c <= (t.bn / t.waves_n) as usize, "C up to the tile's channels per group"),
-            (dy.span() < 1 << 31, "dy of fewer than 2^31 elements"),
-        ])
+    let choice = select::bwd_data(&select::Request {
+        p,
+        types: cfg.types,
+        family,
+        compute_units,
+        x: &dx,
+        dy: &dy,
+        forced: cfg.instance.as_deref(),
+        deterministic: false,
+    })?;
+    let inst = choice.instance;
+    let halo_rows = match choice.fit {
+        select::Fit::TapShift(h) => Some(h),
+        _ => None,
     };
-    let fitting = instance::INSTANCES.iter().find(halo).filter(|h| halo_fit(&h.tile).is_ok());
-    if let (true, None, Some(h)) = (replaceable, &cfg.instance, fitting) {
-        inst = h;
-    }
-    let halo_rows = super::tap_shift_grid(inst, Op::BwdDataHalo, halo_fit)?;
     match cfg.strip_rows {
         Some(0) => return Err(OpError::Usage("strip_rows: at least 1 (slice rows per strip)".into())),
         Some(_) if inst.op != Op::BwdDataDepthwise => {
@@ -505,6 +393,21 @@ pub fn plan_with(
 }
 
 impl BwdDataPlan {
+    /// What runs, in one line: the kernel and how the problem maps onto it.
+    pub fn describe(&self) -> String {
+        let a = &self.args_template;
+        let how = if a.halo_rows > 0 {
+            let [hp, wp] = a.div_halo.map(|d| d.div);
+            format!("tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.halo_rows)
+        } else if a.strip_rows > 0 {
+            format!("depthwise strips of {} slice rows (direct kernel)", a.strip_rows)
+        } else if self.slices == 0 {
+            "stride slices 0 (direct kernel)".into()
+        } else {
+            format!("stride slices {}", self.slices)
+        };
+        format!("{} ; {how}", self.main.instance.name)
+    }
     /// The argument block with device addresses filled in.
     pub fn args(&self, bufs: &BwdDataBuffers<'_>) -> ConvArgs {
         let mut a = self.args_template;

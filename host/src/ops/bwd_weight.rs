@@ -4,8 +4,9 @@
 //! GEMM per group: `M = K`, `N = C * Z*Y*X`, reduction `N_batch * Do*Ho*Wo`.
 
 use convgrad_types::epilogue::{EpiChain, MAX_D};
-use convgrad_types::instance::{self, Family, Instance, Op};
-use convgrad_device::conv::bwd_weight_direct::{SEG, TAP_BLOCK};
+use super::select;
+use convgrad_types::instance::{Family, Op};
+use convgrad_types::contract::bwd_weight_direct::{SEG, TAP_BLOCK};
 use convgrad_types::params::{ConvArgs, FastDiv, flags, vec_mode};
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
@@ -80,71 +81,6 @@ pub struct BwdWeightPlan {
     pub args_template: ConvArgs,
 }
 
-/// Picks the instance for `family` (or checks a forced one).
-pub fn choose_instance(
-    p: &ConvProblem,
-    cfg: &BwdWeightConfig,
-    family: Family,
-) -> Result<&'static Instance, OpError> {
-    let fits = |i: &&Instance| {
-        matches!(i.op, Op::BwdWeight | Op::BwdWeightDirect | Op::BwdWeightHalo) && i.types == cfg.types && i.on(family)
-    };
-    if let Some(name) = &cfg.instance {
-        let i = instance::find(name).ok_or_else(|| {
-            super::forced_mismatch(name, "names no such instance (see `cargo xtask list-instances`)".into())
-        })?;
-        if !fits(&i) {
-            return Err(super::forced_mismatch(name, format!(
-                "does not apply: it is {:?} {} for {:?}, the problem needs bwd-weight {} on {family:?}",
-                i.op,
-                i.types.name(),
-                i.families,
-                cfg.types.name()
-            )));
-        }
-        return Ok(i);
-    }
-    // Prefer the largest tile that the GEMM fills; small M or N take the
-    // smallest tile to waste less of the matrix unit. Narrow tiles (under 64
-    // rows) only where K fits one of them: per useful row they are slower
-    // (H200, G32 C=K=32 28x28 f16: 64x64 0.358 ms, 32x64 0.455 ms, 16x64
-    // 0.706 ms; K = 16: 16x64 0.060 ms, 64x64 0.072 ms).
-    let (m, n) = (p.k as u64, p.c as u64 * p.filter_taps());
-    let mut tiles: Vec<&'static Instance> = instance::INSTANCES
-        .iter()
-        .filter(fits)
-        .filter(|i| i.op == Op::BwdWeight && super::narrow_tile_fits(m, i.tile.bm))
-        .collect();
-    let padded =
-        |i: &Instance| m.div_ceil(i.tile.bm as u64) * i.tile.bm as u64 * n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
-    // Hopper's warpgroup tiles before mma.sync of the same shape (H200 f16,
-    // verify --time, 128x128: seed 0.335 -> 0.275 ms, r50 1x1 14 1024->512
-    // 0.179 -> 0.146, 3x3 7 512ch 0.248 -> 0.210, CK example 20 0.085 ->
-    // 0.073; 64x64: r50 64ch 3x3 56 0.362 -> 0.331, 1x1 56 256->64 0.203 ->
-    // 0.159, 3D 0.280 -> 0.269; only the RGB stem, in element copies, lost:
-    // 4.74 -> 4.91 ms).
-    tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
-    let best = tiles.first().copied();
-    // Per-group GEMMs that would fill under a tenth of even the best tile, or
-    // with under 8 output channels (at least half of a 16-row matrix tile is
-    // padding: ResNeXt's K = 4 ran 6.6 ms on the 16x64 tile against 0.38 ms
-    // direct, H200), go to the direct kernel (depthwise, small C and K).
-    let direct = instance::INSTANCES.iter().filter(fits).find(|i| i.op == Op::BwdWeightDirect);
-    match (best, direct) {
-        (Some(b), Some(d)) if 10 * m * n < padded(b) || m < 8 => Ok(d),
-        (Some(b), _) => Ok(b),
-        (None, Some(d)) => Ok(d),
-        (None, None) => {
-            Err(OpError::Unsupported(Unsupported::NoKernel {
-                op: "bwd-weight",
-                types: cfg.types.name(),
-                family,
-                served: "f32, f16, bf16 and bf16-f32",
-            }))
-        }
-    }
-}
-
 /// Builds the plan for `p` on a device of `family` with `compute_units`.
 pub fn plan(
     p: &ConvProblem,
@@ -185,37 +121,21 @@ pub fn plan_with(
     for (t, d) in [("x", &x), ("dw", &dw), ("dy", &dy)] {
         d.check(t, d.span() as usize)?;
     }
-    let mut inst = choose_instance(p, cfg, family)?;
-    // Tap shifts in place of the GEMM where the problem fits them.
-    let halo_fit = |t: &instance::TileConfig| {
-        super::halo_fit(p, t, p.output(), &[
-            (p.k <= t.bk as usize && super::lane_axis(&dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
-            (
-                p.c <= (t.bn / t.waves_n) as usize && super::lane_axis(&x, 2, 8),
-                "C a multiple of 8 up to the tile's channels per group, contiguous in x",
-            ),
-            (x.span() < 1 << 31 && dy.span() < 1 << 31, "x and dy of fewer than 2^31 elements"),
-        ])
+    let choice = select::bwd_weight(&select::Request {
+        p,
+        types: cfg.types,
+        family,
+        compute_units,
+        x: &x,
+        dy: &dy,
+        forced: cfg.instance.as_deref(),
+        deterministic: cfg.deterministic,
+    })?;
+    let inst = choice.instance;
+    let halo = match choice.fit {
+        select::Fit::TapShift(h) => Some(h),
+        _ => None,
     };
-    // Tap shifts in place of the GEMM where the problem fits them and the
-    // automatic split leaves every workgroup at least two row tiles (each
-    // workgroup puts the partials of its whole filters once). H200 f16, G=32
-    // 3x3, ms, tap shifts / GEMM: C=K=16 14x14 (2 tiles each) 0.039 /
-    // 0.047; C=K=8 28x28 (6) 0.068 / 0.117; C=K=16 7x7 (1) 0.028 / 0.022.
-    // Not in deterministic mode: its finisher reads every split's partials
-    // in turn (C=K=16 14x14, 37 splits: 0.137 ms).
-    let tap_shifts = |i: &&Instance| i.op == Op::BwdWeightHalo && i.types == cfg.types && i.on(family);
-    let fitting = instance::INSTANCES.iter().find(tap_shifts).filter(|h| match halo_fit(&h.tile) {
-        Ok(f) => {
-            let sets = p.g.div_ceil(h.tile.waves_n as usize);
-            tap_shift_split(f.tiles, sets, SplitK::Auto, h.min_blocks(), compute_units).1 >= 2
-        }
-        Err(_) => false,
-    });
-    if let (Op::BwdWeight, None, Some(h), false) = (inst.op, &cfg.instance, fitting, cfg.deterministic) {
-        inst = h;
-    }
-    let halo = super::tap_shift_grid(inst, Op::BwdWeightHalo, halo_fit)?;
     let (gm, gn) = (p.k as u64, p.c as u64 * p.filter_taps());
     let gk = p.n as u64 * p.output_pixels();
     for (field, v) in [("GEMM M (K)", gm), ("GEMM N (C*filter)", gn), ("GEMM K (N*output pixels)", gk)] {
@@ -451,7 +371,7 @@ pub fn plan_with(
 /// tiles and `sets` group sets: one round of `per_cu` workgroups per compute
 /// unit (a second, partial round cost the H200 as much as a whole one), or
 /// the requested split.
-fn tap_shift_split(tiles: usize, sets: usize, split: SplitK, per_cu: u32, compute_units: u32) -> (u32, u32) {
+pub(super) fn tap_shift_split(tiles: usize, sets: usize, split: SplitK, per_cu: u32, compute_units: u32) -> (u32, u32) {
     let want = match split {
         SplitK::Auto => (per_cu as usize * compute_units.max(1) as usize / sets.max(1)).max(1),
         SplitK::Fixed(n) => n as usize,
@@ -461,6 +381,22 @@ fn tap_shift_split(tiles: usize, sets: usize, split: SplitK, per_cu: u32, comput
 }
 
 impl BwdWeightPlan {
+    /// What runs, in one line: the kernel, the split and, for tap shifts, the grid.
+    pub fn describe(&self) -> String {
+        let mode = match (self.k_batch, self.atomic_partials) {
+            (1, _) => "none",
+            (_, true) => "atomic",
+            (_, false) => "deterministic",
+        };
+        let a = &self.args_template;
+        let shifts = if a.halo_rows > 0 {
+            let [hp, wp] = a.div_halo.map(|d| d.div);
+            format!(" ; tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.halo_rows)
+        } else {
+            String::new()
+        };
+        format!("{} ; k_batch {} ; split-K {mode}{shifts}", self.main.instance.name, self.k_batch)
+    }
     /// The argument block with device addresses filled in.
     pub fn args(&self, x: u64, dw: u64, dy: u64, workspace: u64, ds: &[u64]) -> ConvArgs {
         let mut a = self.args_template;

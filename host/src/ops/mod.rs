@@ -8,6 +8,7 @@ pub mod bwd_data;
 pub mod bwd_weight;
 mod cache;
 mod prepared;
+pub mod select;
 
 pub use cache::PlanCache;
 pub use prepared::{Workspace, WorkspaceContents};
@@ -135,82 +136,6 @@ pub(crate) fn lane_axis(d: &convgrad_types::TensorDesc, axis: usize, vw: usize) 
         && (0..d.lengths.len()).all(|i| i == axis || d.lengths[i] == 1 || d.strides[i].is_multiple_of(vw))
 }
 
-/// Where the tap-shift kernel (`Op::BwdDataHalo`; the device crate's
-/// `conv::halo`) puts a problem: `pixels` (the result pixels the tile rows
-/// walk, dx's) on a grid padded by the dilated filter, `rows` image rows per tile.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HaloFit {
-    /// Image rows per tile.
-    pub rows: usize,
-    /// Grid rows per image.
-    pub hp: usize,
-    /// Grid row length.
-    pub wp: usize,
-    /// Tiles over all images.
-    pub tiles: usize,
-}
-
-impl HaloFit {
-    /// Stores the grid in the argument block.
-    pub fn set(&self, args: &mut convgrad_types::params::ConvArgs) {
-        use convgrad_types::params::FastDiv;
-        args.halo_rows = self.rows as u32;
-        args.div_halo = [FastDiv::new(self.hp as u32), FastDiv::new(self.wp as u32)];
-    }
-}
-
-/// The grid of `p` for tile `t`, or what keeps the tap-shift kernels from
-/// it (the first failed check, the op's own `extra` checks included).
-pub(crate) fn halo_fit(
-    p: &convgrad_types::ConvProblem,
-    t: &convgrad_types::instance::TileConfig,
-    pixels: [usize; 3],
-    extra: &[(bool, &'static str)],
-) -> Result<HaloFit, &'static str> {
-    use convgrad_types::instance::TileConfig;
-    let pad = |d: usize| (p.filter[d] - 1) * p.dilations[d];
-    let (hp, wp) = (pixels[1] + pad(1), pixels[2] + pad(2));
-    let shift = pad(1) * wp + pad(2);
-    let images = p.n * pixels[0];
-    let common = [
-        (p.strides.iter().all(|&s| s == 1), "stride 1 in every dim"),
-        (p.filter[0] == 1 && p.lpads[0] == 0 && p.rpads[0] == 0, "a 1-tall, unpadded z filter"),
-        (p.filter[1] * p.filter[2] <= TileConfig::HALO_TAPS as usize, "at most 9 filter taps"),
-        (wp <= t.bm as usize, "a padded row (W + (X-1) * dilation) of at most the tile's rows"),
-        (shift <= TileConfig::HALO_SLACK as usize, "a largest tap shift ((Y-1) * dil * padded row + (X-1) * dil) of at most 64 rows"),
-        ((images as u64 * hp as u64) < (1 << 31), "fewer than 2^31 padded image rows"),
-    ];
-    if let Some(c) = common.iter().chain(extra).find(|c| !c.0) {
-        return Err(c.1);
-    }
-    // Tiles may straddle images: small images share one.
-    let rows = t.bm as usize / wp;
-    Ok(HaloFit { rows, hp, wp, tiles: (images * hp).div_ceil(rows) })
-}
-
-/// The grid of `inst` when it is the op's tap-shift kernel (`op`), from
-/// the op's fit check `fit`; a refusal naming what it needs when the
-/// problem does not fit (the instance was forced); none for other kernels.
-pub(crate) fn tap_shift_grid(
-    inst: &Instance,
-    op: convgrad_types::instance::Op,
-    fit: impl Fn(&convgrad_types::instance::TileConfig) -> Result<HaloFit, &'static str>,
-) -> Result<Option<HaloFit>, OpError> {
-    if inst.op != op {
-        return Ok(None);
-    }
-    fit(&inst.tile)
-        .map(Some)
-        .map_err(|why| forced_mismatch(inst.name, format!("does not apply: tap shifts need {why}")))
-}
-
-/// Whether a tile `tile_len` wide along a per-group channel count `len` may
-/// be chosen: tiles under 64 are only taken where the channels fit one of
-/// them (per useful channel they are slower; timings at the callers).
-pub(crate) fn narrow_tile_fits(len: u64, tile_len: u32) -> bool {
-    tile_len >= 64 || len <= tile_len as u64
-}
-
 /// The direct kernels' channel-vector mode (`convgrad_types::params::vec_mode`
 /// bits) and lane count for a problem whose activations are `x` (dx or x) and
 /// output gradient `dy` (elements of `bytes`): depthwise problems
@@ -225,7 +150,7 @@ pub(crate) fn direct_vec_mode(
     dy: &convgrad_types::TensorDesc,
 ) -> Option<(u32, usize)> {
     use convgrad_types::params::vec_mode;
-    let lanes = (16 / bytes).min(convgrad_device::conv::bwd_data_direct::LANES);
+    let lanes = (16 / bytes).min(convgrad_types::contract::bwd_data_direct::LANES);
     for (vw, half) in [(lanes, 0), (lanes / 2, vec_mode::HALF)] {
         if p.c == 1 && p.k == 1 && lane_axis(x, 0, vw) && lane_axis(dy, 0, vw) {
             return Some((vec_mode::ON | vec_mode::DW | half, vw));

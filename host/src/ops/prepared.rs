@@ -203,17 +203,10 @@ impl BwdWeightOp {
             n => WorkspaceContents::ZeroFrom(n),
         }
     }
-    /// One line on what runs: kernel, grid and split.
+    /// One line on what runs: kernel, split, grid.
     pub fn describe(&self) -> String {
         let m = &self.plan.main;
-        let mode = if self.plan.k_batch == 1 {
-            "no split"
-        } else if self.plan.atomic_partials {
-            "atomic split-K"
-        } else {
-            "deterministic split-K"
-        };
-        format!("{} grid {:?} x {} threads, k_batch {} ({mode})", m.instance.name, m.grid, m.block, self.plan.k_batch)
+        format!("{} ; grid {:?} x {} threads", self.plan.describe(), m.grid, m.block)
     }
     /// Queues the call on `stream`: no host wait, nothing allocated.
     pub fn execute_on(&self, stream: &Stream, t: BwdWeightTensors<'_>, ws: Workspace<'_>) -> Result<(), OpError> {
@@ -329,10 +322,10 @@ impl BwdDataOp {
     pub fn device(&self) -> &Device {
         &self.dev
     }
-    /// One line on what runs: kernel and grid.
+    /// One line on what runs: kernel, mapping, grid.
     pub fn describe(&self) -> String {
         let m = &self.plan.main;
-        format!("{} grid {:?} x {} threads, {} slice(s)", m.instance.name, m.grid, m.block, self.plan.slices.max(1))
+        format!("{} ; grid {:?} x {} threads", self.plan.describe(), m.grid, m.block)
     }
     /// Queues the call on `stream`: no host wait, nothing allocated, no workspace.
     pub fn execute_on(&self, stream: &Stream, t: BwdDataTensors<'_>) -> Result<(), OpError> {

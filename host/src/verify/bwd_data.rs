@@ -133,6 +133,7 @@ pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error>
 
     Ok(Outcome {
         instance: plan.main.instance.name,
+        describe: plan.describe(),
         k_batch: 1,
         split_mode: "none",
         report,

@@ -128,6 +128,7 @@ pub fn run_with(
 
     Ok(Outcome {
         instance: plan.main.instance.name,
+        describe: plan.describe(),
         k_batch: plan.k_batch,
         split_mode: match (plan.k_batch, cfg.deterministic) {
             (1, _) => "none",

@@ -30,6 +30,8 @@ pub struct TensorDump {
 pub struct Outcome {
     /// Kernel instance that ran.
     pub instance: &'static str,
+    /// What ran, in one line (`BwdWeightPlan::describe` / `BwdDataPlan::describe`).
+    pub describe: String,
     /// k-batches of split-K.
     pub k_batch: u32,
     /// Split-K mode in words.

@@ -1,0 +1,319 @@
+//! The one place that chooses a kernel.
+//!
+//! Each kernel family states what it fits ([`fits`], with the text
+//! [`needs`] that `cargo xtask list-instances` prints); a forced instance
+//! (`--instance`) goes through the same checks; the automatic choice takes
+//! the instances that fit and ranks them by rules measured on the H200
+//! (`docs/tuning-log.md` has the timings). The plan builders
+//! (`bwd_weight::plan_with`, `bwd_data::plan_with`) take the [`Choice`].
+
+use super::bwd_data::{class_taps, tap_step, tilde};
+use super::bwd_weight::{SplitK, tap_shift_split};
+use super::{OpError, Unsupported, forced_mismatch, lane_axis};
+use convgrad_types::contract::bwd_data_direct::HALO;
+use convgrad_types::contract::depthwise_strips::{DEPTH, VW as DW_VW};
+use convgrad_types::instance::{self, Family, Instance, Op, TileConfig};
+use convgrad_types::{ConvProblem, TensorDesc, TypeConfig};
+
+/// A request for a kernel: the problem, its tensors and what the caller asked.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The problem.
+    pub p: &'a ConvProblem,
+    /// Data types.
+    pub types: TypeConfig,
+    /// The device's kernel family.
+    pub family: Family,
+    /// The device's compute units (the tap-shift preference counts rounds).
+    pub compute_units: u32,
+    /// Activations: x (bwd-weight) or dx (bwd-data).
+    pub x: &'a TensorDesc,
+    /// Output gradient.
+    pub dy: &'a TensorDesc,
+    /// An instance forced by name.
+    pub forced: Option<&'a str>,
+    /// Backward-weight's deterministic split-K (tap shifts are not preferred there).
+    pub deterministic: bool,
+}
+
+/// How a problem fits the chosen kernel family.
+#[derive(Clone, Copy, Debug)]
+pub enum Fit {
+    /// GEMM tiles and direct kernels: any problem (edges masked).
+    Any,
+    /// Depthwise column strips.
+    Strips,
+    /// Tap shifts, on this padded grid.
+    TapShift(HaloFit),
+}
+
+/// The chosen instance and how the problem fits it.
+#[derive(Clone, Copy, Debug)]
+pub struct Choice {
+    /// The instance.
+    pub instance: &'static Instance,
+    /// How the problem fits it.
+    pub fit: Fit,
+}
+
+/// What a kernel family needs of a problem, in a few words.
+pub fn needs(op: Op) -> &'static str {
+    match op {
+        Op::BwdWeight | Op::BwdData => "any N, C, K, filter, stride, layout (edges masked)",
+        Op::BwdWeightDirect | Op::BwdDataDirect => "any problem (channel vectors where channels-last)",
+        Op::BwdDataDepthwise => "C = K = 1, channels-last, <= 3 taps per stride class along y",
+        Op::BwdDataHalo => "stride 1, 1-tall z filter, <= 9 taps, K mult. of 8 <= 16, C <= 16, tap shift <= 64 rows",
+        Op::BwdWeightHalo => {
+            "stride 1, 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows"
+        }
+        Op::Smoke => "one atom tile (runtime self-test)",
+    }
+}
+
+/// Whether instance `i` can run the request's problem, and how; else the
+/// first need the problem does not meet.
+pub fn fits(i: &Instance, r: &Request<'_>) -> Result<Fit, String> {
+    match i.op {
+        Op::BwdWeight | Op::BwdData | Op::BwdWeightDirect | Op::BwdDataDirect => Ok(Fit::Any),
+        Op::BwdDataDepthwise => strips(r).then_some(Fit::Strips).ok_or_else(|| {
+            format!(
+                "depthwise column strips need C = K = 1, the groups innermost in dx and dy in runs of \
+                 {DW_VW} (a channels-last layout), at most 3 taps per stride class along y one dy row \
+                 apart, one along z, and an x span of at most {HALO} (use bwdd_direct_{})",
+                r.types.name()
+            )
+        }),
+        Op::BwdWeightHalo => weight_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
+        Op::BwdDataHalo => data_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
+        Op::Smoke => Err("a runtime self-test, not a convolution kernel".into()),
+    }
+}
+
+/// The instance named `name` for an operation whose kernels are `ops`,
+/// checked against the request like every automatic candidate.
+fn forced(name: &str, ops: &[Op], what: &str, r: &Request<'_>) -> Result<Choice, OpError> {
+    let i = instance::find(name)
+        .ok_or_else(|| forced_mismatch(name, "names no such instance (see `cargo xtask list-instances`)".into()))?;
+    if !(ops.contains(&i.op) && i.types == r.types && i.on(r.family)) {
+        return Err(forced_mismatch(name, format!(
+            "does not apply: it is {:?} {} for {:?}, the problem needs {what} {} on {:?}",
+            i.op,
+            i.types.name(),
+            i.families,
+            r.types.name(),
+            r.family
+        )));
+    }
+    let fit = fits(i, r).map_err(|why| forced_mismatch(name, format!("does not apply: {why}")))?;
+    Ok(Choice { instance: i, fit })
+}
+
+/// The instances of kernel family `op` serving the request's types on its family.
+fn family_of(op: Op, r: &Request<'_>) -> impl Iterator<Item = &'static Instance> {
+    let (types, family) = (r.types, r.family);
+    instance::INSTANCES.iter().filter(move |i| i.op == op && i.types == types && i.on(family))
+}
+
+/// The first instance of family `op` that fits, with its fit.
+fn first_fitting(op: Op, r: &Request<'_>) -> Option<Choice> {
+    family_of(op, r).find_map(|i| fits(i, r).ok().map(|fit| Choice { instance: i, fit }))
+}
+
+/// Whether a tile `tile_len` wide along a per-group channel count `len` may
+/// be chosen: tiles under 64 are only taken where the channels fit one of
+/// them (per useful channel they are slower).
+fn narrow_tile_fits(len: u64, tile_len: u32) -> bool {
+    tile_len >= 64 || len <= tile_len as u64
+}
+
+/// Backward-weight's kernel: GEMM per group `M = K`, `N = C * taps`.
+pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
+    const OPS: [Op; 3] = [Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo];
+    if let Some(name) = r.forced {
+        return forced(name, &OPS, "bwd-weight", r);
+    }
+    let p = r.p;
+    let (m, n) = (p.k as u64, p.c as u64 * p.filter_taps());
+    // The largest tile the GEMM fills; narrow tiles (under 64 rows) only
+    // where K fits one of them.
+    let padded =
+        |i: &Instance| m.div_ceil(i.tile.bm as u64) * i.tile.bm as u64 * n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
+    let mut tiles: Vec<&'static Instance> =
+        family_of(Op::BwdWeight, r).filter(|i| narrow_tile_fits(m, i.tile.bm)).collect();
+    // Hopper's warpgroup tiles before mma.sync of the same shape.
+    tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
+    let direct = family_of(Op::BwdWeightDirect, r).next();
+    // Per-group GEMMs that would fill under a tenth of even the best tile,
+    // or with under 8 output channels (at least half of a 16-row matrix
+    // tile is padding), go to the direct kernel.
+    let inst = match (tiles.first().copied(), direct) {
+        (Some(b), Some(d)) if 10 * m * n < padded(b) || m < 8 => d,
+        (Some(b), _) => b,
+        (None, Some(d)) => d,
+        (None, None) => return Err(no_kernel("bwd-weight", "f32, f16, bf16 and bf16-f32", r)),
+    };
+    // Tap shifts in place of the GEMM where the problem fits them and the
+    // automatic split leaves every workgroup at least two row tiles (each
+    // workgroup puts the partials of its whole filters once); not in
+    // deterministic mode (its finisher reads every split's partials in turn).
+    if inst.op == Op::BwdWeight && !r.deterministic {
+        let shifts = first_fitting(Op::BwdWeightHalo, r).filter(|c| match c.fit {
+            Fit::TapShift(f) => {
+                let sets = p.g.div_ceil(c.instance.tile.waves_n as usize);
+                tap_shift_split(f.tiles, sets, SplitK::Auto, c.instance.min_blocks(), r.compute_units).1 >= 2
+            }
+            _ => false,
+        });
+        if let Some(c) = shifts {
+            return Ok(c);
+        }
+    }
+    Ok(Choice { instance: inst, fit: Fit::Any })
+}
+
+/// Backward-data's kernel: per group and stride slice a GEMM `N = C`,
+/// reduction `class taps * K`.
+pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
+    const OPS: [Op; 4] = [Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo];
+    if let Some(name) = r.forced {
+        return forced(name, &OPS, "bwd-data", r);
+    }
+    let p = r.p;
+    let direct = family_of(Op::BwdDataDirect, r).next();
+    let (n, red) = (p.c as u64, class_taps(p) * p.k as u64);
+    // The direct kernel for short dot products (C * reduction under 1024:
+    // depthwise, a few channels per group), for C under 8 where the family
+    // has no tile of at most 16 columns, and where dy's k run is no
+    // multiple of 8 with C * K up to 256 (the GEMM would gather it element
+    // by element).
+    let narrow = family_of(Op::BwdData, r).any(|i| i.tile.bn <= 16);
+    let scalar_dy = !p.k.is_multiple_of(8) && n * p.k as u64 <= 256;
+    let inst = if let (true, Some(d)) = (n * red < 1024 || scalar_dy || (n < 8 && !narrow), direct) {
+        d
+    } else {
+        // Narrow tiles (under 64 columns) only where C fits one of them.
+        let mut tiles: Vec<&'static Instance> =
+            family_of(Op::BwdData, r).filter(|i| narrow_tile_fits(n, i.tile.bn)).collect();
+        // The largest tile whose channel padding stays within 20% of it, else
+        // the least padding; where C is a multiple of 8 (vector loads) tiles
+        // count as at least 32 wide; warpgroup tiles before mma.sync.
+        let cols = |i: &Instance| if n.is_multiple_of(8) { i.tile.bn.max(32) } else { i.tile.bn } as u64;
+        let waste = |i: &Instance| {
+            let padded = n.div_ceil(cols(i)) * cols(i);
+            (padded - n) * 100 / padded
+        };
+        tiles.sort_by_key(|i| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
+        match tiles.first().copied().or(direct) {
+            Some(i) => i,
+            None => return Err(no_kernel("bwd-data", "f32, f16 and bf16", r)),
+        }
+    };
+    // Depthwise column strips in place of the direct kernel where they fit.
+    let mut choice = Choice { instance: inst, fit: Fit::Any };
+    if inst.op == Op::BwdDataDirect
+        && let Some(c) = first_fitting(Op::BwdDataDepthwise, r)
+    {
+        choice = c;
+    }
+    // Tap shifts in place of the slice GEMM, or of the direct kernel from 8
+    // channels per group, where the problem fits them.
+    let replaceable = choice.instance.op == Op::BwdData || (choice.instance.op == Op::BwdDataDirect && p.c >= 8);
+    if replaceable && let Some(c) = first_fitting(Op::BwdDataHalo, r) {
+        choice = c;
+    }
+    Ok(choice)
+}
+
+fn no_kernel(op: &'static str, served: &'static str, r: &Request<'_>) -> OpError {
+    OpError::Unsupported(Unsupported::NoKernel { op, types: r.types.name(), family: r.family, served })
+}
+
+/// Whether the depthwise column-strip kernel applies (module docs of the
+/// device crate's `conv::bwd_data_dw`).
+fn strips(r: &Request<'_>) -> bool {
+    let p = r.p;
+    let taps = |d: usize| p.filter[d].div_ceil(tilde(p, d));
+    p.c == 1
+        && p.k == 1
+        && lane_axis(r.x, 0, DW_VW)
+        && lane_axis(r.dy, 0, DW_VW)
+        && taps(0) == 1
+        && taps(1) <= DEPTH
+        && tap_step(p, 1) == 1
+        && (taps(2) - 1) * tap_step(p, 2) <= HALO
+}
+
+/// Backward-weight's tap-shift grid for tile `t`: the result pixels are dy's.
+fn weight_tap_shifts(r: &Request<'_>, t: &TileConfig) -> Result<HaloFit, &'static str> {
+    let p = r.p;
+    halo_fit(p, t, p.output(), &[
+        (p.k <= t.bk as usize && lane_axis(r.dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
+        (
+            p.c <= (t.bn / t.waves_n) as usize && lane_axis(r.x, 2, 8),
+            "C a multiple of 8 up to the tile's channels per group, contiguous in x",
+        ),
+        (r.x.span() < 1 << 31 && r.dy.span() < 1 << 31, "x and dy of fewer than 2^31 elements"),
+    ])
+}
+
+/// Backward-data's tap-shift grid for tile `t`: the result pixels are dx's.
+fn data_tap_shifts(r: &Request<'_>, t: &TileConfig) -> Result<HaloFit, &'static str> {
+    let p = r.p;
+    halo_fit(p, t, p.input, &[
+        (p.k <= t.bk as usize && lane_axis(r.dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
+        (p.c <= (t.bn / t.waves_n) as usize, "C up to the tile's channels per group"),
+        (r.dy.span() < 1 << 31, "dy of fewer than 2^31 elements"),
+    ])
+}
+
+/// Where a tap-shift kernel (the device crate's `conv::halo`) puts a
+/// problem: `pixels` (the result pixels the tile rows walk) on a grid padded
+/// by the dilated filter, `rows` image rows per tile.
+#[derive(Clone, Copy, Debug)]
+pub struct HaloFit {
+    /// Image rows per tile.
+    pub rows: usize,
+    /// Grid rows per image.
+    pub hp: usize,
+    /// Grid row length.
+    pub wp: usize,
+    /// Tiles over all images.
+    pub tiles: usize,
+}
+
+impl HaloFit {
+    /// Stores the grid in the argument block.
+    pub fn set(&self, args: &mut convgrad_types::params::ConvArgs) {
+        use convgrad_types::params::FastDiv;
+        args.halo_rows = self.rows as u32;
+        args.div_halo = [FastDiv::new(self.hp as u32), FastDiv::new(self.wp as u32)];
+    }
+}
+
+/// The grid of `p` for tile `t`, or what keeps the tap-shift kernels from
+/// it (the first failed check, the op's own `extra` checks included).
+fn halo_fit(
+    p: &ConvProblem,
+    t: &TileConfig,
+    pixels: [usize; 3],
+    extra: &[(bool, &'static str)],
+) -> Result<HaloFit, &'static str> {
+    let pad = |d: usize| (p.filter[d] - 1) * p.dilations[d];
+    let (hp, wp) = (pixels[1] + pad(1), pixels[2] + pad(2));
+    let shift = pad(1) * wp + pad(2);
+    let images = p.n * pixels[0];
+    let common = [
+        (p.strides.iter().all(|&s| s == 1), "stride 1 in every dim"),
+        (p.filter[0] == 1 && p.lpads[0] == 0 && p.rpads[0] == 0, "a 1-tall, unpadded z filter"),
+        (p.filter[1] * p.filter[2] <= TileConfig::HALO_TAPS as usize, "at most 9 filter taps"),
+        (wp <= t.bm as usize, "a padded row (W + (X-1) * dilation) of at most the tile's rows"),
+        (shift <= TileConfig::HALO_SLACK as usize, "a largest tap shift ((Y-1) * dil * padded row + (X-1) * dil) of at most 64 rows"),
+        ((images as u64 * hp as u64) < (1 << 31), "fewer than 2^31 padded image rows"),
+    ];
+    if let Some(c) = common.iter().chain(extra).find(|c| !c.0) {
+        return Err(c.1);
+    }
+    // Tiles may straddle images: small images share one.
+    let rows = t.bm as usize / wp;
+    Ok(HaloFit { rows, hp, wp, tiles: (images * hp).div_ceil(rows) })
+}

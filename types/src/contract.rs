@@ -1,0 +1,39 @@
+//! Constants of the host-device contract: the kernels are spelled out for
+//! them (each kernel module asserts the values it unrolls for) and the host
+//! sizes grids and chooses kernels by them. Neither side restates them.
+
+/// The direct backward-data kernel (and the lanes both direct kernels share).
+pub mod bwd_data_direct {
+    /// Lanes per thread on the channel-vector path of both direct kernels (or
+    /// half as many, the host's choice): four, not a 16-byte vector of a
+    /// 16-bit type, keeps each thread within 128 registers (at eight both
+    /// kernels spilled on sm_90).
+    pub const LANES: usize = 4;
+    /// Pixels per thread on the channel-vector path: consecutive positions of
+    /// one stride-slice row.
+    pub const RUN: usize = 8;
+    /// Widest shift between the taps one window serves: 2 covers 3-wide
+    /// filters at stride 1 and 5-wide at stride 2.
+    pub const HALO: usize = 2;
+    /// `k`s per `dy` load on the channel-lane path where `dy`'s `k` run is
+    /// contiguous (`vec_mode::DY_KVEC`).
+    pub const KV: usize = 4;
+}
+
+/// The depthwise column-strip backward-data kernel.
+pub mod depthwise_strips {
+    /// Groups per thread: half the direct kernel's lanes, so that three rows
+    /// of accumulators, the weights and a window stay in registers.
+    pub const VW: usize = super::bwd_data_direct::LANES / 2;
+    /// Rows in flight: taps per stride class along y at most.
+    pub const DEPTH: usize = 3;
+}
+
+/// The direct backward-weight kernel.
+pub mod bwd_weight_direct {
+    /// Filter taps one thread accumulates on the channel-vector path (one row
+    /// of a 3-wide filter): few accumulators keep a thread near 64 registers.
+    pub const TAP_BLOCK: usize = 3;
+    /// Output pixels per segment on the row path.
+    pub const SEG: usize = 8;
+}
