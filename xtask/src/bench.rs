@@ -51,6 +51,10 @@ struct BenchArgs {
     /// Force this kernel instance (tuning); shapes it cannot run are skipped.
     #[arg(long)]
     instance: Option<String>,
+    /// Which shapes: `bench` (the anchors and CK's ResNet-50 layers) or
+    /// `networks` (layers of real networks, with per-network geomeans).
+    #[arg(long, default_value = "bench")]
+    suite: String,
 }
 
 /// The operations the bench times.
@@ -93,6 +97,8 @@ struct Shape {
     p: ConvProblem,
     /// Fused add-relu on a G_C bias (bwd-data only).
     fused: bool,
+    /// The network of a `--suite networks` layer.
+    net: Option<&'static str>,
 }
 
 impl Shape {
@@ -102,6 +108,7 @@ impl Shape {
             kind,
             p,
             fused: false,
+            net: None,
         }
     }
 }
@@ -245,12 +252,33 @@ fn epilogue_pair(name: &str, problem: &str) -> Result<[Shape; 2]> {
             kind: Kind::Epilogue,
             p,
             fused: true,
+            net: None,
         },
     ])
 }
 
+/// The layers of real networks (`--suite networks`).
+fn network_suite() -> Vec<Shape> {
+    crate::networks::layers()
+        .into_iter()
+        .map(|l| Shape {
+            name: format!("{} {}", l.net, l.name),
+            kind: if l.p.g > 1 { Kind::Grouped } else { Kind::Dense },
+            p: l.p,
+            fused: false,
+            net: Some(l.net),
+        })
+        .collect()
+}
+
 /// The shapes of `op` on a GPU or on the emulator.
-fn shapes(op: Op, emu: bool) -> Result<Vec<Shape>> {
+fn shapes(op: Op, emu: bool, suite_name: &str) -> Result<Vec<Shape>> {
+    match suite_name {
+        "bench" => {}
+        "networks" if emu => bail!("--suite networks: full-size layers, meant for a GPU (the emulator runs `bench`'s small shapes)"),
+        "networks" => return Ok(network_suite()),
+        other => bail!("--suite {other}: allowed bench, networks"),
+    }
     let mut v = if emu { emu_suite() } else { suite() };
     if op == Op::BwdData {
         v.extend(if emu {
@@ -429,6 +457,22 @@ fn peer(
     Ok((who, ms))
 }
 
+/// Per-network geomeans and worst layers of a `--suite networks` run.
+fn report_networks(per_net: &[(&'static str, String, &'static str, f64)]) {
+    let mut nets: Vec<&str> = per_net.iter().map(|r| r.0).collect();
+    nets.dedup();
+    for net in nets {
+        let rows: Vec<_> = per_net.iter().filter(|r| r.0 == net).collect();
+        let g = geomean(&rows.iter().map(|r| r.3).collect::<Vec<_>>()).unwrap_or(f64::NAN);
+        let worst = rows.iter().min_by(|a, b| a.3.total_cmp(&b.3)).expect("a row");
+        println!("network {net:<16} geomean {g:.3}x over {} ; worst {:.3}x: {} {}", rows.len(), worst.3, worst.1, worst.2);
+    }
+    if let Some(w) = per_net.iter().min_by(|a, b| a.3.total_cmp(&b.3)) {
+        let under = per_net.iter().filter(|r| r.3 < 0.5).count();
+        println!("worst layer overall: {:.3}x {} {} ; {under} of {} under 0.5x", w.3, w.1, w.2, per_net.len());
+    }
+}
+
 fn geomean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
 }
@@ -456,7 +500,7 @@ pub fn run(args: &[String]) -> Result<()> {
         dev.arch(),
         dev.selection_note()
     );
-    let shapes = shapes(op, emu)?;
+    let shapes = shapes(op, emu, &a.suite)?;
     let sel: Vec<(&Shape, TypeConfig)> = types
         .iter()
         .flat_map(|&t| shapes.iter().map(move |s| (s, t)))
@@ -474,10 +518,12 @@ pub fn run(args: &[String]) -> Result<()> {
     };
     println!("peer:   {who}");
     println!(
-        "{:<38} {:>5} {:>10} {:>9} {:>10} {:>9} {:>7}  kernel",
+        "{:<44} {:>5} {:>10} {:>9} {:>10} {:>9} {:>7}  kernel",
         "shape", "type", "ours ms", "TFLOPS", "peer ms", "TFLOPS", "ratio"
     );
     let mut ratios: [Vec<f64>; 2] = [vec![], vec![]];
+    // Per network: (layer, dtype, ratio), for `--suite networks`.
+    let mut per_net: Vec<(&'static str, String, &'static str, f64)> = vec![];
     let mut rows = vec![];
     // (dtype, fused) -> ours ms, for the overhead of the fused epilogue.
     let mut pair: Vec<(TypeConfig, bool, f64)> = vec![];
@@ -487,13 +533,16 @@ pub fn run(args: &[String]) -> Result<()> {
         let (ms, kern) = match (timed, &a.instance) {
             (Ok(r), _) => r,
             (Err(e), Some(_)) => {
-                println!("{:<38} {:>5} skipped: {e:#}", s.name, t.name());
+                println!("{:<44} {:>5} skipped: {e:#}", s.name, t.name());
                 continue;
             }
             (Err(e), None) => return Err(e),
         };
         let tf = |ms: f64| s.p.flops() as f64 / ms / 1e9;
         let ratio = peer_ms.map(|p| p / ms);
+        if let (Some(net), Some(r)) = (s.net, ratio) {
+            per_net.push((net, s.name.clone(), t.name(), r));
+        }
         match (s.kind, ratio) {
             (Kind::Dense, Some(r)) => ratios[0].push(r),
             (Kind::Grouped, Some(r)) => ratios[1].push(r),
@@ -513,7 +562,7 @@ pub fn run(args: &[String]) -> Result<()> {
             String::new()
         };
         println!(
-            "{:<38} {:>5} {:>10.4} {:>9.2} {:>10} {:>9} {:>7}  {kern}{emu_note}",
+            "{:<44} {:>5} {:>10.4} {:>9.2} {:>10} {:>9} {:>7}  {kern}{emu_note}",
             s.name,
             t.name(),
             ms,
@@ -533,6 +582,7 @@ pub fn run(args: &[String]) -> Result<()> {
             );
         }
     }
+    report_networks(&per_net);
     let mut overheads = vec![];
     for &t in &types {
         let find = |fused: bool| {

@@ -13,6 +13,7 @@ mod bench;
 mod build;
 mod inspect;
 mod instances;
+mod networks;
 mod util;
 mod verify;
 

@@ -1,0 +1,176 @@
+//! `cargo xtask bench --suite networks`: convolution layers of well-known
+//! networks at training batch sizes, for speed on the layers users run rather
+//! than on the bench suite (issue 27). One row per distinct layer shape;
+//! repeated blocks appear once. Channels, strides and pads as in the
+//! reference implementations (torchvision, timm, wav2vec 2.0's feature
+//! encoder, the 2-D and 3-D U-Nets of their papers).
+
+use convgrad_types::ConvProblem;
+
+/// One layer: network, layer name, CK's problem arguments.
+pub struct Layer {
+    /// The network, e.g. `resnet50`.
+    pub net: &'static str,
+    /// The layer, e.g. `layer2.0.conv2`.
+    pub name: String,
+    /// The problem.
+    pub p: ConvProblem,
+}
+
+/// A 2-D layer: batch `n`, groups `g`, channels per group in `c` and out `k`,
+/// square filter `f`, square input `hw`, stride `s`, pad `pad`.
+fn l2(net: &'static str, name: &str, (n, g, c, k): (usize, usize, usize, usize), f: usize, hw: usize, s: usize, pad: usize) -> Layer {
+    let p = ConvProblem::from_ck_args(&[2, g, n, k, c, f, f, hw, hw, s, s, 1, 1, pad, pad, pad, pad])
+        .unwrap_or_else(|e| panic!("network layer {net} {name}: {e}"));
+    Layer { net, name: name.into(), p }
+}
+
+/// Depthwise 2-D layer of `ch` channels.
+fn dw(net: &'static str, name: &str, n: usize, ch: usize, f: usize, hw: usize, s: usize) -> Layer {
+    l2(net, name, (n, ch, 1, 1), f, hw, s, f / 2)
+}
+
+/// A layer from CK's argument list.
+fn ck(net: &'static str, name: &str, args: &[usize]) -> Layer {
+    let p = ConvProblem::from_ck_args(args).unwrap_or_else(|e| panic!("network layer {net} {name}: {e}"));
+    Layer { net, name: name.into(), p }
+}
+
+/// Every layer of the suite.
+pub fn layers() -> Vec<Layer> {
+    let mut v = Vec::new();
+    // ResNet-50 (torchvision v1.5: stride on the 3x3), batch 64.
+    let r = "resnet50";
+    v.push(l2(r, "conv1 7x7 s2", (64, 1, 3, 64), 7, 224, 2, 3));
+    for (name, c, k, f, hw, s) in [
+        ("layer1 1x1 64->64", 64, 64, 1, 56, 1),
+        ("layer1 3x3 64", 64, 64, 3, 56, 1),
+        ("layer1 1x1 64->256", 64, 256, 1, 56, 1),
+        ("layer1 1x1 256->64", 256, 64, 1, 56, 1),
+        ("layer2 1x1 256->128", 256, 128, 1, 56, 1),
+        ("layer2 3x3 128 s2", 128, 128, 3, 56, 2),
+        ("layer2 down 1x1 256->512 s2", 256, 512, 1, 56, 2),
+        ("layer2 1x1 128->512", 128, 512, 1, 28, 1),
+        ("layer2 3x3 128", 128, 128, 3, 28, 1),
+        ("layer3 3x3 256 s2", 256, 256, 3, 28, 2),
+        ("layer3 1x1 256->1024", 256, 1024, 1, 14, 1),
+        ("layer3 1x1 1024->256", 1024, 256, 1, 14, 1),
+        ("layer3 3x3 256", 256, 256, 3, 14, 1),
+        ("layer4 3x3 512 s2", 512, 512, 3, 14, 2),
+        ("layer4 1x1 512->2048", 512, 2048, 1, 7, 1),
+        ("layer4 3x3 512", 512, 512, 3, 7, 1),
+    ] {
+        v.push(l2(r, name, (64, 1, c, k), f, hw, s, f / 2));
+    }
+    // ResNeXt-50 32x4d, batch 64: the grouped 3x3s (4, 8, 16, 32 channels per group).
+    let r = "resnext50";
+    for (name, w, hw, s) in [
+        ("layer1 3x3 g32 128", 128, 56, 1),
+        ("layer2 3x3 g32 256 s2", 256, 56, 2),
+        ("layer2 3x3 g32 256", 256, 28, 1),
+        ("layer3 3x3 g32 512 s2", 512, 28, 2),
+        ("layer3 3x3 g32 512", 512, 14, 1),
+        ("layer4 3x3 g32 1024 s2", 1024, 14, 2),
+        ("layer4 3x3 g32 1024", 1024, 7, 1),
+    ] {
+        v.push(l2(r, name, (64, 32, w / 32, w / 32), 3, hw, s, 1));
+    }
+    // MobileNetV2, batch 64.
+    let m = "mobilenet_v2";
+    v.push(l2(m, "stem 3x3 s2", (64, 1, 3, 32), 3, 224, 2, 1));
+    for (name, ch, hw, s) in
+        [("dw 32", 32, 112, 1), ("dw 96 s2", 96, 112, 2), ("dw 144", 144, 56, 1), ("dw 144 s2", 144, 56, 2), ("dw 192", 192, 28, 1), ("dw 192 s2", 192, 28, 2), ("dw 384", 384, 14, 1), ("dw 576", 576, 14, 1), ("dw 576 s2", 576, 14, 2), ("dw 960", 960, 7, 1)]
+    {
+        v.push(dw(m, name, 64, ch, 3, hw, s));
+    }
+    for (name, c, k, hw) in [
+        ("1x1 32->16", 32, 16, 112),
+        ("1x1 16->96", 16, 96, 112),
+        ("1x1 96->24", 96, 24, 56),
+        ("1x1 24->144", 24, 144, 56),
+        ("1x1 144->32", 144, 32, 28),
+        ("1x1 384->64", 384, 64, 14),
+        ("1x1 960->160", 960, 160, 7),
+        ("1x1 320->1280", 320, 1280, 7),
+    ] {
+        v.push(l2(m, name, (64, 1, c, k), 1, hw, 1, 0));
+    }
+    // EfficientNet-B0 (5x5 depthwise), batch 64.
+    let e = "efficientnet_b0";
+    for (name, ch, f, hw, s) in [
+        ("dw 144 5x5 s2", 144, 5, 56, 2),
+        ("dw 240 5x5", 240, 5, 28, 1),
+        ("dw 240 3x3 s2", 240, 3, 28, 2),
+        ("dw 480 3x3", 480, 3, 14, 1),
+        ("dw 480 5x5", 480, 5, 14, 1),
+        ("dw 672 5x5 s2", 672, 5, 14, 2),
+        ("dw 1152 5x5", 1152, 5, 7, 1),
+    ] {
+        v.push(dw(e, name, 64, ch, f, hw, s));
+    }
+    for (name, c, k, hw) in [("1x1 40->240", 40, 240, 28), ("1x1 80->480", 80, 480, 14), ("1x1 112->672", 112, 672, 14), ("1x1 192->1152", 192, 1152, 7)] {
+        v.push(l2(e, name, (64, 1, c, k), 1, hw, 1, 0));
+    }
+    // ConvNeXt-T (7x7 depthwise, patchify stem and 2x2 stride-2 downsampling), batch 32.
+    let x = "convnext_t";
+    v.push(l2(x, "stem 4x4 s4", (32, 1, 3, 96), 4, 224, 4, 0));
+    for (name, ch, hw) in [("dw 96 7x7", 96, 56), ("dw 192 7x7", 192, 28), ("dw 384 7x7", 384, 14), ("dw 768 7x7", 768, 7)] {
+        v.push(dw(x, name, 32, ch, 7, hw, 1));
+    }
+    for (name, c, hw) in [("down 96->192 2x2 s2", 96, 56), ("down 192->384 2x2 s2", 192, 28), ("down 384->768 2x2 s2", 384, 14)] {
+        v.push(l2(x, name, (32, 1, c, 2 * c), 2, hw, 2, 0));
+    }
+    // RegNetX-400MF (group width 16), batch 64.
+    let g = "regnetx_400mf";
+    for (name, w, hw, s) in [("3x3 g2 32 s2", 32, 112, 2), ("3x3 g4 64 s2", 64, 56, 2), ("3x3 g4 64", 64, 28, 1), ("3x3 g10 160 s2", 160, 28, 2), ("3x3 g10 160", 160, 14, 1), ("3x3 g24 384 s2", 384, 14, 2), ("3x3 g24 384", 384, 7, 1)] {
+        v.push(l2(g, name, (64, w / 16, 16, 16), 3, hw, s, 1));
+    }
+    // ViT-B/16 patch embedding: stride = filter, no overlap.
+    v.push(l2("vit_b16", "patch embed 16x16 s16", (64, 1, 3, 768), 16, 224, 16, 0));
+    // 2-D U-Net (256x256 images), batch 16.
+    let u = "unet2d";
+    for (name, c, k, hw) in [
+        ("enc1 3->64", 3, 64, 256),
+        ("enc1 64->64", 64, 64, 256),
+        ("enc2 64->128", 64, 128, 128),
+        ("enc3 128->256", 128, 256, 64),
+        ("enc4 256->512", 256, 512, 32),
+        ("bottleneck 512->1024", 512, 1024, 16),
+        ("dec4 1024->512", 1024, 512, 32),
+        ("dec1 128->64", 128, 64, 256),
+    ] {
+        v.push(l2(u, name, (16, 1, c, k), 3, hw, 1, 1));
+    }
+    // 3-D U-Net (64^3 volumes, 4 input channels as in BraTS), batch 2.
+    let u3 = "unet3d";
+    for (name, c, k, d) in [("enc1 4->32", 4, 32, 64), ("enc1 32->32", 32, 32, 64), ("enc2 32->64", 32, 64, 32), ("enc3 64->128", 64, 128, 16), ("enc4 128->256", 128, 256, 8)] {
+        v.push(ck(u3, name, &[3, 1, 2, k, c, 3, 3, 3, d, d, d, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]));
+    }
+    // 1-D audio encoder (wav2vec 2.0's feature encoder on 1 s of 16 kHz audio), batch 8.
+    let a = "wav2vec2_fe";
+    v.push(ck(a, "conv0 1->512 k10 s5", &[1, 1, 8, 512, 1, 10, 16000, 5, 1, 0, 0]));
+    v.push(ck(a, "conv1 512 k3 s2", &[1, 1, 8, 512, 512, 3, 3199, 2, 1, 0, 0]));
+    v.push(ck(a, "conv4 512 k3 s2", &[1, 1, 8, 512, 512, 3, 399, 2, 1, 0, 0]));
+    v.push(ck(a, "conv5 512 k2 s2", &[1, 1, 8, 512, 512, 2, 199, 2, 1, 0, 0]));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use convgrad::ops::{bwd_data, bwd_weight};
+    use convgrad_types::instance::Family;
+
+    /// Every layer is a valid problem that both ops plan on every family (f16, channels-last).
+    #[test]
+    fn every_layer_plans() {
+        let layers = super::layers();
+        assert!(layers.len() > 80, "{} layers", layers.len());
+        for l in &layers {
+            for fam in [Family::Cdna, Family::Rdna3, Family::Nvidia] {
+                let w = bwd_weight::plan(&l.p, &Default::default(), fam, 132);
+                let d = bwd_data::plan(&l.p, &Default::default(), fam, 132);
+                assert!(w.is_ok() && d.is_ok(), "{} {} on {fam:?}: {:?} {:?}", l.net, l.name, w.err(), d.err());
+            }
+        }
+    }
+}
