@@ -459,8 +459,13 @@ fn peer(
 
 /// Per-network geomeans and worst layers of a `--suite networks` run.
 fn report_networks(per_net: &[(&'static str, String, &'static str, f64)]) {
-    let mut nets: Vec<&str> = per_net.iter().map(|r| r.0).collect();
-    nets.dedup();
+    // In order of first appearance (the rows come per dtype).
+    let mut nets: Vec<&str> = vec![];
+    for r in per_net {
+        if !nets.contains(&r.0) {
+            nets.push(r.0);
+        }
+    }
     for net in nets {
         let rows: Vec<_> = per_net.iter().filter(|r| r.0 == net).collect();
         let g = geomean(&rows.iter().map(|r| r.3).collect::<Vec<_>>()).unwrap_or(f64::NAN);
