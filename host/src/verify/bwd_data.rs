@@ -1,12 +1,12 @@
 //! Verification of grouped backward-data with its fused multi-D epilogue.
 
-use super::{Error, Outcome, TensorDump, memory_order_dump};
-use crate::check::{self, Init, Tolerance};
-use crate::ops::bwd_data::{self as op, BwdDataBuffers, BwdDataConfig, DLayout};
-use crate::ops::{D_NAMES, OpError};
-use crate::reference;
+use super::{DumpLayout, Draw, Error, Judged, Outcome, Tensor, check_run, dump_layout};
+use crate::check::{Init, Tolerance};
+use crate::ops::D_NAMES;
+use crate::ops::bwd_data::{self as op, BwdDataBuffers, BwdDataConfig, BwdDataPlan, DLayout};
+use crate::reference::{self, DTensor};
 use crate::runtime::{Device, Module};
-use convgrad_types::{ConvProblem, TensorDesc, TensorRole};
+use convgrad_types::{ConvProblem, TensorRole};
 
 /// One verification case.
 #[derive(Clone, Debug)]
@@ -33,120 +33,57 @@ pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error>
     let p = &case.problem;
     let cfg = &case.config;
     let plan = op::plan(p, cfg, dev.family(), dev.compute_units())?;
-    let t = cfg.types.act();
-    let n_dx = plan.dx.span() as usize;
-    let dy = check::fill_random(case.seed, case.init, t, plan.dy.span() as usize);
-    let w = check::fill_random(case.seed.wrapping_add(1), case.init, cfg.types.wei(), plan.w.span() as usize);
-    let ds: Vec<Vec<f64>> = plan
-        .ds
-        .iter()
-        .enumerate()
-        .map(|(i, d)| check::fill_random(case.seed.wrapping_add(2 + i as u64), case.init, t, d.span() as usize))
+    let (act, wei) = (cfg.types.act(), cfg.types.wei());
+    let l = cfg.layout;
+    let tensor = |name, desc, dtype, role| Tensor::new(name, desc, dtype, dump_layout(l, role, p.ndim));
+    let ds: Vec<Tensor<'_>> = (plan.ds.iter().zip(D_NAMES).enumerate())
+        .map(|(i, (d, name))| {
+            Tensor::new(name, d, act, d_dump_layout(cfg.d_layouts.get(i).copied().unwrap_or(DLayout::Output), p, l))
+        })
         .collect();
-    if case.alias_d0 && (ds.is_empty() || plan.ds[0] != plan.dx) {
-        return Err("aliasing D0 with dx needs an epilogue that reads a D0 in the `output` layout".into());
-    }
-
-    let dy_buf = dev.upload(&check::to_bytes(t, &dy))?;
-    let w_buf = dev.upload(&check::to_bytes(cfg.types.wei(), &w))?;
-    let dx_init = if case.alias_d0 { check::to_bytes(t, &ds[0]) } else { check::poisoned_bytes(t, n_dx) };
-    let dx_buf = dev.upload(&dx_init)?;
-    let d_bufs = ds
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !(case.alias_d0 && *i == 0))
-        .map(|(_, d)| dev.upload(&check::to_bytes(t, d)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut d_addrs: Vec<u64> = d_bufs.iter().map(|b| b.device_addr()).collect();
-    if case.alias_d0 {
-        d_addrs.insert(0, dx_buf.device_addr());
-    }
-    let bufs = BwdDataBuffers { dy: dy_buf.device_addr(), w: w_buf.device_addr(), dx: dx_buf.device_addr(), ds: &d_addrs };
-
-    op::execute(dev, module, &plan, bufs)?;
-    dev.synchronize()?;
-    let out_bytes = dx_buf.download()?;
-    let out = check::from_bytes(t, &out_bytes);
-
-    let median_ms = if case.timed_runs > 0 {
-        let mut times = Vec::with_capacity(case.timed_runs);
-        for _ in 0..case.timed_runs {
-            let ((), ms) = dev.time(|| {
-                op::execute(dev, module, &plan, bufs).map_err(|e| match e {
-                    OpError::Runtime(r) => r,
-                    other => panic!("plan was already checked: {other}"),
-                })
-            })?;
-            times.push(ms as f64);
-        }
-        times.sort_by(f64::total_cmp);
-        Some(times[times.len() / 2])
-    } else {
-        None
-    };
-
-    // Reference: exact accumulator, and the same pass on |dy|, |w| for the bound.
-    let mut acc = vec![0.0; n_dx];
-    reference::bwd_data(p, &dy, &plan.dy, &w, &plan.w, &mut acc, &plan.dx);
-    let mut abs = vec![0.0; n_dx];
-    reference::bwd_data(
-        p,
-        &reference::abs_values(&dy),
-        &plan.dy,
-        &reference::abs_values(&w),
-        &plan.w,
-        &mut abs,
-        &plan.dx,
-    );
-    let dts: Vec<(&[f64], &TensorDesc)> = ds.iter().zip(&plan.ds).map(|(d, dd)| (d.as_slice(), dd)).collect();
-    let tol = Tolerance::bwd_data(cfg.types, p);
-    let exp = check::expected(&tol, &plan.dx, &acc, Some(&abs), &plan.chain, &dts);
-    let report = check::compare(&out, &exp.reference, &exp.bound, &plan.dx);
-
-    let dumps = if case.dump {
-        let mut v = Vec::new();
-        let l = cfg.layout;
-        let mut push = |name: &'static str, letters: String, order: &[usize], desc: &TensorDesc, buf: &[f64], dtype| {
-            let (shape, values) = memory_order_dump(buf, desc, order);
-            v.push(TensorDump { name, layout: letters, shape, dtype, values });
-        };
-        let full = |role: TensorRole, l: convgrad_types::ConvLayout| {
-            let mut b = [0u8; 6];
-            let (order, len) = l.memory_order(role, p.ndim);
-            (l.letters(role, p.ndim, &mut b).to_string(), order[..len].to_vec())
-        };
-        let (dl, dord) = full(TensorRole::Output, l);
-        push("dy", dl, &dord, &plan.dy, &dy, t.name());
-        let (wl, word) = full(TensorRole::Weight, l);
-        push("w", wl, &word, &plan.w, &w, cfg.types.wei().name());
-        for (i, d) in ds.iter().enumerate() {
-            let (letters, order) = d_dump_layout(cfg.d_layouts.get(i).copied().unwrap_or(DLayout::Output), p, l);
-            push(D_NAMES[i], letters, &order, &plan.ds[i], d, t.name());
-        }
-        let (xl, xord) = full(TensorRole::Input, l);
-        push("dx", xl.clone(), &xord, &plan.dx, &out, t.name());
-        push("reference", xl, &xord, &plan.dx, &exp.reference, "f64");
-        v
-    } else {
-        Vec::new()
-    };
+    let draw = Draw { seed: case.seed, init: case.init, alias_d0: case.alias_d0, timed_runs: case.timed_runs, dump: case.dump };
+    let checked = check_run(
+        dev,
+        &draw,
+        [tensor("dy", &plan.dy, act, TensorRole::Output), tensor("w", &plan.w, wei, TensorRole::Weight)],
+        tensor("dx", &plan.dx, act, TensorRole::Input),
+        &ds,
+        |a| {
+            let bufs = BwdDataBuffers { dy: a.inputs[0], w: a.inputs[1], dx: a.output, ds: a.ds };
+            op::execute(dev, module, &plan, bufs)
+        },
+        |[dy, w], ds, dx| judge(&plan, cfg, dy, w, ds, dx),
+    )?;
 
     Ok(Outcome {
         instance: plan.main.instance.name,
         describe: plan.describe(),
         k_batch: 1,
         split_mode: "none",
-        report,
-        rule: tol.rule_text(),
-        median_ms,
-        output_bytes: out_bytes,
-        dumps,
+        report: checked.judged.report,
+        rule: checked.judged.tolerance.rule_text(),
+        median_ms: checked.median_ms,
+        output_bytes: checked.output_bytes,
+        dumps: checked.dumps,
+    })
+}
+
+/// Judges an input gradient `dx` (read back from the device) against the
+/// float64 reference for inputs `dy`, `w` and the epilogue's `D` tensors `ds`
+/// (all in the plan's descriptors; a `D0` that aliases `dx` is passed as its
+/// values before the run), with the tolerance rule for `cfg`'s types.
+pub fn judge(plan: &BwdDataPlan, cfg: &BwdDataConfig, dy: &[f64], w: &[f64], ds: &[&[f64]], dx: &[f64]) -> Judged {
+    let p = &plan.problem;
+    let dts: Vec<DTensor<'_>> = ds.iter().zip(&plan.ds).map(|(d, dd)| (*d, dd)).collect();
+    let tol = Tolerance::bwd_data(cfg.types, p);
+    super::judge(tol, &plan.dx, dx, [dy, w], &plan.chain, &dts, |dy, w, acc| {
+        reference::bwd_data(p, dy, &plan.dy, w, &plan.w, acc, &plan.dx)
     })
 }
 
 /// Layout letters and memory order (outermost first) of a `D` tensor for dumps:
 /// broadcast axes are left out (`G_C` -> `(G, C)`).
-fn d_dump_layout(d: DLayout, p: &ConvProblem, family: convgrad_types::ConvLayout) -> (String, Vec<usize>) {
+fn d_dump_layout(d: DLayout, p: &ConvProblem, family: convgrad_types::ConvLayout) -> DumpLayout {
     let spatial = 6 - p.ndim..6;
     let sp_letters = &"DHW"[3 - p.ndim..];
     match d {
@@ -157,11 +94,7 @@ fn d_dump_layout(d: DLayout, p: &ConvProblem, family: convgrad_types::ConvLayout
             order.push(0);
             (format!("N{sp_letters}G"), order)
         }
-        DLayout::Output | DLayout::Full(_) => {
-            let l = if let DLayout::Full(l) = d { l } else { family };
-            let mut b = [0u8; 6];
-            let (order, len) = l.memory_order(TensorRole::Input, p.ndim);
-            (l.letters(TensorRole::Input, p.ndim, &mut b).to_string(), order[..len].to_vec())
-        }
+        DLayout::Output => dump_layout(family, TensorRole::Input, p.ndim),
+        DLayout::Full(l) => dump_layout(l, TensorRole::Input, p.ndim),
     }
 }

@@ -8,7 +8,12 @@
 pub mod bwd_data;
 pub mod bwd_weight;
 
-use crate::check::ErrorReport;
+use crate::check::{self, ErrorReport, Expected, Init, Tolerance};
+use crate::ops::OpError;
+use crate::reference::{self, DTensor};
+use crate::runtime::Device;
+use convgrad_types::epilogue::EpiChain;
+use convgrad_types::{ConvLayout, DType, TensorDesc, TensorRole};
 
 /// A host-side copy of one tensor, for `--dump`.
 #[derive(Clone, Debug)]
@@ -84,4 +89,188 @@ pub(crate) fn memory_order_dump(
         }
     }
     (shape, out)
+}
+
+/// The float64 side of one check, as [`bwd_weight::judge`] and
+/// [`bwd_data::judge`] give it.
+#[derive(Clone, Debug)]
+pub struct Judged {
+    /// Comparison of the device output against the reference.
+    pub report: ErrorReport,
+    /// Reference values and the allowed error per element.
+    pub expected: Expected,
+    /// The tolerance rule applied.
+    pub tolerance: Tolerance,
+}
+
+/// Judges `out` (the output tensor `desc`, read back from the device) against
+/// the float64 reference: `pass(a, b, acc)` is the operation's reference pass
+/// on its two inputs; it runs on `inputs` for the accumulator and on their
+/// absolute values for the error bound, then the epilogue `chain` reads the
+/// `D` tensors `ds` (values and descriptors) and [`check::compare`] applies
+/// `tolerance`.
+pub(crate) fn judge(
+    tolerance: Tolerance,
+    desc: &TensorDesc,
+    out: &[f64],
+    inputs: [&[f64]; 2],
+    chain: &EpiChain,
+    ds: &[DTensor<'_>],
+    pass: impl Fn(&[f64], &[f64], &mut [f64]),
+) -> Judged {
+    let n = desc.span() as usize;
+    let mut acc = vec![0.0; n];
+    pass(inputs[0], inputs[1], &mut acc);
+    let mut abs = vec![0.0; n];
+    pass(&reference::abs_values(inputs[0]), &reference::abs_values(inputs[1]), &mut abs);
+    let expected = check::expected(&tolerance, desc, &acc, Some(&abs), chain, ds);
+    let report = check::compare(out, &expected.reference, &expected.bound, desc);
+    Judged { report, expected, tolerance }
+}
+
+/// Layout letters and memory order (outermost first) of a tensor for dumps.
+pub(crate) type DumpLayout = (String, Vec<usize>);
+
+/// [`DumpLayout`] of the tensor `role` in the layout family `l`.
+pub(crate) fn dump_layout(l: ConvLayout, role: TensorRole, ndim: usize) -> DumpLayout {
+    let mut b = [0u8; 6];
+    let (order, len) = l.memory_order(role, ndim);
+    (l.letters(role, ndim, &mut b).to_string(), order[..len].to_vec())
+}
+
+/// One tensor of a verification run.
+pub(crate) struct Tensor<'a> {
+    /// Dump name (`x`, `dy`, `dw`, ...; `D` tensors take [`crate::ops::D_NAMES`]).
+    pub name: &'static str,
+    /// Its descriptor in the plan.
+    pub desc: &'a TensorDesc,
+    /// Storage type on the device.
+    pub dtype: DType,
+    /// Elements drawn or allocated (the descriptor's span).
+    pub len: usize,
+    /// How `--dump` writes it.
+    pub dump: DumpLayout,
+}
+
+impl<'a> Tensor<'a> {
+    /// A tensor of `desc.span()` elements.
+    pub fn new(name: &'static str, desc: &'a TensorDesc, dtype: DType, dump: DumpLayout) -> Self {
+        Tensor { name, desc, dtype, len: desc.span() as usize, dump }
+    }
+}
+
+/// How a case draws and runs, common to both operations' cases.
+pub(crate) struct Draw {
+    /// Inputs get `seed`, `seed + 1`, `D_i` gets `seed + 2 + i`.
+    pub seed: u64,
+    /// Integer or float inputs.
+    pub init: Init,
+    /// The output starts with `D0`'s values and `D0` is the output buffer itself.
+    pub alias_d0: bool,
+    /// Timed runs after the checked one.
+    pub timed_runs: usize,
+    /// Keep host copies of the tensors.
+    pub dump: bool,
+}
+
+/// Device addresses of one run, handed to the operation's launch.
+#[derive(Clone, Copy)]
+pub(crate) struct Addrs<'a> {
+    /// The two inputs, in the order of the reference pass.
+    pub inputs: [u64; 2],
+    /// The output.
+    pub output: u64,
+    /// The `D` tensors (`D0` is `output` when aliased).
+    pub ds: &'a [u64],
+}
+
+/// What [`check_run`] found; the operation adds what it planned.
+pub(crate) struct Checked {
+    pub judged: Judged,
+    pub median_ms: Option<f64>,
+    pub output_bytes: Vec<u8>,
+    pub dumps: Vec<TensorDump>,
+}
+
+/// The harness both operations share: draws fresh random `inputs` and `ds`
+/// (seeded by `draw`), uploads them, poisons `output` with NaN (or starts it
+/// from `D0` when aliased), runs `execute` once, reads the output back, times
+/// further runs if asked, and judges the result with `judge(inputs, ds, out)`.
+pub(crate) fn check_run(
+    dev: &Device,
+    draw: &Draw,
+    inputs: [Tensor<'_>; 2],
+    output: Tensor<'_>,
+    ds: &[Tensor<'_>],
+    execute: impl Fn(Addrs<'_>) -> Result<(), OpError>,
+    judge: impl FnOnce([&[f64]; 2], &[&[f64]], &[f64]) -> Judged,
+) -> Result<Checked, Error> {
+    let draw_values = |t: &Tensor<'_>, k: u64| check::fill_random(draw.seed.wrapping_add(k), draw.init, t.dtype, t.len);
+    let a = draw_values(&inputs[0], 0);
+    let b = draw_values(&inputs[1], 1);
+    let dv: Vec<Vec<f64>> = ds.iter().enumerate().map(|(i, t)| draw_values(t, 2 + i as u64)).collect();
+    let alias = draw.alias_d0;
+    if alias && ds.first().is_none_or(|d| d.desc != output.desc) {
+        return Err(format!(
+            "aliasing D0 with {} needs an epilogue that reads a D0 in the `output` layout",
+            output.name
+        )
+        .into());
+    }
+
+    let upload = |t: &Tensor<'_>, v: &[f64]| dev.upload(&check::to_bytes(t.dtype, v));
+    let a_buf = upload(&inputs[0], &a)?;
+    let b_buf = upload(&inputs[1], &b)?;
+    let out_init = if alias { check::to_bytes(output.dtype, &dv[0]) } else { check::poisoned_bytes(output.dtype, output.len) };
+    let out_buf = dev.upload(&out_init)?;
+    let d_bufs = ds.iter().zip(&dv).skip(alias as usize).map(|(t, v)| upload(t, v)).collect::<Result<Vec<_>, _>>()?;
+    let mut d_addrs: Vec<u64> = d_bufs.iter().map(|b| b.device_addr()).collect();
+    if alias {
+        d_addrs.insert(0, out_buf.device_addr());
+    }
+    let addrs = Addrs { inputs: [a_buf.device_addr(), b_buf.device_addr()], output: out_buf.device_addr(), ds: &d_addrs };
+
+    execute(addrs)?;
+    dev.synchronize()?;
+    let output_bytes = out_buf.download()?;
+    let out = check::from_bytes(output.dtype, &output_bytes);
+    let median_ms = median_ms(dev, draw.timed_runs, || execute(addrs))?;
+
+    let d_values: Vec<&[f64]> = dv.iter().map(Vec::as_slice).collect();
+    let judged = judge([&a, &b], &d_values, &out);
+
+    let mut dumps = Vec::new();
+    if draw.dump {
+        let mut push = |t: &Tensor<'_>, name: &'static str, values: &[f64], dtype: &'static str| {
+            let (shape, values) = memory_order_dump(values, t.desc, &t.dump.1);
+            dumps.push(TensorDump { name, layout: t.dump.0.clone(), shape, dtype, values });
+        };
+        push(&inputs[0], inputs[0].name, &a, inputs[0].dtype.name());
+        push(&inputs[1], inputs[1].name, &b, inputs[1].dtype.name());
+        for (t, v) in ds.iter().zip(&dv) {
+            push(t, t.name, v, t.dtype.name());
+        }
+        push(&output, output.name, &out, output.dtype.name());
+        push(&output, "reference", &judged.expected.reference, "f64");
+    }
+    Ok(Checked { judged, median_ms, output_bytes, dumps })
+}
+
+/// Median time in ms of `runs` further runs of `execute` (`None` for 0).
+fn median_ms(dev: &Device, runs: usize, execute: impl Fn() -> Result<(), OpError>) -> Result<Option<f64>, Error> {
+    if runs == 0 {
+        return Ok(None);
+    }
+    let mut t = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let ((), ms) = dev.time(|| {
+            execute().map_err(|e| match e {
+                OpError::Runtime(r) => r,
+                other => panic!("plan was already checked: {other}"),
+            })
+        })?;
+        t.push(ms as f64);
+    }
+    t.sort_by(f64::total_cmp);
+    Ok(Some(t[t.len() / 2]))
 }
