@@ -4,18 +4,19 @@
 //! inputs per case and NaN-poisoned outputs (every element must be written,
 //! including pixels that no filter tap reaches).
 
+mod common;
+
+use common::{Check, DIRECT_LAYOUTS, INITS, device, every_instance, prob, sweep};
 use convgrad::check::Init;
 use convgrad::ops::bwd_data::{BwdDataConfig, DLayout, plan};
 use convgrad::ops::OpError;
-use convgrad::runtime::{Backend, Device, EmuArch, Module};
+use convgrad::runtime::EmuArch;
 use convgrad::types::instance::{Family, INSTANCES, Op};
 use convgrad::types::{ConvLayout, ConvProblem, EpilogueOp, TypeConfig};
-use convgrad::verify::bwd_data::{Case, run};
+use convgrad::verify::bwd_data::Case;
 
-/// `ndim G N K C filter input strides dilations lpads rpads` in CK's order.
-fn prob(v: &[usize]) -> ConvProblem {
-    ConvProblem::from_ck_args(v).unwrap_or_else(|e| panic!("bad test problem {v:?}: {e}"))
-}
+/// The dtypes backward-data takes.
+const TYPES: [TypeConfig; 3] = [TypeConfig::F32, TypeConfig::F16, TypeConfig::Bf16];
 
 /// Problems covering dims, strides 1 to 4 (and larger than the filter),
 /// dilations (also sharing a factor with the stride), asymmetric pads, 1x1
@@ -34,18 +35,6 @@ fn problems() -> Vec<(&'static str, ConvProblem)> {
         ("3d stride (2,1,2) asym", prob(&[3, 1, 2, 9, 6, 2, 3, 2, 6, 5, 7, 2, 1, 2, 1, 1, 1, 0, 1, 1, 1, 0, 0])),
         ("2d small C (direct)", prob(&[2, 4, 2, 4, 3, 3, 3, 10, 9, 1, 2, 1, 1, 1, 1, 0, 1])),
     ]
-}
-
-/// The emulator model `arch`, or, when `CONVGRAD_TEST_BACKEND` names one
-/// (`cuda`, `hip`), that GPU: the same suite then runs on real hardware.
-fn device(arch: EmuArch) -> (Device, Module) {
-    let backend = match std::env::var("CONVGRAD_TEST_BACKEND") {
-        Ok(b) if !b.is_empty() => Backend::parse(&b, None).expect("CONVGRAD_TEST_BACKEND: auto|hip|cuda|emu"),
-        _ => Backend::Emulator(arch),
-    };
-    let dev = Device::open(backend, 0).expect("device");
-    let module = dev.load_module().expect("module");
-    (dev, module)
 }
 
 /// Epilogues with their D layouts and whether D0 aliases dx.
@@ -67,85 +56,50 @@ fn epilogues() -> Vec<(Vec<EpilogueOp>, Vec<DLayout>, bool)> {
     ]
 }
 
-/// An untimed, undumped case with fresh random inputs (`float`: uniform
-/// floats, else small integers).
-fn case(problem: ConvProblem, config: BwdDataConfig, seed: u64, float: bool, alias_d0: bool) -> Case {
-    let init = if float { Init::Float } else { Init::Int };
+/// An untimed, undumped case with fresh random inputs.
+fn case(problem: ConvProblem, config: BwdDataConfig, seed: u64, init: Init, alias_d0: bool) -> Case {
     Case { problem, config, seed, init, alias_d0, timed_runs: 0, dump: false }
+}
+
+/// The configuration of a case with `epi` (an entry of [`epilogues`]) and
+/// its options in one line.
+fn with_epilogue(base: BwdDataConfig, epi: (Vec<EpilogueOp>, Vec<DLayout>, bool)) -> (BwdDataConfig, bool, String) {
+    let (epilogue, d_layouts, alias) = epi;
+    let cfg = BwdDataConfig { epilogue, d_layouts, ..base };
+    let (t, l) = (cfg.types.name(), cfg.layout.name());
+    let label = format!("{t} {l} {:?} {:?} alias={alias}", cfg.epilogue, cfg.d_layouts);
+    (cfg, alias, label)
 }
 
 /// Runs the suite on one architecture model; dtypes, layouts and epilogues
 /// rotate over the problems so every combination kind appears.
 fn suite(arch: EmuArch) {
-    let (dev, module) = device(arch);
-    let types = [TypeConfig::F32, TypeConfig::F16, TypeConfig::Bf16];
-    let layouts = ConvLayout::ALL;
     let epis = epilogues();
-    let mut failures = Vec::new();
-    let mut n = 0;
-    for (i, (name, p)) in problems().into_iter().enumerate() {
-        for j in 0..3 {
-            let t = types[(i + j) % 3];
-            let (epilogue, d_layouts, alias) = epis[(2 * i + j) % epis.len()].clone();
-            let cfg = BwdDataConfig { layout: layouts[(i + 3 * j) % 4], types: t, epilogue, d_layouts, ..Default::default() };
-            let case = case(p, cfg.clone(), 2000 + 17 * i as u64 + j as u64, j % 2 == 0, alias);
-            let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
-            n += 1;
-            let line = format!(
-                "{} {name} [{p}] {} {} {:?} {:?} alias={alias} -> {}: {}",
-                dev.arch(),
-                t.name(),
-                cfg.layout.name(),
-                cfg.epilogue,
-                cfg.d_layouts,
-                o.instance,
-                o.report.summary()
-            );
-            println!("{line}");
-            if !o.passed() {
-                failures.push(line);
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{} of {n} cases failed:\n{}", failures.len(), failures.join("\n"));
+    sweep(&[arch], &problems(), 3, |dev, module, at, name, p| {
+        let base = BwdDataConfig { layout: at.pick(&ConvLayout::ALL, 1, 3), types: at.pick(&TYPES, 1, 1), ..Default::default() };
+        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 2, 1));
+        let o = case(*p, cfg, at.seed(2000, 17), at.pick(&INITS, 0, 1), alias).check(dev, module, name);
+        (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
+    });
 }
 
-#[test]
-fn bwd_data_gfx942_mfma() {
-    suite(EmuArch::Gfx942);
-}
-
-#[test]
-fn bwd_data_gfx1100_wmma() {
-    suite(EmuArch::Gfx1100);
-}
-
-#[test]
-fn bwd_data_sm90_mma_sync() {
-    suite(EmuArch::Sm90);
-}
+common::per_arch!(suite; bwd_data_gfx942_mfma => Gfx942, bwd_data_gfx1100_wmma => Gfx1100, bwd_data_sm90_mma_sync => Sm90);
 
 /// Every bwd-data instance of every family runs and passes on a strided
 /// problem spanning several tiles in M and N, with a reduction tail.
 #[test]
 fn bwd_data_every_instance() {
     let p = prob(&[2, 2, 1, 20, 70, 3, 3, 11, 11, 2, 2, 1, 1, 1, 1, 1, 1]);
-    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
-        let (dev, module) = device(arch);
-        for inst in INSTANCES.iter().filter(|i| matches!(i.op, Op::BwdData | Op::BwdDataDirect) && i.on(dev.family())) {
-            let cfg = BwdDataConfig {
-                types: inst.types,
-                instance: Some(inst.name.into()),
-                epilogue: vec![EpilogueOp::AddRelu],
-                d_layouts: vec![DLayout::PerChannel],
-                ..Default::default()
-            };
-            let case = case(p, cfg, 78, true, false);
-            let o = run(&dev, &module, &case).unwrap();
-            assert_eq!(o.instance, inst.name);
-            assert!(o.passed(), "{} on {}: {}", inst.name, dev.arch(), o.report.summary());
-        }
-    }
+    every_instance(&[Op::BwdData, Op::BwdDataDirect], |inst| {
+        let cfg = BwdDataConfig {
+            types: inst.types,
+            instance: Some(inst.name.into()),
+            epilogue: vec![EpilogueOp::AddRelu],
+            d_layouts: vec![DLayout::PerChannel],
+            ..Default::default()
+        };
+        case(p, cfg, 78, Init::Float, false)
+    });
 }
 
 /// Bad requests get errors that name the field, before anything runs.
@@ -198,53 +152,25 @@ fn bwd_data_direct_vector_paths() {
         // Stride-2 classes, K = 8.
         ("groups C=4 K=8 stride2", prob(&[2, 2, 2, 8, 4, 3, 3, 11, 10, 2, 2, 1, 1, 1, 1, 1, 0])),
     ];
-    let layouts = [
-        ConvLayout::NhwgcGkyxcNhwgk,
-        ConvLayout::NhwgcGkyxcNhwgk,
-        ConvLayout::GnhwcGkyxcGnhwk,
-        ConvLayout::NgchwGkcyxNgkhw,
-    ];
-    let types = [TypeConfig::F32, TypeConfig::F16, TypeConfig::Bf16];
     let epis = epilogues();
     let mut seen = std::collections::BTreeSet::new();
-    let mut failures = Vec::new();
-    for arch in [EmuArch::Gfx942, EmuArch::Sm90] {
-        let (dev, module) = device(arch);
-        for (i, (name, p)) in problems.iter().enumerate() {
-            for (j, &t) in types.iter().enumerate() {
-                let (epilogue, d_layouts, alias) = epis[(i + 2 * j) % epis.len()].clone();
-                let cfg = BwdDataConfig {
-                    layout: layouts[(i + j) % layouts.len()],
-                    types: t,
-                    epilogue,
-                    d_layouts,
-                    instance: Some(format!("bwdd_direct_{}", t.name())),
-                    strip_rows: None,
-                };
-                let mode = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.vec_mode;
-                seen.insert((t.act().bytes(), if mode == 0 { 0 } else { mode & !vec_mode::DY_KVEC }));
-                if mode & vec_mode::DY_KVEC != 0 {
-                    seen.insert((t.act().bytes(), vec_mode::DY_KVEC));
-                }
-                let case = case(*p, cfg.clone(), 4000 + 31 * i as u64 + j as u64, j % 2 == 0, alias);
-                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
-                let line = format!(
-                    "{} {name} [{p}] {} {} {:?} {:?} alias={alias} vec_mode={mode:#x}: {}",
-                    dev.arch(),
-                    t.name(),
-                    cfg.layout.name(),
-                    cfg.epilogue,
-                    cfg.d_layouts,
-                    o.report.summary()
-                );
-                println!("{line}");
-                if !o.passed() {
-                    failures.push(line);
-                }
-            }
+    sweep(&[EmuArch::Gfx942, EmuArch::Sm90], &problems, TYPES.len(), |dev, module, at, name, p| {
+        let t = at.pick(&TYPES, 0, 1);
+        let base = BwdDataConfig {
+            layout: at.pick(&DIRECT_LAYOUTS, 1, 1),
+            types: t,
+            instance: Some(format!("bwdd_direct_{}", t.name())),
+            ..Default::default()
+        };
+        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 2));
+        let mode = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.vec_mode;
+        seen.insert((t.act().bytes(), if mode == 0 { 0 } else { mode & !vec_mode::DY_KVEC }));
+        if mode & vec_mode::DY_KVEC != 0 {
+            seen.insert((t.act().bytes(), vec_mode::DY_KVEC));
         }
-    }
-    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+        let o = case(*p, cfg, at.seed(4000, 31), at.pick(&INITS, 0, 1), alias).check(dev, module, name);
+        (format!("{label} vec_mode={mode:#x}: {}", o.report.summary()), o.passed())
+    });
     use vec_mode::{DW, HALF, ON};
     // Both lane widths of f32 and of the 16-bit types, the fallback, dy read
     // as k vectors.
@@ -277,37 +203,18 @@ fn bwd_data_depthwise_strips() {
         ("dw 3 rows", prob(&[2, 2, 3, 1, 1, 3, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("dw 40 rows", prob(&[2, 4, 1, 1, 1, 3, 3, 40, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
     ];
-    let types = [TypeConfig::F32, TypeConfig::F16, TypeConfig::Bf16];
     let epis = epilogues();
-    let mut failures = Vec::new();
-    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
-        let (dev, module) = device(arch);
+    sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &problems, TYPES.len(), |dev, module, at, name, p| {
+        let t = at.pick(&TYPES, 0, 1);
         let strips = dev.family() != Family::Cdna;
-        for (i, (name, p)) in problems.iter().enumerate() {
-            for (j, &t) in types.iter().enumerate() {
-                let (epilogue, d_layouts, alias) = epis[(i + 3 * j) % epis.len()].clone();
-                let strip_rows = [None, Some(1), Some(2), Some(4), Some(7)][(i + j) % 5].filter(|_| strips);
-                let cfg = BwdDataConfig { types: t, epilogue, d_layouts, strip_rows, ..Default::default() };
-                let case = case(*p, cfg.clone(), 6000 + 29 * i as u64 + j as u64, (i + j) % 2 == 0, alias);
-                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
-                let line = format!(
-                    "{} {name} [{p}] {} rows={strip_rows:?} {:?} {:?} alias={alias} -> {}: {}",
-                    dev.arch(),
-                    t.name(),
-                    cfg.epilogue,
-                    cfg.d_layouts,
-                    o.instance,
-                    o.report.summary()
-                );
-                println!("{line}");
-                let want = format!("bwdd_{}_{}", if strips { "dw" } else { "direct" }, t.name());
-                if o.instance != want || !o.passed() {
-                    failures.push(line);
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+        let strip_rows = at.pick(&[None, Some(1), Some(2), Some(4), Some(7)], 1, 1).filter(|_| strips);
+        let (cfg, alias, _) = with_epilogue(BwdDataConfig { types: t, strip_rows, ..Default::default() }, at.pick(&epis, 1, 3));
+        let o = case(*p, cfg.clone(), at.seed(6000, 29), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
+        let (epi, dl) = (&cfg.epilogue, &cfg.d_layouts);
+        let line = format!("{} rows={strip_rows:?} {epi:?} {dl:?} alias={alias} -> {}: {}", t.name(), o.instance, o.report.summary());
+        let want = format!("bwdd_{}_{}", if strips { "dw" } else { "direct" }, t.name());
+        (line, o.instance == want && o.passed())
+    });
     // Forced where it does not apply: groups not innermost, a 5-tall filter.
     let forced = BwdDataConfig { types: TypeConfig::F16, instance: Some("bwdd_dw_f16".into()), ..Default::default() };
     let dw = |f: usize| prob(&[2, 8, 2, 1, 1, f, f, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]);
@@ -358,39 +265,15 @@ fn bwd_data_tap_shifts() {
     let types = [TypeConfig::F16, TypeConfig::Bf16];
     let layouts = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
     let epis = epilogues();
-    let mut failures = Vec::new();
     // CDNA and NVIDIA (gfx1100 went to scratch; see the instance list).
-    for arch in [EmuArch::Gfx942, EmuArch::Gfx90a, EmuArch::Sm90] {
-        let (dev, module) = device(arch);
-        let halo = |t: TypeConfig| {
-            INSTANCES.iter().find(|i| i.op == Op::BwdDataHalo && i.types == t && i.on(dev.family())).unwrap().name
-        };
-        for (i, (name, p)) in problems.iter().enumerate() {
-            for (j, &t) in types.iter().enumerate() {
-                let (epilogue, d_layouts, alias) = epis[(i + 3 * j) % epis.len()].clone();
-                let layout = layouts[(i + j) % 2];
-                let instance = Some(halo(t).to_string());
-                let cfg = BwdDataConfig { layout, types: t, epilogue, d_layouts, instance, ..Default::default() };
-                let case = case(*p, cfg.clone(), 7000 + 31 * i as u64 + j as u64, (i + j) % 2 == 0, alias);
-                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
-                let line = format!(
-                    "{} {name} [{p}] {} {} {:?} {:?} alias={alias} -> {}: {}",
-                    dev.arch(),
-                    t.name(),
-                    layout.name(),
-                    cfg.epilogue,
-                    cfg.d_layouts,
-                    o.instance,
-                    o.report.summary()
-                );
-                println!("{line}");
-                if !o.passed() {
-                    failures.push(line);
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    sweep(&[EmuArch::Gfx942, EmuArch::Gfx90a, EmuArch::Sm90], &problems, types.len(), |dev, module, at, name, p| {
+        let t = at.pick(&types, 0, 1);
+        let halo = INSTANCES.iter().find(|i| i.op == Op::BwdDataHalo && i.types == t && i.on(dev.family())).unwrap();
+        let base = BwdDataConfig { layout: at.pick(&layouts, 1, 1), types: t, instance: Some(halo.name.into()), ..Default::default() };
+        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
+        let o = case(*p, cfg, at.seed(7000, 31), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
+        (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
+    });
     let forced = BwdDataConfig { instance: Some("bwdd_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
     for (v, why) in [
         (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),

@@ -2,16 +2,30 @@
 //! (WMMA) and sm_90 (mma.sync) models: every kernel path against the float64
 //! reference, with fresh random inputs per case and NaN-poisoned outputs.
 
+mod common;
+
+use common::{Check, DIRECT_LAYOUTS, INITS, device, every_instance, prob, sweep};
 use convgrad::check::Init;
 use convgrad::ops::bwd_weight::{BwdWeightConfig, OpError, SplitK, plan};
-use convgrad::runtime::{Backend, Device, EmuArch, Module};
+use convgrad::runtime::EmuArch;
 use convgrad::types::instance::Family;
 use convgrad::types::{ConvLayout, ConvProblem, EpilogueOp, TypeConfig, problem::Spatial};
 use convgrad::verify::bwd_weight::{Case, run};
 
-/// `ndim G N K C filter input strides dilations lpads rpads` in CK's order.
-fn prob(v: &[usize]) -> ConvProblem {
-    ConvProblem::from_ck_args(v).unwrap_or_else(|e| panic!("bad test problem {v:?}: {e}"))
+/// Epilogues to rotate (backward-weight takes one step).
+const EPIS: [EpilogueOp; 3] = [EpilogueOp::PassThrough, EpilogueOp::Scale(0.5), EpilogueOp::Bilinear(0.75, -1.5)];
+/// Split-K settings to rotate.
+const SPLITS: [SplitK; 3] = [SplitK::Fixed(1), SplitK::Auto, SplitK::Fixed(3)];
+
+/// An untimed, undumped case with fresh random inputs.
+fn case(problem: ConvProblem, config: BwdWeightConfig, seed: u64, init: Init) -> Case {
+    Case { problem, config, seed, init, timed_runs: 0, dump: false }
+}
+
+/// A case's options in one line.
+fn label(cfg: &BwdWeightConfig) -> String {
+    let (t, l) = (cfg.types.name(), cfg.layout.name());
+    format!("{t} {l} {:?} {:?} det={}", cfg.epilogue, cfg.split_k, cfg.deterministic)
 }
 
 /// Problems covering dims, groups, depthwise, odd C/K, strides, dilations, asymmetric pads.
@@ -34,103 +48,35 @@ fn problems() -> Vec<(&'static str, ConvProblem)> {
     ]
 }
 
-/// The emulator model `arch`, or, when `CONVGRAD_TEST_BACKEND` names one
-/// (`cuda`, `hip`), that GPU: the same suite then runs on real hardware.
-fn emu(arch: EmuArch) -> (Device, Module) {
-    let backend = match std::env::var("CONVGRAD_TEST_BACKEND") {
-        Ok(b) if !b.is_empty() => Backend::parse(&b, None).expect("CONVGRAD_TEST_BACKEND: auto|hip|cuda|emu"),
-        _ => Backend::Emulator(arch),
-    };
-    let dev = Device::open(backend, 0).expect("device");
-    let module = dev.load_module().expect("module");
-    (dev, module)
-}
-
 /// Runs the suite on one architecture model; dtypes, layouts, epilogues and
 /// split-K settings rotate over the problems so every combination kind appears.
 fn suite(arch: EmuArch) {
-    let (dev, module) = emu(arch);
-    let types = TypeConfig::ALL;
-    let layouts = ConvLayout::ALL;
-    let epis = [EpilogueOp::PassThrough, EpilogueOp::Scale(0.5), EpilogueOp::Bilinear(0.75, -1.5)];
-    let splits = [SplitK::Fixed(1), SplitK::Auto, SplitK::Fixed(3)];
-    let mut failures = Vec::new();
-    let mut n = 0;
-    for (i, (name, p)) in problems().into_iter().enumerate() {
-        for j in 0..4 {
-            let t = types[(i + j) % 4];
-            let cfg = BwdWeightConfig {
-                layout: layouts[(i + 3 * j) % 4],
-                types: t,
-                epilogue: epis[(i + j) % 3],
-                split_k: splits[(2 * i + j) % 3],
-                deterministic: (i + j) % 2 == 0,
-                instance: None,
-            };
-            let case = Case {
-                problem: p,
-                config: cfg.clone(),
-                seed: 1000 + 17 * i as u64 + j as u64,
-                init: if j % 2 == 0 { Init::Float } else { Init::Int },
-                timed_runs: 0,
-                dump: false,
-            };
-            let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
-            n += 1;
-            let line = format!(
-                "{} {name} [{p}] {} {} {:?} {:?} det={} -> {} kb={}: {}",
-                dev.arch(),
-                t.name(),
-                cfg.layout.name(),
-                cfg.epilogue,
-                cfg.split_k,
-                cfg.deterministic,
-                o.instance,
-                o.k_batch,
-                o.report.summary()
-            );
-            println!("{line}");
-            if !o.passed() {
-                failures.push(line);
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{} of {n} cases failed:\n{}", failures.len(), failures.join("\n"));
+    sweep(&[arch], &problems(), 4, |dev, module, at, name, p| {
+        let cfg = BwdWeightConfig {
+            layout: at.pick(&ConvLayout::ALL, 1, 3),
+            types: at.pick(&TypeConfig::ALL, 1, 1),
+            epilogue: at.pick(&EPIS, 1, 1),
+            split_k: at.pick(&SPLITS, 2, 1),
+            deterministic: at.pick(&[true, false], 1, 1),
+            instance: None,
+        };
+        let o = case(*p, cfg.clone(), at.seed(1000, 17), at.pick(&INITS, 0, 1)).check(dev, module, name);
+        (format!("{} -> {} kb={}: {}", label(&cfg), o.instance, o.k_batch, o.report.summary()), o.passed())
+    });
 }
 
-#[test]
-fn bwd_weight_gfx942_mfma() {
-    suite(EmuArch::Gfx942);
-}
-
-#[test]
-fn bwd_weight_gfx1100_wmma() {
-    suite(EmuArch::Gfx1100);
-}
-
-#[test]
-fn bwd_weight_sm90_mma_sync() {
-    suite(EmuArch::Sm90);
-}
+common::per_arch!(suite; bwd_weight_gfx942_mfma => Gfx942, bwd_weight_gfx1100_wmma => Gfx1100, bwd_weight_sm90_mma_sync => Sm90);
 
 /// Every instance of every family runs and passes on a problem that spans
 /// several tiles in M and N, with a K tail.
 #[test]
 fn bwd_weight_every_instance() {
+    use convgrad::types::instance::Op;
     let p = prob(&[2, 2, 1, 70, 20, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1]);
-    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
-        let (dev, module) = emu(arch);
-        for inst in convgrad::types::instance::INSTANCES.iter().filter(|i| {
-            matches!(i.op, convgrad::types::instance::Op::BwdWeight | convgrad::types::instance::Op::BwdWeightDirect)
-                && i.on(dev.family())
-        }) {
-            let cfg = BwdWeightConfig { types: inst.types, instance: Some(inst.name.into()), ..Default::default() };
-            let case = Case { problem: p, config: cfg, seed: 77, init: Init::Float, timed_runs: 0, dump: false };
-            let o = run(&dev, &module, &case).unwrap();
-            assert_eq!(o.instance, inst.name);
-            assert!(o.passed(), "{} on {}: {}", inst.name, dev.arch(), o.report.summary());
-        }
-    }
+    every_instance(&[Op::BwdWeight, Op::BwdWeightDirect], |inst| {
+        let cfg = BwdWeightConfig { types: inst.types, instance: Some(inst.name.into()), ..Default::default() };
+        case(p, cfg, 77, Init::Float)
+    });
 }
 
 /// Deterministic split-K gives bitwise identical results run to run (fresh
@@ -139,10 +85,10 @@ fn bwd_weight_every_instance() {
 fn bwd_weight_deterministic_is_bitwise_reproducible() {
     let p = prob(&[2, 2, 4, 24, 12, 3, 3, 10, 10, 1, 1, 1, 1, 1, 1, 1, 1]);
     for arch in [EmuArch::Gfx942, EmuArch::Sm90] {
-        let (dev, module) = emu(arch);
+        let (dev, module) = device(arch);
         for t in [TypeConfig::F32, TypeConfig::F16] {
             let cfg = BwdWeightConfig { types: t, split_k: SplitK::Fixed(5), deterministic: true, ..Default::default() };
-            let case = Case { problem: p, config: cfg, seed: 5, init: Init::Float, timed_runs: 0, dump: false };
+            let case = case(p, cfg, 5, Init::Float);
             let a = run(&dev, &module, &case).unwrap();
             let b = run(&dev, &module, &case).unwrap();
             assert!(a.passed() && b.passed());
@@ -156,7 +102,7 @@ fn bwd_weight_deterministic_is_bitwise_reproducible() {
 #[test]
 fn bwd_weight_short_buffers_are_refused() {
     use convgrad::ops::bwd_weight::BwdWeightBuffers;
-    let (dev, _) = emu(EmuArch::Gfx942);
+    let (dev, _) = device(EmuArch::Gfx942);
     let p = prob(&[2, 1, 1, 8, 8, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1]);
     let cfg = BwdWeightConfig::default();
     let plan = plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap();
@@ -221,63 +167,27 @@ fn bwd_weight_direct_vector_paths() {
         ("dw 3x3 W=29", prob(&[2, 8, 3, 1, 1, 3, 3, 5, 29, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("groups C=4 K=2 1x3 W=21 asym", prob(&[2, 2, 2, 2, 4, 1, 3, 4, 21, 2, 1, 1, 1, 0, 0, 1, 2])),
     ];
-    let layouts = [
-        ConvLayout::NhwgcGkyxcNhwgk,
-        ConvLayout::NhwgcGkyxcNhwgk,
-        ConvLayout::GnhwcGkyxcGnhwk,
-        ConvLayout::NgchwGkcyxNgkhw,
-    ];
-    let epis = [EpilogueOp::PassThrough, EpilogueOp::Scale(0.5), EpilogueOp::Bilinear(0.75, -1.5)];
-    let splits = [SplitK::Fixed(1), SplitK::Auto, SplitK::Fixed(3)];
     let mut seen = std::collections::BTreeSet::new();
-    let mut failures = Vec::new();
-    for arch in [EmuArch::Gfx942, EmuArch::Sm90] {
-        let (dev, module) = emu(arch);
-        for (i, (name, p)) in problems.iter().enumerate() {
-            for (j, &t) in TypeConfig::ALL.iter().enumerate() {
-                let inst = INSTANCES.iter().find(|x| x.op == Op::BwdWeightDirect && x.types == t).unwrap();
-                let cfg = BwdWeightConfig {
-                    layout: layouts[(i + j) % layouts.len()],
-                    types: t,
-                    epilogue: epis[(i + j) % 3],
-                    split_k: splits[(2 * i + j) % 3],
-                    deterministic: (i + j) % 2 == 0,
-                    instance: Some(inst.name.into()),
-                };
-                let pl = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap();
-                let mode = pl.args_template.vec_mode;
-                seen.insert((t.act().bytes(), mode & !vec_mode::ROWS));
-                if mode & vec_mode::ROWS != 0 {
-                    seen.insert((t.act().bytes(), vec_mode::ROWS));
-                }
-                let case = Case {
-                    problem: *p,
-                    config: cfg.clone(),
-                    seed: 5000 + 31 * i as u64 + j as u64,
-                    init: if j % 2 == 0 { Init::Float } else { Init::Int },
-                    timed_runs: 0,
-                    dump: false,
-                };
-                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
-                let line = format!(
-                    "{} {name} [{p}] {} {} {:?} {:?} det={} vec_mode={mode:#x} kb={}: {}",
-                    dev.arch(),
-                    t.name(),
-                    cfg.layout.name(),
-                    cfg.epilogue,
-                    cfg.split_k,
-                    cfg.deterministic,
-                    o.k_batch,
-                    o.report.summary()
-                );
-                println!("{line}");
-                if !o.passed() {
-                    failures.push(line);
-                }
-            }
+    sweep(&[EmuArch::Gfx942, EmuArch::Sm90], &problems, 4, |dev, module, at, name, p| {
+        let t = at.pick(&TypeConfig::ALL, 0, 1);
+        let inst = INSTANCES.iter().find(|x| x.op == Op::BwdWeightDirect && x.types == t).unwrap();
+        let cfg = BwdWeightConfig {
+            layout: at.pick(&DIRECT_LAYOUTS, 1, 1),
+            types: t,
+            epilogue: at.pick(&EPIS, 1, 1),
+            split_k: at.pick(&SPLITS, 2, 1),
+            deterministic: at.pick(&[true, false], 1, 1),
+            instance: Some(inst.name.into()),
+        };
+        let pl = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap();
+        let mode = pl.args_template.vec_mode;
+        seen.insert((t.act().bytes(), mode & !vec_mode::ROWS));
+        if mode & vec_mode::ROWS != 0 {
+            seen.insert((t.act().bytes(), vec_mode::ROWS));
         }
-    }
-    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+        let o = case(*p, cfg.clone(), at.seed(5000, 31), at.pick(&INITS, 0, 1)).check(dev, module, name);
+        (format!("{} vec_mode={mode:#x} kb={}: {}", label(&cfg), o.k_batch, o.report.summary()), o.passed())
+    });
     use vec_mode::{DW, HALF, ON, ROWS};
     // Both lane widths of f32 and of the 16-bit types, the fallback, row segments.
     for bytes in [2, 4] {
@@ -298,7 +208,7 @@ fn bwd_weight_split_k_workspace_is_reused() {
     let gemm = prob(&[2, 2, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]);
     let direct = prob(&[2, 16, 3, 1, 1, 3, 3, 20, 20, 1, 1, 1, 1, 1, 1, 1, 1]);
     for arch in [EmuArch::Gfx942, EmuArch::Sm90] {
-        let (dev, module) = emu(arch);
+        let (dev, module) = device(arch);
         let ws = SplitKWorkspace::new(&dev, 1 << 16).unwrap();
         // (problem, k-batches, deterministic): atomic after atomic, stored
         // after atomic, atomic after stored, fewer stored batches after more.
@@ -317,7 +227,7 @@ fn bwd_weight_split_k_workspace_is_reused() {
         ];
         for (i, (p, kb, det)) in calls.into_iter().enumerate() {
             let cfg = BwdWeightConfig { split_k: SplitK::Fixed(kb), deterministic: det, ..Default::default() };
-            let case = Case { problem: p, config: cfg, seed: 40 + i as u64, init: Init::Float, timed_runs: 0, dump: false };
+            let case = case(p, cfg, 40 + i as u64, Init::Float);
             let o = run_with(&dev, &module, &case, Some(&ws)).unwrap();
             assert!(o.k_batch > 1 && o.k_batch <= kb, "call {i}: k_batch {} for {kb} asked", o.k_batch);
             assert!(o.passed(), "{arch:?} call {i} ({kb} batches, deterministic {det}): {}", o.report.summary());
@@ -330,11 +240,11 @@ fn bwd_weight_split_k_workspace_is_reused() {
 #[test]
 fn bwd_weight_direct_deterministic_is_bitwise_reproducible() {
     let p = prob(&[2, 32, 4, 1, 1, 3, 3, 24, 24, 1, 1, 1, 1, 1, 1, 1, 1]);
-    let (dev, module) = emu(EmuArch::Sm90);
+    let (dev, module) = device(EmuArch::Sm90);
     for t in [TypeConfig::F32, TypeConfig::F16] {
         let cfg = BwdWeightConfig { types: t, split_k: SplitK::Fixed(5), deterministic: true, ..Default::default() };
         assert_ne!(plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.vec_mode, 0);
-        let case = Case { problem: p, config: cfg, seed: 9, init: Init::Float, timed_runs: 0, dump: false };
+        let case = case(p, cfg, 9, Init::Float);
         let a = run(&dev, &module, &case).unwrap();
         let b = run(&dev, &module, &case).unwrap();
         assert!(a.passed() && b.passed());
@@ -407,45 +317,25 @@ fn bwd_weight_tap_shifts() {
     ];
     let types = [TypeConfig::F16, TypeConfig::Bf16];
     let layouts = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
-    let epis = [EpilogueOp::PassThrough, EpilogueOp::Scale(0.5), EpilogueOp::Bilinear(0.75, -1.5)];
     let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true)];
-    let mut failures = Vec::new();
-    for arch in [EmuArch::Sm90, EmuArch::Gfx942] {
-        let (dev, module) = emu(arch);
-        let halo = |t: TypeConfig| INSTANCES.iter().find(|i| i.op == Op::BwdWeightHalo && i.types == t && i.on(dev.family()));
-        for (i, (name, p)) in problems.iter().enumerate() {
-            for (j, &t) in types.iter().enumerate() {
-                let (split_k, deterministic) = splits[(i + j) % 3];
-                let cfg = BwdWeightConfig {
-                    layout: layouts[(i + j) % 2],
-                    types: t,
-                    epilogue: epis[(i + 2 * j) % 3],
-                    split_k,
-                    deterministic,
-                    instance: Some(halo(t).unwrap().name.into()),
-                };
-                let init = if (i + j) % 2 == 0 { Init::Float } else { Init::Int };
-                let case = Case { problem: *p, config: cfg.clone(), seed: 8000 + 31 * i as u64 + j as u64, init, timed_runs: 0, dump: false };
-                let o = run(&dev, &module, &case).unwrap_or_else(|e| panic!("{name} {cfg:?}: {e}"));
-                let line = format!(
-                    "{} {name} [{p}] {} {} {:?} {split_k:?} det={deterministic} -> {} kb={}: {}",
-                    dev.arch(),
-                    t.name(),
-                    cfg.layout.name(),
-                    cfg.epilogue,
-                    o.instance,
-                    o.k_batch,
-                    o.report.summary()
-                );
-                println!("{line}");
-                let again = deterministic.then(|| run(&dev, &module, &case).unwrap().output_bytes);
-                if !o.passed() || again.is_some_and(|b| b != o.output_bytes) {
-                    failures.push(line);
-                }
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{} cases failed:\n{}", failures.len(), failures.join("\n"));
+    sweep(&[EmuArch::Sm90, EmuArch::Gfx942], &problems, types.len(), |dev, module, at, name, p| {
+        let t = at.pick(&types, 0, 1);
+        let halo = INSTANCES.iter().find(|i| i.op == Op::BwdWeightHalo && i.types == t && i.on(dev.family()));
+        let (split_k, deterministic) = at.pick(&splits, 1, 1);
+        let cfg = BwdWeightConfig {
+            layout: at.pick(&layouts, 1, 1),
+            types: t,
+            epilogue: at.pick(&EPIS, 1, 2),
+            split_k,
+            deterministic,
+            instance: Some(halo.unwrap().name.into()),
+        };
+        let case = case(*p, cfg.clone(), at.seed(8000, 31), at.pick(&INITS, 1, 1));
+        let o = case.check(dev, module, name);
+        let again = deterministic.then(|| case.check(dev, module, name).output_bytes);
+        let line = format!("{} -> {} kb={}: {}", label(&cfg), o.instance, o.k_batch, o.report.summary());
+        (line, o.passed() && again.is_none_or(|b| b == o.output_bytes))
+    });
     let forced = BwdWeightConfig { instance: Some("bwdw_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
     for (v, why) in [
         (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
