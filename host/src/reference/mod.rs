@@ -68,26 +68,12 @@ pub fn conv_fwd(
     y: &mut [f64],
     yd: &TensorDesc,
 ) {
-    check_desc(
-        "x",
-        xd,
-        TensorDesc::lengths_of(p, TensorRole::Input),
-        x.len(),
-    );
-    check_desc(
-        "w",
-        wd,
-        TensorDesc::lengths_of(p, TensorRole::Weight),
-        w.len(),
-    );
-    check_desc(
-        "y",
-        yd,
-        TensorDesc::lengths_of(p, TensorRole::Output),
-        y.len(),
-    );
-    let acc = fwd_packed(p, &gather(x, xd, ACT, id), &gather(w, wd, WEI_CK, id));
-    scatter(y, yd, ACT, &acc, &EpiChain::default(), &[]);
+    let inputs = [
+        In("x", TensorRole::Input, x, xd, ACT),
+        In("w", TensorRole::Weight, w, wd, WEI_CK),
+    ];
+    let out = Out("y", TensorRole::Output, y, yd, ACT);
+    pass(p, inputs, out, &EpiChain::default(), &[], fwd_packed);
 }
 
 /// Backward-data `dx = conv_transpose(dy, w)`. Writes every element of `dx`,
@@ -124,23 +110,12 @@ pub fn bwd_data_multi_d(
     dx: &mut [f64],
     dxd: &TensorDesc,
 ) {
-    check_desc(
-        "dy",
-        dyd,
-        TensorDesc::lengths_of(p, TensorRole::Output),
-        dy.len(),
-    );
-    check_desc(
-        "w",
-        wd,
-        TensorDesc::lengths_of(p, TensorRole::Weight),
-        w.len(),
-    );
-    let out_len = TensorDesc::lengths_of(p, TensorRole::Input);
-    check_desc("dx", dxd, out_len, dx.len());
-    check_chain(chain, ds, out_len);
-    let acc = bwd_data_packed(p, &gather(dy, dyd, ACT, id), &gather(w, wd, WEI_KC, id));
-    scatter(dx, dxd, ACT, &acc, chain, ds);
+    let inputs = [
+        In("dy", TensorRole::Output, dy, dyd, ACT),
+        In("w", TensorRole::Weight, w, wd, WEI_KC),
+    ];
+    let out = Out("dx", TensorRole::Input, dx, dxd, ACT);
+    pass(p, inputs, out, chain, ds, bwd_data_packed);
 }
 
 /// Grouped backward-weight `dw = conv(x, dy)` (sum over the batch and output
@@ -172,23 +147,12 @@ pub fn bwd_weight_multi_d(
     dw: &mut [f64],
     dwd: &TensorDesc,
 ) {
-    check_desc(
-        "x",
-        xd,
-        TensorDesc::lengths_of(p, TensorRole::Input),
-        x.len(),
-    );
-    check_desc(
-        "dy",
-        dyd,
-        TensorDesc::lengths_of(p, TensorRole::Output),
-        dy.len(),
-    );
-    let out_len = TensorDesc::lengths_of(p, TensorRole::Weight);
-    check_desc("dw", dwd, out_len, dw.len());
-    check_chain(chain, ds, out_len);
-    let acc = bwd_weight_packed(p, &gather(x, xd, ACT, id), &gather(dy, dyd, ACT, id));
-    scatter(dw, dwd, TAP_GCK, &acc, chain, ds);
+    let inputs = [
+        In("x", TensorRole::Input, x, xd, ACT),
+        In("dy", TensorRole::Output, dy, dyd, ACT),
+    ];
+    let out = Out("dw", TensorRole::Weight, dw, dwd, TAP_GCK);
+    pass(p, inputs, out, chain, ds, bwd_weight_packed);
 }
 
 /// Applies an epilogue chain in float64, with `d(i)` the value of `D` tensor
@@ -275,6 +239,37 @@ pub fn dot(a: &[f64], ad: &TensorDesc, b: &[f64], bd: &TensorDesc) -> f64 {
     s
 }
 
+/// An input of a pass: its name (for panics), role in the problem, values,
+/// descriptor, and the packed order the pass reads it in.
+struct In<'a>(&'static str, TensorRole, &'a [f64], &'a TensorDesc, [usize; AXES]);
+
+/// The output of a pass, as [`In`]: the packed order is the one the pass
+/// computes it in.
+struct Out<'a>(&'static str, TensorRole, &'a mut [f64], &'a TensorDesc, [usize; AXES]);
+
+/// What every public pass does around its packed computation: checks each
+/// tensor against the problem (the inputs, the output, then the epilogue's
+/// `D` tensors), gathers the inputs into their packed orders, runs `packed`
+/// on them and scatters its result through `chain` into the output.
+fn pass(
+    p: &ConvProblem,
+    inputs: [In<'_>; 2],
+    out: Out<'_>,
+    chain: &EpiChain,
+    ds: &[DTensor<'_>],
+    packed: fn(&ConvProblem, &[f64], &[f64]) -> Vec<f64>,
+) {
+    for In(name, role, v, d, _) in &inputs {
+        check_desc(name, d, TensorDesc::lengths_of(p, *role), v.len());
+    }
+    let Out(name, role, dst, dd, order) = out;
+    let out_len = TensorDesc::lengths_of(p, role);
+    check_desc(name, dd, out_len, dst.len());
+    check_chain(chain, ds, out_len);
+    let [a, b] = inputs.map(|In(_, _, v, d, order)| gather(v, d, order, id));
+    scatter(dst, dd, order, &packed(p, &a, &b), chain, ds);
+}
+
 fn check_chain(chain: &EpiChain, ds: &[DTensor<'_>], out_len: [usize; AXES]) {
     assert!(
         chain.len as usize <= MAX_STEPS,
@@ -314,104 +309,96 @@ fn scatter(
     }
 }
 
-/// Forward pass on packed `x` (G N D H W C) and `w` (G Z Y X C K); returns `y` as G N Do Ho Wo K.
-///
-/// Rows are `(g, n, od, oh)`; per row the filter rows `(z, y)` that land
-/// inside the input are listed once, then every output pixel of the row adds
-/// `x[pixel, :] * w[tap, :, :]` (inner loop over K, contiguous).
+/// Forward pass on packed `x` (G N D H W C) and `w` (G Z Y X C K); returns `y` as G N Do Ho Wo K:
+/// every output pixel sums the input pixels its taps read ([`Geo::src`]).
 fn fwd_packed(p: &ConvProblem, xs: &[f64], ws: &[f64]) -> Vec<f64> {
     let q = Geo::new(p);
-    let (c, k) = (q.c, q.k);
-    let [d_, h_, w_] = q.inp;
-    let [od_, oh_, ow_] = q.out;
-    let [z_, y_, x_] = q.fil;
-    let mut ys = vec![0.0; q.g * q.n * q.out_pix() * k];
-    let row_len = ow_ * k;
-    let macs = (row_len * c * q.taps()) as f64;
-    par::par_rows(&mut ys, row_len, macs, |row0, chunk| {
-        let mut zy: Vec<(usize, usize)> = Vec::with_capacity(z_ * y_);
-        for (r, out) in chunk.chunks_exact_mut(row_len).enumerate() {
-            let row = row0 + r;
-            let oh = row % oh_;
-            let od = (row / oh_) % od_;
-            let gn = row / (oh_ * od_);
-            let g = gn / q.n;
-            zy.clear();
-            for z in 0..z_ {
-                let Some(id) = q.src(0, od, z) else { continue };
-                for y in 0..y_ {
-                    let Some(ih) = q.src(1, oh, y) else { continue };
-                    // (input row base, filter row base), in pixels / taps.
-                    zy.push((
-                        ((gn * d_ + id) * h_ + ih) * w_,
-                        ((g * z_ + z) * y_ + y) * x_,
-                    ));
-                }
-            }
-            for (ow, acc) in out.chunks_exact_mut(k).enumerate() {
-                for &(xrow, wrow) in &zy {
-                    for xx in 0..x_ {
-                        let Some(iw) = q.src(2, ow, xx) else { continue };
-                        let xo = (xrow + iw) * c;
-                        let wo = (wrow + xx) * c * k;
-                        mac(acc, &xs[xo..xo + c], &ws[wo..wo + c * k]);
-                    }
-                }
-            }
-        }
-    });
-    ys
+    let src = Side { dims: q.inp, ch: q.c };
+    let dst = Side { dims: q.out, ch: q.k };
+    tap_sum(&q, xs, src, ws, dst, q.taps() as f64, Geo::src)
 }
 
-/// Backward-data on packed `dy` (G N Do Ho Wo K) and `w` (G Z Y X K C); returns `dx` as G N D H W C.
-///
-/// Rows are `(g, n, id, ih)`; per row the `(z, y)` taps that reach it (and
-/// the output row each reads) are listed once, then every pixel of the row
-/// adds `dy[pixel', :] * w[tap, :, :]` over its reaching `x` taps (inner loop
-/// over C, contiguous). Pixels no tap reaches keep their 0.
+/// Backward-data on packed `dy` (G N Do Ho Wo K) and `w` (G Z Y X K C); returns `dx` as G N D H W C:
+/// every input pixel sums the output pixels whose taps read it ([`Geo::dst`]);
+/// pixels no tap reaches keep their 0.
 fn bwd_data_packed(p: &ConvProblem, dys: &[f64], ws: &[f64]) -> Vec<f64> {
     let q = Geo::new(p);
-    let (c, k) = (q.c, q.k);
-    let [d_, h_, w_] = q.inp;
-    let [od_, oh_, ow_] = q.out;
-    let [z_, y_, x_] = q.fil;
-    let mut dxs = vec![0.0; q.g * q.n * q.in_pix() * c];
-    let row_len = w_ * c;
+    let src = Side { dims: q.out, ch: q.k };
+    let dst = Side { dims: q.inp, ch: q.c };
     // Taps that reach a pixel: about taps / prod(stride).
     let reach = (q.taps() as f64 / q.s.iter().product::<usize>() as f64).max(1.0);
-    let macs = row_len as f64 * k as f64 * reach;
-    par::par_rows(&mut dxs, row_len, macs, |row0, chunk| {
+    tap_sum(&q, dys, src, ws, dst, reach, Geo::dst)
+}
+
+/// Spatial sizes `[D, H, W]` and channels of one side of [`tap_sum`].
+#[derive(Clone, Copy)]
+struct Side {
+    dims: [usize; 3],
+    ch: usize,
+}
+
+/// The loop the forward and backward-data passes share:
+/// `out[g, n, o, :] += a[g, n, map(o, tap), :] * b[g, tap, :, :]` over the
+/// taps whose `map` gives a pixel of `a`.
+///
+/// `a` is packed G N (src dims) A, `b` G Z Y X A O and the result G N (dst
+/// dims) O, with A = `src.ch` and O = `dst.ch` (innermost). `map(q, axis, o, f)`
+/// is the coordinate along `axis` of the `a` pixel that tap `f` connects to
+/// coordinate `o` of the result, or `None`. Rows are `(g, n, d, h)` of the
+/// result; per row the `(z, y)` taps that connect it to a row of `a` (and
+/// that row) are listed once, then every pixel of the row adds
+/// `a[pixel', :] * b[tap, :, :]` over its `x` taps (inner loop over O,
+/// contiguous). `reach` is about how many taps reach one pixel (for the
+/// split over threads).
+fn tap_sum(
+    q: &Geo,
+    a: &[f64],
+    src: Side,
+    b: &[f64],
+    dst: Side,
+    reach: f64,
+    map: impl Fn(&Geo, usize, usize, usize) -> Option<usize> + Sync,
+) -> Vec<f64> {
+    let (ac, oc) = (src.ch, dst.ch);
+    let [_, sh, sw] = src.dims;
+    let [d_, h_, w_] = dst.dims;
+    let [z_, y_, x_] = q.fil;
+    let mut out = vec![0.0; q.g * q.n * dst.dims.iter().product::<usize>() * oc];
+    let row_len = w_ * oc;
+    let macs = row_len as f64 * ac as f64 * reach;
+    par::par_rows(&mut out, row_len, macs, |row0, chunk| {
         let mut zy: Vec<(usize, usize)> = Vec::with_capacity(z_ * y_);
         for (r, out) in chunk.chunks_exact_mut(row_len).enumerate() {
             let row = row0 + r;
-            let ih = row % h_;
-            let id = (row / h_) % d_;
+            let h = row % h_;
+            let d = (row / h_) % d_;
             let gn = row / (h_ * d_);
             let g = gn / q.n;
             zy.clear();
             for z in 0..z_ {
-                let Some(od) = q.dst(0, id, z) else { continue };
+                let Some(sd) = map(q, 0, d, z) else { continue };
                 for y in 0..y_ {
-                    let Some(oh) = q.dst(1, ih, y) else { continue };
+                    let Some(sy) = map(q, 1, h, y) else { continue };
+                    // (row base in `a`, filter row base), in pixels / taps.
                     zy.push((
-                        ((gn * od_ + od) * oh_ + oh) * ow_,
+                        ((gn * src.dims[0] + sd) * sh + sy) * sw,
                         ((g * z_ + z) * y_ + y) * x_,
                     ));
                 }
             }
-            for (iw, acc) in out.chunks_exact_mut(c).enumerate() {
-                for &(yrow, wrow) in &zy {
+            for (w, acc) in out.chunks_exact_mut(oc).enumerate() {
+                for &(arow, brow) in &zy {
                     for xx in 0..x_ {
-                        let Some(ow) = q.dst(2, iw, xx) else { continue };
-                        let yo = (yrow + ow) * k;
-                        let wo = (wrow + xx) * k * c;
-                        mac(acc, &dys[yo..yo + k], &ws[wo..wo + k * c]);
+                        let Some(sx) = map(q, 2, w, xx) else { continue };
+                        let ao = (arow + sx) * ac;
+                        let bo = (brow + xx) * ac * oc;
+                        mac(acc, &a[ao..ao + ac], &b[bo..bo + ac * oc]);
                     }
                 }
             }
         }
     });
-    dxs
+    out
 }
 
 /// Backward-weight on packed `x` (G N D H W C) and `dy` (G N Do Ho Wo K); returns `dw` as Z Y X G C K.
