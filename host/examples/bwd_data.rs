@@ -8,11 +8,11 @@
 //!
 //! Run: `cargo run --release -p convgrad --example bwd_data`
 
-use convgrad::check::{self, Init, Tolerance};
+use convgrad::check::{self, Init};
 use convgrad::ops::bwd_data::{self, BwdDataBuffers, BwdDataConfig, DLayout};
-use convgrad::reference;
 use convgrad::runtime::{Backend, Device};
 use convgrad::types::{ConvLayout, ConvProblem, DType, EpilogueOp, TypeConfig, problem::Spatial};
+use convgrad::verify;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::open(Backend::Auto, 0)?;
@@ -55,12 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dx = check::from_f16(&dx_buf.download()?);
 
     // Check against the float64 reference with the written tolerance rule.
-    let (mut acc, mut abs) = (vec![0.0; dx.len()], vec![0.0; dx.len()]);
-    reference::bwd_data(&p, &dy, &plan.dy, &w, &plan.w, &mut acc, &plan.dx);
-    reference::bwd_data(&p, &reference::abs_values(&dy), &plan.dy, &reference::abs_values(&w), &plan.w, &mut abs, &plan.dx);
-    let tol = Tolerance::bwd_data(cfg.types, &p);
-    let exp = check::expected(&tol, &plan.dx, &acc, Some(&abs), &plan.chain, &[(&bias, &plan.ds[0])]);
-    let report = check::compare(&dx, &exp.reference, &exp.bound, &plan.dx);
+    let report = verify::bwd_data::judge(&plan, &cfg, &dy, &w, &[&bias], &dx).report;
     println!("{}", report.summary());
     if !report.passed() {
         std::process::exit(1);

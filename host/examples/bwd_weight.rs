@@ -6,12 +6,11 @@
 //!
 //! Run: `cargo run --release -p convgrad --example bwd_weight`
 
-use convgrad::check::{self, Init, Tolerance};
+use convgrad::check::{self, Init};
 use convgrad::ops::bwd_weight::{self, BwdWeightBuffers, BwdWeightConfig, SplitK};
-use convgrad::reference;
 use convgrad::runtime::{Backend, Device};
-use convgrad::types::epilogue::EpiChain;
 use convgrad::types::{ConvLayout, ConvProblem, DType, TypeConfig, problem::Spatial};
+use convgrad::verify;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::open(Backend::Auto, 0)?;
@@ -55,12 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dw = check::from_f16(&dw_buf.download()?);
 
     // Check against the float64 reference with the written tolerance rule.
-    let (mut acc, mut abs) = (vec![0.0; dw.len()], vec![0.0; dw.len()]);
-    reference::bwd_weight(&p, &x, &plan.x, &dy, &plan.dy, &mut acc, &plan.dw);
-    reference::bwd_weight(&p, &reference::abs_values(&x), &plan.x, &reference::abs_values(&dy), &plan.dy, &mut abs, &plan.dw);
-    let tol = Tolerance::bwd_weight(cfg.types, &p, plan.k_batch as usize);
-    let exp = check::expected(&tol, &plan.dw, &acc, Some(&abs), &EpiChain::default(), &[]);
-    let report = check::compare(&dw, &exp.reference, &exp.bound, &plan.dw);
+    let report = verify::bwd_weight::judge(&plan, &cfg, &x, &dy, &[], &dw).report;
     println!("{} ({ms:.3} ms)", report.summary());
     if !report.passed() {
         std::process::exit(1);
