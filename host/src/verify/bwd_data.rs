@@ -1,10 +1,10 @@
 //! Verification of grouped backward-data with its fused multi-D epilogue.
 
-use super::{DumpLayout, Draw, Error, Judged, Outcome, Tensor, check_run, dump_layout};
+use super::{Addrs, DumpLayout, Draw, Error, Judged, Outcome, Planned, Tensor, Tensors, check_run, dump_layout};
 use crate::check::{Init, Tolerance};
 use crate::ops::D_NAMES;
 use crate::ops::bwd_data::{self as op, BwdDataBuffers, BwdDataConfig, BwdDataPlan, DLayout};
-use crate::reference::{self, DTensor};
+use crate::reference;
 use crate::runtime::{Device, Module};
 use convgrad_types::{ConvProblem, TensorRole};
 
@@ -42,30 +42,17 @@ pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error>
         })
         .collect();
     let draw = Draw { seed: case.seed, init: case.init, alias_d0: case.alias_d0, timed_runs: case.timed_runs, dump: case.dump };
-    let checked = check_run(
-        dev,
-        &draw,
-        [tensor("dy", &plan.dy, act, TensorRole::Output), tensor("w", &plan.w, wei, TensorRole::Weight)],
-        tensor("dx", &plan.dx, act, TensorRole::Input),
-        &ds,
-        |a| {
-            let bufs = BwdDataBuffers { dy: a.inputs[0], w: a.inputs[1], dx: a.output, ds: a.ds };
-            op::execute(dev, module, &plan, bufs)
-        },
-        |[dy, w], ds, dx| judge(&plan, cfg, dy, w, ds, dx),
-    )?;
-
-    Ok(Outcome {
-        instance: plan.main.instance.name,
-        describe: plan.describe(),
-        k_batch: 1,
-        split_mode: "none",
-        report: checked.judged.report,
-        rule: checked.judged.tolerance.rule_text(),
-        median_ms: checked.median_ms,
-        output_bytes: checked.output_bytes,
-        dumps: checked.dumps,
-    })
+    let planned = Planned { instance: plan.main.instance.name, describe: plan.describe(), k_batch: 1, split_mode: "none" };
+    let tensors = Tensors {
+        inputs: [tensor("dy", &plan.dy, act, TensorRole::Output), tensor("w", &plan.w, wei, TensorRole::Weight)],
+        output: tensor("dx", &plan.dx, act, TensorRole::Input),
+        ds,
+    };
+    let execute = |a: Addrs<'_>| {
+        let bufs = BwdDataBuffers { dy: a.inputs[0], w: a.inputs[1], dx: a.output, ds: a.ds };
+        op::execute(dev, module, &plan, bufs)
+    };
+    check_run(dev, &draw, planned, tensors, execute, |[dy, w], ds, dx| judge(&plan, cfg, dy, w, ds, dx))
 }
 
 /// Judges an input gradient `dx` (read back from the device) against the
@@ -74,9 +61,8 @@ pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error>
 /// values before the run), with the tolerance rule for `cfg`'s types.
 pub fn judge(plan: &BwdDataPlan, cfg: &BwdDataConfig, dy: &[f64], w: &[f64], ds: &[&[f64]], dx: &[f64]) -> Judged {
     let p = &plan.problem;
-    let dts: Vec<DTensor<'_>> = ds.iter().zip(&plan.ds).map(|(d, dd)| (*d, dd)).collect();
     let tol = Tolerance::bwd_data(cfg.types, p);
-    super::judge(tol, &plan.dx, dx, [dy, w], &plan.chain, &dts, |dy, w, acc| {
+    super::judge(tol, &plan.dx, dx, [dy, w], &plan.chain, ds, &plan.ds, |dy, w, acc| {
         reference::bwd_data(p, dy, &plan.dy, w, &plan.w, acc, &plan.dx)
     })
 }

@@ -1,10 +1,10 @@
 //! Verification of grouped backward-weight.
 
-use super::{Draw, Error, Judged, Outcome, Tensor, check_run, dump_layout};
+use super::{Addrs, Draw, Error, Judged, Outcome, Planned, Tensor, Tensors, check_run, dump_layout};
 use crate::check::{Init, Tolerance};
 use crate::ops::D_NAMES;
 use crate::ops::bwd_weight::{self as op, BwdWeightBuffers, BwdWeightConfig, BwdWeightPlan};
-use crate::reference::{self, DTensor};
+use crate::reference;
 use crate::runtime::{Device, Module};
 use convgrad_types::epilogue::EpiChain;
 use convgrad_types::{ConvProblem, EpilogueOp, TensorRole};
@@ -51,34 +51,22 @@ pub fn run_with(
     let tensor = |name, desc, dtype, role| Tensor::new(name, desc, dtype, dump_layout(cfg.layout, role, p.ndim));
     let ds: Vec<Tensor<'_>> = plan.ds.iter().zip(D_NAMES).map(|(d, name)| tensor(name, d, wei, TensorRole::Weight)).collect();
     let draw = Draw { seed: case.seed, init: case.init, alias_d0: false, timed_runs: case.timed_runs, dump: case.dump };
-    let checked = check_run(
-        dev,
-        &draw,
-        [tensor("x", &plan.x, act, TensorRole::Input), tensor("dy", &plan.dy, act, TensorRole::Output)],
-        tensor("dw", &plan.dw, wei, TensorRole::Weight),
-        &ds,
-        |a| {
-            let bufs = BwdWeightBuffers { x: a.inputs[0], dy: a.inputs[1], dw: a.output, ds: a.ds };
-            op::execute(dev, module, &plan, bufs, ws)
-        },
-        |[x, dy], ds, dw| judge(&plan, cfg, x, dy, ds, dw),
-    )?;
-
-    Ok(Outcome {
-        instance: plan.main.instance.name,
-        describe: plan.describe(),
-        k_batch: plan.k_batch,
-        split_mode: match (plan.k_batch, cfg.deterministic) {
-            (1, _) => "none",
-            (_, true) => "deterministic (f32 partials, fixed-order sum)",
-            (_, false) => "atomic f32",
-        },
-        report: checked.judged.report,
-        rule: checked.judged.tolerance.rule_text(),
-        median_ms: checked.median_ms,
-        output_bytes: checked.output_bytes,
-        dumps: checked.dumps,
-    })
+    let split_mode = match (plan.k_batch, cfg.deterministic) {
+        (1, _) => "none",
+        (_, true) => "deterministic (f32 partials, fixed-order sum)",
+        (_, false) => "atomic f32",
+    };
+    let planned = Planned { instance: plan.main.instance.name, describe: plan.describe(), k_batch: plan.k_batch, split_mode };
+    let tensors = Tensors {
+        inputs: [tensor("x", &plan.x, act, TensorRole::Input), tensor("dy", &plan.dy, act, TensorRole::Output)],
+        output: tensor("dw", &plan.dw, wei, TensorRole::Weight),
+        ds,
+    };
+    let execute = |a: Addrs<'_>| {
+        let bufs = BwdWeightBuffers { x: a.inputs[0], dy: a.inputs[1], dw: a.output, ds: a.ds };
+        op::execute(dev, module, &plan, bufs, ws)
+    };
+    check_run(dev, &draw, planned, tensors, execute, |[x, dy], ds, dw| judge(&plan, cfg, x, dy, ds, dw))
 }
 
 /// Judges a weight gradient `dw` (read back from the device) against the
@@ -88,9 +76,8 @@ pub fn run_with(
 pub fn judge(plan: &BwdWeightPlan, cfg: &BwdWeightConfig, x: &[f64], dy: &[f64], ds: &[&[f64]], dw: &[f64]) -> Judged {
     let p = &plan.problem;
     let chain = EpiChain::from_ops(&[cfg.epilogue]).unwrap_or_default();
-    let dts: Vec<DTensor<'_>> = ds.iter().zip(&plan.ds).map(|(d, dd)| (*d, dd)).collect();
     let tol = Tolerance::bwd_weight(cfg.types, p, plan.k_batch as usize);
-    super::judge(tol, &plan.dw, dw, [x, dy], &chain, &dts, |x, dy, acc| {
+    super::judge(tol, &plan.dw, dw, [x, dy], &chain, ds, &plan.ds, |x, dy, acc| {
         reference::bwd_weight(p, x, &plan.x, dy, &plan.dy, acc, &plan.dw)
     })
 }

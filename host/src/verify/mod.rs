@@ -107,15 +107,17 @@ pub struct Judged {
 /// the float64 reference: `pass(a, b, acc)` is the operation's reference pass
 /// on its two inputs; it runs on `inputs` for the accumulator and on their
 /// absolute values for the error bound, then the epilogue `chain` reads the
-/// `D` tensors `ds` (values and descriptors) and [`check::compare`] applies
-/// `tolerance`.
+/// `D` tensors (values `ds`, descriptors `d_descs`) and [`check::compare`]
+/// applies `tolerance`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn judge(
     tolerance: Tolerance,
     desc: &TensorDesc,
     out: &[f64],
     inputs: [&[f64]; 2],
     chain: &EpiChain,
-    ds: &[DTensor<'_>],
+    ds: &[&[f64]],
+    d_descs: &[TensorDesc],
     pass: impl Fn(&[f64], &[f64], &mut [f64]),
 ) -> Judged {
     let n = desc.span() as usize;
@@ -123,7 +125,8 @@ pub(crate) fn judge(
     pass(inputs[0], inputs[1], &mut acc);
     let mut abs = vec![0.0; n];
     pass(&reference::abs_values(inputs[0]), &reference::abs_values(inputs[1]), &mut abs);
-    let expected = check::expected(&tolerance, desc, &acc, Some(&abs), chain, ds);
+    let ds: Vec<DTensor<'_>> = ds.iter().copied().zip(d_descs).collect();
+    let expected = check::expected(&tolerance, desc, &acc, Some(&abs), chain, &ds);
     let report = check::compare(out, &expected.reference, &expected.bound, desc);
     Judged { report, expected, tolerance }
 }
@@ -184,27 +187,38 @@ pub(crate) struct Addrs<'a> {
     pub ds: &'a [u64],
 }
 
-/// What [`check_run`] found; the operation adds what it planned.
-pub(crate) struct Checked {
-    pub judged: Judged,
-    pub median_ms: Option<f64>,
-    pub output_bytes: Vec<u8>,
-    pub dumps: Vec<TensorDump>,
+/// The tensors of one run, as the plan lays them out.
+pub(crate) struct Tensors<'a> {
+    /// The two inputs, in the order of the reference pass.
+    pub inputs: [Tensor<'a>; 2],
+    /// The output.
+    pub output: Tensor<'a>,
+    /// The epilogue's `D` tensors.
+    pub ds: Vec<Tensor<'a>>,
 }
 
-/// The harness both operations share: draws fresh random `inputs` and `ds`
-/// (seeded by `draw`), uploads them, poisons `output` with NaN (or starts it
-/// from `D0` when aliased), runs `execute` once, reads the output back, times
-/// further runs if asked, and judges the result with `judge(inputs, ds, out)`.
+/// What a plan says about itself, for the [`Outcome`].
+pub(crate) struct Planned {
+    pub instance: &'static str,
+    pub describe: String,
+    pub k_batch: u32,
+    pub split_mode: &'static str,
+}
+
+/// The harness both operations share: draws fresh random inputs and `D`
+/// tensors (seeded by `draw`), uploads them, poisons the output with NaN (or
+/// starts it from `D0` when aliased), runs `execute` once, reads the output
+/// back, times further runs if asked, and judges the result with
+/// `judge(inputs, ds, out)`.
 pub(crate) fn check_run(
     dev: &Device,
     draw: &Draw,
-    inputs: [Tensor<'_>; 2],
-    output: Tensor<'_>,
-    ds: &[Tensor<'_>],
+    planned: Planned,
+    tensors: Tensors<'_>,
     execute: impl Fn(Addrs<'_>) -> Result<(), OpError>,
     judge: impl FnOnce([&[f64]; 2], &[&[f64]], &[f64]) -> Judged,
-) -> Result<Checked, Error> {
+) -> Result<Outcome, Error> {
+    let Tensors { inputs, output, ds } = tensors;
     let draw_values = |t: &Tensor<'_>, k: u64| check::fill_random(draw.seed.wrapping_add(k), draw.init, t.dtype, t.len);
     let a = draw_values(&inputs[0], 0);
     let b = draw_values(&inputs[1], 1);
@@ -253,7 +267,17 @@ pub(crate) fn check_run(
         push(&output, output.name, &out, output.dtype.name());
         push(&output, "reference", &judged.expected.reference, "f64");
     }
-    Ok(Checked { judged, median_ms, output_bytes, dumps })
+    Ok(Outcome {
+        instance: planned.instance,
+        describe: planned.describe,
+        k_batch: planned.k_batch,
+        split_mode: planned.split_mode,
+        report: judged.report,
+        rule: judged.tolerance.rule_text(),
+        median_ms,
+        output_bytes,
+        dumps,
+    })
 }
 
 /// Median time in ms of `runs` further runs of `execute` (`None` for 0).
