@@ -40,27 +40,17 @@ pub(crate) fn for_each(
     order: [usize; AXES],
     mut f: impl FnMut(&[usize; AXES], usize),
 ) {
-    let l = order.map(|a| lengths[a]);
+    let total: usize = lengths.iter().product();
     let mut idx = [0usize; AXES];
-    let mut pos = 0;
-    for i0 in 0..l[0] {
-        idx[order[0]] = i0;
-        for i1 in 0..l[1] {
-            idx[order[1]] = i1;
-            for i2 in 0..l[2] {
-                idx[order[2]] = i2;
-                for i3 in 0..l[3] {
-                    idx[order[3]] = i3;
-                    for i4 in 0..l[4] {
-                        idx[order[4]] = i4;
-                        for i5 in 0..l[5] {
-                            idx[order[5]] = i5;
-                            f(&idx, pos);
-                            pos += 1;
-                        }
-                    }
-                }
+    for pos in 0..total {
+        f(&idx, pos);
+        // Next index: the innermost axis first, carrying outwards.
+        for &a in order.iter().rev() {
+            idx[a] += 1;
+            if idx[a] < lengths[a] {
+                break;
             }
+            idx[a] = 0;
         }
     }
 }
