@@ -4,13 +4,11 @@
 //! and after. The ordering tests run on CUDA when a GPU is present (the
 //! device machine) and on the emulator everywhere.
 
-use convgrad::check::{self, Init, Tolerance};
+use convgrad::check::{self, Init};
 use convgrad::ops::bwd_data::{BwdDataConfig, BwdDataOp, BwdDataTensors};
 use convgrad::ops::bwd_weight::{self, BwdWeightConfig, BwdWeightOp, BwdWeightPlan, BwdWeightTensors, SplitK};
 use convgrad::ops::{OpError, PlanCache, Unsupported, Workspace, WorkspaceContents};
-use convgrad::reference;
 use convgrad::runtime::{Backend, Device, EmuArch, RuntimeError};
-use convgrad::types::epilogue::EpiChain;
 use convgrad::types::{ConvProblem, DType, DescError, EpilogueOp, TypeConfig};
 
 fn prob(v: &[usize]) -> ConvProblem {
@@ -32,14 +30,9 @@ fn inputs(plan: &BwdWeightPlan, seed: u64) -> [(Vec<f64>, Vec<u8>); 2] {
 
 /// Judges a downloaded f16 `dw` against the float64 reference with the written rule.
 fn judge(plan: &BwdWeightPlan, x: &[f64], dy: &[f64], dw_bytes: &[u8]) -> check::ErrorReport {
-    let p = &plan.problem;
-    let n = plan.dw.span() as usize;
-    let (mut acc, mut abs) = (vec![0.0; n], vec![0.0; n]);
-    reference::bwd_weight(p, x, &plan.x, dy, &plan.dy, &mut acc, &plan.dw);
-    reference::bwd_weight(p, &reference::abs_values(x), &plan.x, &reference::abs_values(dy), &plan.dy, &mut abs, &plan.dw);
-    let tol = Tolerance::bwd_weight(TypeConfig::F16, p, plan.k_batch as usize);
-    let e = check::expected(&tol, &plan.dw, &acc, Some(&abs), &EpiChain::default(), &[]);
-    check::compare(&check::from_bytes(DType::F16, dw_bytes), &e.reference, &e.bound, &plan.dw)
+    let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
+    let dw = check::from_bytes(DType::F16, dw_bytes);
+    convgrad::verify::bwd_weight::judge(plan, &cfg, x, dy, &[], &dw).report
 }
 
 /// Foreign memory (allocated outside convgrad's buffers), a created stream,
@@ -189,12 +182,8 @@ fn bwd_data_execute_on_caller_stream() {
     let stream = dev.create_stream().unwrap();
     op.execute_on(&stream, BwdDataTensors { dy: (&dyb).into(), w: (&wb).into(), dx: (&dx).into(), ds: &[] }).unwrap();
     stream.synchronize().unwrap();
-    let n = plan.dx.span() as usize;
-    let (mut acc, mut abs) = (vec![0.0; n], vec![0.0; n]);
-    reference::bwd_data(&p, &dy, &plan.dy, &w, &plan.w, &mut acc, &plan.dx);
-    reference::bwd_data(&p, &reference::abs_values(&dy), &plan.dy, &reference::abs_values(&w), &plan.w, &mut abs, &plan.dx);
-    let e = check::expected(&Tolerance::bwd_data(TypeConfig::F16, &p), &plan.dx, &acc, Some(&abs), &plan.chain, &[]);
-    let r = check::compare(&check::from_bytes(DType::F16, &dxb.download().unwrap()), &e.reference, &e.bound, &plan.dx);
+    let dx_vals = check::from_bytes(DType::F16, &dxb.download().unwrap());
+    let r = convgrad::verify::bwd_data::judge(plan, &BwdDataConfig::default(), &dy, &w, &[], &dx_vals).report;
     assert!(r.passed(), "{}: {}", op.describe(), r.summary());
 }
 
