@@ -153,10 +153,7 @@ const DW_VW: usize = convgrad_types::contract::depthwise_strips::VW;
 /// strip in workgroups of `block`, `round` workgroups resident at once: the
 /// fewest strips that minimise rounds times steps per thread (rows + 2).
 /// Long strips read fewer halo rows and fill fewer dropped slots; the
-/// rounds count the tail. H200 f16 (ms, strip rows): G=144 56x56 0.067 (28),
-/// 0.071 (14), 0.080 (8); G=384 14x14 0.021 (7), 0.026 (14), 0.024 (4);
-/// G=32 112x112 0.065 (28), 0.064 (8), 0.074 (16); G=96 stride 2 0.156 (8),
-/// 0.163 (14), 0.166 (28). The rule picks 28, 7, 28 and 19 (0.155 ms).
+/// rounds count the tail (timings: docs/tuning-log.md, "kernel choice").
 fn dw_strip_count(rows: usize, per_strip: u64, block: u64, round: u64) -> (usize, usize) {
     let cost = |strips: usize| {
         let blocks = (per_strip * strips as u64).div_ceil(block);

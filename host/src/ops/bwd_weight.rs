@@ -156,22 +156,18 @@ pub fn plan_with(
         SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(weights) as u32,
         // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128.
         // Splitting costs an atomic per element and split, and the tile's
-        // last workgroup sums it (at the time of this measurement, a zeroing
-        // pass and a finishing launch): once the tiles alone fill three quarters
-        // of one round of two blocks per CU, one split is faster (H200, CK
-        // example 20, 216 tiles on 132 SMs: 0.082 ms unsplit, 0.168 ms with 2).
+        // last workgroup sums it: once the tiles alone fill three quarters of
+        // one round of two blocks per CU, one split is faster. (The timings
+        // behind these rules: docs/tuning-log.md, "kernel choice".)
         SplitK::Auto => {
             let blocks = (tiles_m as u64 * tiles_n as u64 * p.g as u64).max(1);
             // A round: the workgroups per CU the launch bound keeps resident
-            // (`min_blocks`, two), and at least 8 warps (ResNeXt 16->16 on
-            // the 64-thread 16x64 tile, 96 tiles: k_batch 2 0.078 ms, 4
-            // 0.057, 8 0.058, 12 0.060).
+            // (`min_blocks`, two), and at least 8 warps.
             let per_cu = (256 / inst.threads(family).max(1) as u64).max(inst.min_blocks() as u64);
             let round = per_cu * compute_units as u64;
             // im2col(X) in element copies (channels not whole 16-byte
             // vectors, e.g. the RGB stem): the copies cannot run ahead of the
-            // multiplies, so more resident workgroups hide their latency (H200
-            // stem, 3 tiles: k_batch 88 6.58 ms, 128 4.80 ms).
+            // multiplies, so more resident workgroups hide their latency.
             let lanes = 16 / cfg.types.act().bytes() as u64;
             let x_vectors = x.strides[2] == 1 && dw.strides[2] == 1 && (p.c as u64).is_multiple_of(lanes);
             if 4 * blocks >= 3 * round {
@@ -180,14 +176,8 @@ pub fn plan_with(
                 (2 * round / blocks) as u32
             } else {
                 // One round of two blocks per CU: more splits cost more
-                // partials than they hide (H200 f16, with 16-byte atomics and
-                // the run-wise finish, auto against twice the splits: 64ch
-                // 3x3 56 29: 0.362 ms, 58: 0.375; 128 3x3 28 29: 0.205, 58:
-                // 0.215; 256->1024 1x1 14 16: 0.101, 33: 0.107; 2048->512 1x1
-                // 7 4: 0.100, 8: 0.110; 1D 256ch 22: 0.063, 44: 0.073). Where
-                // that leaves one split, two rounds pay while each split keeps
-                // 64 K-steps of 32 (128 images of 512ch 3x3 7, 144 tiles,
-                // GEMM-K 6272: k_batch 1 0.173 ms, 2 0.162, 3 0.142, 4 0.147).
+                // partials than they hide. Where that leaves one split, two
+                // rounds pay while each split keeps 64 K-steps of 32.
                 let k = (round / blocks) as u32;
                 let two = (2 * round / blocks).max(1);
                 if k < 2 && gk / two >= 2048 { two as u32 } else { k }
@@ -232,13 +222,7 @@ pub fn plan_with(
             // streams of at least 64 output pixels: every split adds an LDS
             // sum and partials to combine. Two rounds where one would leave
             // streams of 256 pixels or more, with atomic partials (the
-            // deterministic finish reads every split in turn: ResNeXt 4->4
-            // bf16 at 351 splits 0.377 ms). H200 f16, k_batch against time:
-            // depthwise G=384 14x14 25: 0.0266 ms, 12: 0.0331, 50: 0.0310;
-            // G=144 56x56 176: 0.092, 88: 0.097, 352: 0.093 (bf16 176:
-            // 0.092, 350: 0.096); ResNeXt 4->4 56x56 (570-pixel streams at
-            // 176) 88: 0.201, 176: 0.169, 352: 0.160 (bf16 176: 0.193, 351:
-            // 0.176), timed before streams walked row segments. A fixed split
+            // deterministic finish reads every split in turn). A fixed split
             // may go down to one unit (row segment or pixel) per stream.
             let kb = match cfg.split_k {
                 SplitK::Auto => {
@@ -369,8 +353,8 @@ pub fn plan_with(
 
 /// `(k_batch, tiles per batch)` of the tap-shift kernel for `tiles` row
 /// tiles and `sets` group sets: one round of `per_cu` workgroups per compute
-/// unit (a second, partial round cost the H200 as much as a whole one), or
-/// the requested split.
+/// unit (a second, partial round costs as much as a whole one), or the
+/// requested split.
 pub(super) fn tap_shift_split(tiles: usize, sets: usize, split: SplitK, per_cu: u32, compute_units: u32) -> (u32, u32) {
     let want = match split {
         SplitK::Auto => (per_cu as usize * compute_units.max(1) as usize / sets.max(1)).max(1),

@@ -4,7 +4,7 @@
 //! [`needs`] that `cargo xtask list-instances` prints); a forced instance
 //! (`--instance`) goes through the same checks; the automatic choice takes
 //! the instances that fit and ranks them by rules measured on the H200
-//! (`docs/tuning-log.md` has the timings). The plan builders
+//! (`docs/tuning-log.md`, "kernel choice", has the timings). The plan builders
 //! (`bwd_weight::plan_with`, `bwd_data::plan_with`) take the [`Choice`].
 
 use super::bwd_data::{class_taps, tap_step, tilde};
