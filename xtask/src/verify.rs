@@ -478,11 +478,11 @@ fn run_bwd_data(
         timed_runs: c.timed_runs,
         dump: c.dump,
     };
-    let out = bwd_data::run(dev, module, &case)
-        .map_err(anyhow::Error::from_boxed)
-        .with_context(|| format!("{} {}", op.name(), c.problem))?;
-    // The same plan run() made (it succeeded there): slices and D tensors.
+    // Planned once: the run and the report below both read it.
     let plan = data_op::plan(&c.problem, &case.config, dev.family(), dev.compute_units())
+        .with_context(|| format!("{} {}", op.name(), c.problem))?;
+    let out = bwd_data::run_planned(dev, module, &case, &plan)
+        .map_err(anyhow::Error::from_boxed)
         .with_context(|| format!("{} {}", op.name(), c.problem))?;
     let act = c.types.act().bytes() as u64;
     let d_bytes: u64 = plan.ds.iter().map(|d| d.span() * act).sum();

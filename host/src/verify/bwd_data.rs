@@ -30,9 +30,15 @@ pub struct Case {
 
 /// Runs `case` on `dev` and compares with the reference.
 pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error> {
+    let plan = op::plan(&case.problem, &case.config, dev.family(), dev.compute_units())?;
+    run_planned(dev, module, case, &plan)
+}
+
+/// As [`run`], with the plan already made for `case` on `dev` (callers
+/// that also report what the plan says plan once).
+pub fn run_planned(dev: &Device, module: &Module, case: &Case, plan: &op::BwdDataPlan) -> Result<Outcome, Error> {
     let p = &case.problem;
     let cfg = &case.config;
-    let plan = op::plan(p, cfg, dev.family(), dev.compute_units())?;
     let (act, wei) = (cfg.types.act(), cfg.types.wei());
     let l = cfg.layout;
     let tensor = |name, desc, dtype, role| Tensor::new(name, desc, dtype, dump_layout(l, role, p.ndim));
@@ -50,9 +56,9 @@ pub fn run(dev: &Device, module: &Module, case: &Case) -> Result<Outcome, Error>
     };
     let execute = |a: Addrs<'_>| {
         let bufs = BwdDataBuffers { dy: a.inputs[0], w: a.inputs[1], dx: a.output, ds: a.ds };
-        op::execute(dev, module, &plan, bufs)
+        op::execute(dev, module, plan, bufs)
     };
-    check_run(dev, &draw, planned, tensors, execute, |[dy, w], ds, dx| judge(&plan, cfg, dy, w, ds, dx))
+    check_run(dev, &draw, planned, tensors, execute, |[dy, w], ds, dx| judge(plan, cfg, dy, w, ds, dx))
 }
 
 /// Judges an input gradient `dx` (read back from the device) against the
