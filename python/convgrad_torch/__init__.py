@@ -22,16 +22,8 @@ __all__ = [
     "convert_conv_modules",
 ]
 
-_TORCH_NAMES = {
-    "conv_backward_data",
-    "conv_backward_data_fused",
-    "conv_backward_weight",
-    "ConvFunction",
-    "Conv1d",
-    "Conv2d",
-    "Conv3d",
-    "convert_conv_modules",
-}
+# Everything but these two lives in the torch layer.
+_TORCH_NAMES = set(__all__) - {"Unsupported", "built_archs"}
 
 
 def __getattr__(name):

@@ -268,9 +268,11 @@ def conv_backward_weight(
     ``split_k``: number of k-batches the reduction is split into (``None``:
     chosen by convgrad); ``deterministic``: fixed-order split-K sums (bitwise
     reproducible) instead of atomics. The split-K workspace comes from
-    PyTorch's caching allocator, one per device and stream, kept zero between
-    calls so that no memset is queued (see ``_Workspaces``). ``out``: the result (else allocated contiguous,
-    or channels_last for channels_last activations). Returns the result.
+    PyTorch's caching allocator, one per device and stream, its contents
+    tracked so that a memset is queued only where a call needs zeros that are
+    not there (see ``_Workspaces``). ``out``: the result (else allocated
+    contiguous, or channels_last for channels_last activations). Returns the
+    result.
     """
     _check_tensor(input, "input")
     _check_tensor(grad_output, "grad_output")
