@@ -336,3 +336,43 @@ fn bwd_data_tile_choice() {
         assert_eq!((inst.op, inst.tile.bn), (Op::BwdData, 16), "{family:?} RGB stem: chose {}", inst.name);
     }
 }
+
+/// Stride == filter along x (ViT's patch embedding, ConvNeXt's stem and
+/// downsampling, 1-D `k == s`): where x's channels lie back to back the
+/// kernels run the problem folded (x's taps as channels; `describe` says so)
+/// and pass against the reference of the problem as given; channels-first
+/// layouts, broadcast `D` tensors, pads and rows that are no whole number of
+/// windows run unfolded and pass too.
+#[test]
+fn bwd_data_stride_equals_filter() {
+    // (name, problem, folds in a channels-last layout without broadcast D)
+    let problems = [
+        ("patch 4x4 s4 C=3", prob(&[2, 1, 2, 96, 3, 4, 4, 16, 12, 4, 4, 1, 1, 0, 0, 0, 0]), true),
+        ("2x2 s2 C=8", prob(&[2, 1, 2, 64, 8, 2, 2, 10, 12, 2, 2, 1, 1, 0, 0, 0, 0]), true),
+        ("1d k2 s2", prob(&[1, 1, 3, 136, 8, 2, 14, 2, 1, 0, 0]), true),
+        ("3d 1x2x2", prob(&[3, 1, 2, 64, 8, 1, 2, 2, 3, 4, 6, 1, 2, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0]), true),
+        ("grouped 2x2 s2", prob(&[2, 2, 2, 64, 8, 2, 2, 6, 8, 2, 2, 1, 1, 0, 0, 0, 0]), true),
+        ("x not whole windows", prob(&[2, 1, 2, 96, 3, 4, 4, 8, 13, 4, 4, 1, 1, 0, 0, 0, 0]), false),
+        ("padded 2x2 s2 C=8", prob(&[2, 1, 2, 64, 8, 2, 2, 8, 8, 2, 2, 1, 1, 1, 1, 1, 1]), false),
+    ];
+    let named: Vec<(&str, ConvProblem)> = problems.iter().map(|&(n, p, _)| (n, p)).collect();
+    let epis = [
+        (vec![], vec![], false),
+        (vec![EpilogueOp::Bilinear(0.75, -1.5)], vec![DLayout::Output], true),
+        (vec![EpilogueOp::AddRelu], vec![DLayout::PerChannel], false),
+        (vec![EpilogueOp::Add], vec![DLayout::Output], false),
+    ];
+    sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &named, 3, |dev, module, at, name, p| {
+        let layout = at.pick(&ConvLayout::ALL, 1, 1);
+        let base = BwdDataConfig { layout, types: at.pick(&TYPES, 1, 2), ..Default::default() };
+        let epi = at.pick(&epis, 1, 1);
+        let broadcast = epi.1.contains(&DLayout::PerChannel);
+        let (cfg, alias, label) = with_epilogue(base, epi);
+        let o = case(*p, cfg, at.seed(9000, 13), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
+        let channels_last = layout == ConvLayout::GnhwcGkyxcGnhwk || (layout == ConvLayout::NhwgcGkyxcNhwgk && p.g == 1);
+        let want = problems[at.i].2 && channels_last && !broadcast;
+        let folded = o.describe.contains("folded");
+        let line = format!("{label} -> {} (folded {folded}, expected {want}): {}", o.describe, o.report.summary());
+        (line, o.passed() && folded == want)
+    });
+}

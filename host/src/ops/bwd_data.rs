@@ -7,7 +7,7 @@
 //! pixels, `N = C`, reduction `taps of the slice's class * K`.
 
 pub use super::{LaunchSpec, OpError, Unsupported};
-use super::{check_buffer, select};
+use super::{check_buffer, fold, select};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{Family, Op};
 use convgrad_types::params::{ConvArgs, FastDiv, vec_mode};
@@ -213,6 +213,34 @@ pub fn plan_with(
     for (i, d) in ds.iter().enumerate() {
         d.check(super::D_NAMES[i], d.span() as usize)?;
     }
+    // Stride == filter along x: the kernels run the folded problem (a forced
+    // instance that does not fit it runs the problem as given).
+    let acts: Vec<&TensorDesc> = std::iter::once(&dx).chain(&ds).collect();
+    if let Some(f) = fold::along_x(p, &acts, &[&w], true) {
+        let by = f.c / p.c;
+        let fds = ds.iter().map(|d| fold::desc(d, &f, by, true)).collect();
+        let (fdx, fw) = (fold::desc(&dx, &f, by, true), fold::desc(&w, &f, by, false));
+        match plan_on(&f, cfg, family, compute_units, chain, dy, fw, fdx, fds) {
+            Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
+            folded => return folded.map(|plan| BwdDataPlan { problem: *p, w, dx, ds, ..plan }),
+        }
+    }
+    plan_on(p, cfg, family, compute_units, chain, dy, w, dx, ds)
+}
+
+/// The plan of [`plan_with`] for the problem the kernels run (`p` folded or not).
+#[allow(clippy::too_many_arguments)]
+fn plan_on(
+    p: &ConvProblem,
+    cfg: &BwdDataConfig,
+    family: Family,
+    compute_units: u32,
+    chain: EpiChain,
+    dy: TensorDesc,
+    w: TensorDesc,
+    dx: TensorDesc,
+    ds: Vec<TensorDesc>,
+) -> Result<BwdDataPlan, OpError> {
     let slices = slice_count(p);
     if slices > 65535 {
         return Err(OpError::Desc(DescError::TooLarge {
@@ -403,7 +431,7 @@ impl BwdDataPlan {
         } else {
             format!("stride slices {}", self.slices)
         };
-        format!("{} ; {how}", self.main.instance.name)
+        format!("{} ; {how}{}", self.main.instance.name, fold::describe(&self.problem, a))
     }
     /// The argument block with device addresses filled in.
     pub fn args(&self, bufs: &BwdDataBuffers<'_>) -> ConvArgs {

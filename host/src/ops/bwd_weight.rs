@@ -4,7 +4,7 @@
 //! GEMM per group: `M = K`, `N = C * Z*Y*X`, reduction `N_batch * Do*Ho*Wo`.
 
 use convgrad_types::epilogue::{EpiChain, MAX_D};
-use super::select;
+use super::{fold, select};
 use convgrad_types::instance::{Family, Op};
 use convgrad_types::contract::bwd_weight_direct::{SEG, TAP_BLOCK};
 use convgrad_types::params::{ConvArgs, FastDiv, flags, vec_mode};
@@ -121,6 +121,32 @@ pub fn plan_with(
     for (t, d) in [("x", &x), ("dw", &dw), ("dy", &dy)] {
         d.check(t, d.span() as usize)?;
     }
+    // Stride == filter along x: the kernels run the folded problem (a forced
+    // instance that does not fit it runs the problem as given).
+    if let Some(f) = fold::along_x(p, &[&x], &[&dw], false) {
+        let by = f.c / p.c;
+        let (fx, fdw) = (fold::desc(&x, &f, by, true), fold::desc(&dw, &f, by, false));
+        match plan_on(&f, cfg, family, compute_units, chain, fx, fdw, dy) {
+            Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
+            folded => return folded.map(|plan| BwdWeightPlan { problem: *p, x, dw, ds, ..plan }),
+        }
+    }
+    plan_on(p, cfg, family, compute_units, chain, x, dw, dy)
+}
+
+/// The plan of [`plan_with`] for the problem the kernels run (`p` folded or not).
+#[allow(clippy::too_many_arguments)]
+fn plan_on(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    chain: EpiChain,
+    x: TensorDesc,
+    dw: TensorDesc,
+    dy: TensorDesc,
+) -> Result<BwdWeightPlan, OpError> {
+    let ds = vec![dw; chain.num_d as usize];
     let choice = select::bwd_weight(&select::Request {
         p,
         types: cfg.types,
@@ -379,7 +405,8 @@ impl BwdWeightPlan {
         } else {
             String::new()
         };
-        format!("{} ; k_batch {} ; split-K {mode}{shifts}", self.main.instance.name, self.k_batch)
+        let folded = fold::describe(&self.problem, a);
+        format!("{} ; k_batch {} ; split-K {mode}{shifts}{folded}", self.main.instance.name, self.k_batch)
     }
     /// The argument block with device addresses filled in.
     pub fn args(&self, x: u64, dw: u64, dy: u64, workspace: u64, ds: &[u64]) -> ConvArgs {

@@ -7,6 +7,7 @@
 pub mod bwd_data;
 pub mod bwd_weight;
 mod cache;
+mod fold;
 mod prepared;
 pub mod select;
 
