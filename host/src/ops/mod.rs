@@ -10,6 +10,7 @@ mod cache;
 mod fold;
 mod prepared;
 pub mod select;
+pub mod tuned;
 
 pub use cache::PlanCache;
 pub use prepared::{Workspace, WorkspaceContents};

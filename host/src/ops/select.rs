@@ -4,11 +4,13 @@
 //! [`needs`] that `cargo xtask list-instances` prints); a forced instance
 //! (`--instance`) goes through the same checks; the automatic choice takes
 //! the instances that fit and ranks them by rules measured on the H200
-//! (`docs/tuning-log.md`, "kernel choice", has the timings). The plan builders
-//! (`bwd_weight::plan_with`, `bwd_data::plan_with`) take the [`Choice`].
+//! (`docs/tuning-log.md`, "kernel choice", has the timings), unless the
+//! tuning table ([`tuned`]) holds a measured choice that fits. The plan
+//! builders (`bwd_weight::plan_with`, `bwd_data::plan_with`) take the [`Choice`].
 
 use super::bwd_data::{class_taps, tap_step, tilde};
 use super::bwd_weight::{SplitK, tap_shift_split};
+use super::tuned::{self, Operation};
 use super::{OpError, Unsupported, forced_mismatch, lane_axis};
 use convgrad_types::contract::bwd_data_direct::HALO;
 use convgrad_types::contract::depthwise_strips::{DEPTH, VW as DW_VW};
@@ -54,6 +56,18 @@ pub struct Choice {
     pub instance: &'static Instance,
     /// How the problem fits it.
     pub fit: Fit,
+    /// Backward-weight's split-K count measured best with it (the tuning
+    /// table's); it stands for `SplitK::Auto`, a fixed split asked for wins.
+    pub split: Option<u32>,
+    /// Whether the tuning table chose it (else the hand rules or `forced`).
+    pub from_table: bool,
+}
+
+impl Choice {
+    /// A choice of the hand rules (or a forced one).
+    fn rule(instance: &'static Instance, fit: Fit) -> Choice {
+        Choice { instance, fit, split: None, from_table: false }
+    }
 }
 
 /// What a kernel family needs of a problem, in a few words.
@@ -105,7 +119,26 @@ fn forced(name: &str, ops: &[Op], what: &str, r: &Request<'_>) -> Result<Choice,
         )));
     }
     let fit = fits(i, r).map_err(|why| forced_mismatch(name, format!("does not apply: {why}")))?;
-    Ok(Choice { instance: i, fit })
+    Ok(Choice::rule(i, fit))
+}
+
+/// The forced instance, else the tuning table's where it fits the request
+/// (`None`: the hand rules choose). Notes the request's table key either way
+/// ([`tuned::last_key`]).
+fn forced_or_tuned(op: Operation, ops: &[Op], r: &Request<'_>) -> Result<Option<Choice>, OpError> {
+    let key = tuned::Key::of(op, r);
+    tuned::note(key);
+    if let Some(name) = r.forced {
+        return forced(name, ops, op.name(), r).map(Some);
+    }
+    let Some(key) = key else { return Ok(None) };
+    let hit = tuned::lookup(&key).map_err(|e| OpError::Usage(e.to_string()))?;
+    Ok(hit.and_then(|h| {
+        let i = h.instance;
+        let applies = ops.contains(&i.op) && i.types == r.types && i.on(r.family);
+        let fit = fits(i, r).ok().filter(|_| applies)?;
+        Some(Choice { instance: i, fit, split: h.split, from_table: true })
+    }))
 }
 
 /// The instances of kernel family `op` serving the request's types on its family.
@@ -116,7 +149,7 @@ fn family_of(op: Op, r: &Request<'_>) -> impl Iterator<Item = &'static Instance>
 
 /// The first instance of family `op` that fits, with its fit.
 fn first_fitting(op: Op, r: &Request<'_>) -> Option<Choice> {
-    family_of(op, r).find_map(|i| fits(i, r).ok().map(|fit| Choice { instance: i, fit }))
+    family_of(op, r).find_map(|i| fits(i, r).ok().map(|fit| Choice::rule(i, fit)))
 }
 
 /// Whether a tile `tile_len` wide along a per-group channel count `len` may
@@ -129,8 +162,8 @@ fn narrow_tile_fits(len: u64, tile_len: u32) -> bool {
 /// Backward-weight's kernel: GEMM per group `M = K`, `N = C * taps`.
 pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     const OPS: [Op; 3] = [Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo];
-    if let Some(name) = r.forced {
-        return forced(name, &OPS, "bwd-weight", r);
+    if let Some(c) = forced_or_tuned(Operation::BwdWeight, &OPS, r)? {
+        return Ok(c);
     }
     let p = r.p;
     let (m, n) = (p.k as u64, p.c as u64 * p.filter_taps());
@@ -168,15 +201,15 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
             return Ok(c);
         }
     }
-    Ok(Choice { instance: inst, fit: Fit::Any })
+    Ok(Choice::rule(inst, Fit::Any))
 }
 
 /// Backward-data's kernel: per group and stride slice a GEMM `N = C`,
 /// reduction `class taps * K`.
 pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
     const OPS: [Op; 4] = [Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo];
-    if let Some(name) = r.forced {
-        return forced(name, &OPS, "bwd-data", r);
+    if let Some(c) = forced_or_tuned(Operation::BwdData, &OPS, r)? {
+        return Ok(c);
     }
     let p = r.p;
     let direct = family_of(Op::BwdDataDirect, r).next();
@@ -209,7 +242,7 @@ pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
         }
     };
     // Depthwise column strips in place of the direct kernel where they fit.
-    let mut choice = Choice { instance: inst, fit: Fit::Any };
+    let mut choice = Choice::rule(inst, Fit::Any);
     if inst.op == Op::BwdDataDirect
         && let Some(c) = first_fitting(Op::BwdDataDepthwise, r)
     {
