@@ -16,14 +16,30 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 use convgrad::check::{Init, fill_random, to_bytes};
 use convgrad::ops::OpError;
-use convgrad::ops::bwd_data::{self as data_op, BwdDataBuffers, BwdDataConfig, DLayout};
-use convgrad::ops::bwd_weight::{self as weight_op, BwdWeightBuffers, BwdWeightConfig, SplitK};
+use convgrad::ops::bwd_data::{self as data_op, BwdDataBuffers, BwdDataConfig, BwdDataPlan, DLayout};
+use convgrad::ops::bwd_weight::{self as weight_op, BwdWeightBuffers, BwdWeightConfig, BwdWeightPlan, SplitK};
 use convgrad::runtime::{Backend, BackendKind, Device, DeviceBuffer, Module};
 use convgrad_types::{ConvLayout, ConvProblem, DType, EpilogueOp, TypeConfig};
 
 #[derive(Parser, Debug)]
 #[command(name = "cargo xtask bench", about = "Benchmark against PyTorch/cuDNN")]
 struct BenchArgs {
+    #[command(flatten)]
+    common: ShapeArgs,
+    /// Skip the PyTorch peer.
+    #[arg(long)]
+    no_peer: bool,
+    /// Write the table as JSON here too.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+    /// Force this kernel instance (tuning); shapes it cannot run are skipped.
+    #[arg(long)]
+    instance: Option<String>,
+}
+
+/// The options `bench` and `tune` share: the device, the operation, the shapes.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ShapeArgs {
     /// Operation: bwd-weight or bwd-data.
     #[arg(long, default_value = "bwd-weight")]
     op: String,
@@ -36,30 +52,75 @@ struct BenchArgs {
     /// Comma-separated dtypes.
     #[arg(long, default_value = "f16,bf16")]
     dtypes: String,
-    /// Timed runs per shape (median).
+    /// Timed runs per shape (median; one on the emulator).
     #[arg(long, default_value_t = 50)]
     iters: usize,
     /// Only shapes whose name contains this (or one of several, `a|b`).
     #[arg(long)]
     filter: Option<String>,
-    /// Skip the PyTorch peer.
-    #[arg(long)]
-    no_peer: bool,
-    /// Write the table as JSON here too.
-    #[arg(long)]
-    json: Option<std::path::PathBuf>,
-    /// Force this kernel instance (tuning); shapes it cannot run are skipped.
-    #[arg(long)]
-    instance: Option<String>,
     /// Which shapes: `bench` (the anchors and CK's ResNet-50 layers) or
     /// `networks` (layers of real networks, with per-network geomeans).
     #[arg(long, default_value = "bench")]
     suite: String,
 }
 
+/// What [`ShapeArgs`] select, with the device opened.
+pub(crate) struct Session {
+    pub op: Op,
+    pub types: Vec<TypeConfig>,
+    pub dev: Device,
+    pub module: Module,
+    pub emu: bool,
+    /// The suite's shapes (before `--filter`).
+    pub shapes: Vec<Shape>,
+    /// Timed runs per shape.
+    pub iters: usize,
+}
+
+impl ShapeArgs {
+    /// Opens the device, prints it, and lists the suite.
+    pub(crate) fn open(&self) -> Result<Session> {
+        let op = Op::parse(&self.op)?;
+        let types: Vec<TypeConfig> = self
+            .dtypes
+            .split(',')
+            .map(|s| {
+                TypeConfig::parse(s)
+                    .with_context(|| format!("--dtypes: '{s}' is not f32, f16, bf16, bf16-f32"))
+            })
+            .collect::<Result<_>>()?;
+        let dev = Device::open(Backend::parse(&self.backend, self.emu_arch.as_deref())?, 0)?;
+        let module = dev.load_module()?;
+        let emu = dev.backend_kind() == BackendKind::Emulator;
+        println!(
+            "op:     {} ; device: {:?} {} ({}) ; {}",
+            op.name(),
+            dev.backend_kind(),
+            dev.name(),
+            dev.arch(),
+            dev.selection_note()
+        );
+        let shapes = shapes(op, emu, &self.suite)?;
+        let iters = if emu { 1 } else { self.iters };
+        Ok(Session { op, types, dev, module, emu, shapes, iters })
+    }
+    /// The (shape, dtype) pairs `--filter` keeps, dtype by dtype.
+    pub(crate) fn selected<'a>(&self, s: &'a Session) -> Vec<(&'a Shape, TypeConfig)> {
+        s.types
+            .iter()
+            .flat_map(|&t| s.shapes.iter().map(move |sh| (sh, t)))
+            .filter(|(sh, _)| {
+                self.filter
+                    .as_ref()
+                    .is_none_or(|f| f.split('|').any(|f| sh.name.contains(f)))
+            })
+            .collect()
+    }
+}
+
 /// The operations the bench times.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Op {
+pub(crate) enum Op {
     BwdWeight,
     BwdData,
 }
@@ -74,7 +135,7 @@ impl Op {
             ),
         })
     }
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Op::BwdWeight => "bwd-weight",
             Op::BwdData => "bwd-data",
@@ -91,12 +152,12 @@ enum Kind {
     Epilogue,
 }
 
-struct Shape {
-    name: String,
+pub(crate) struct Shape {
+    pub name: String,
     kind: Kind,
-    p: ConvProblem,
+    pub p: ConvProblem,
     /// Fused add-relu on a G_C bias (bwd-data only).
-    fused: bool,
+    pub fused: bool,
     /// The network of a `--suite networks` layer.
     net: Option<&'static str>,
 }
@@ -321,6 +382,76 @@ fn median_ms(dev: &Device, iters: usize, go: impl Fn() -> Result<(), OpError>) -
     Ok(ts[ts.len() / 2])
 }
 
+/// The configuration a shape runs with: NHWGC, types `t`, `instance` forced if given.
+pub(crate) fn weight_config(t: TypeConfig, instance: Option<&str>, split_k: SplitK) -> BwdWeightConfig {
+    BwdWeightConfig {
+        layout: ConvLayout::NhwgcGkyxcNhwgk,
+        types: t,
+        split_k,
+        instance: instance.map(Into::into),
+        ..Default::default()
+    }
+}
+
+/// As [`weight_config`], for backward-data (the fused shape adds add-relu on a G_C bias).
+pub(crate) fn data_config(s: &Shape, t: TypeConfig, instance: Option<&str>) -> BwdDataConfig {
+    BwdDataConfig {
+        layout: ConvLayout::NhwgcGkyxcNhwgk,
+        types: t,
+        epilogue: if s.fused {
+            vec![EpilogueOp::AddRelu]
+        } else {
+            vec![]
+        },
+        d_layouts: if s.fused {
+            vec![DLayout::PerChannel]
+        } else {
+            vec![]
+        },
+        instance: instance.map(Into::into),
+        strip_rows: None,
+    }
+}
+
+/// Median time of a backward-weight plan (ms) with fresh random inputs of types `t`.
+pub(crate) fn time_weight(dev: &Device, module: &Module, plan: &BwdWeightPlan, t: TypeConfig, iters: usize) -> Result<f64> {
+    let x = random_buffer(dev, 1, t.act(), plan.x.span() as usize)?;
+    let dy = random_buffer(dev, 2, t.act(), plan.dy.span() as usize)?;
+    let dw = dev.alloc::<u8>(plan.dw.span() as usize * t.wei().bytes())?;
+    let ws = weight_op::SplitKWorkspace::for_plan(dev, plan)?;
+    let bufs = BwdWeightBuffers {
+        x: x.device_addr(),
+        dy: dy.device_addr(),
+        dw: dw.device_addr(),
+        ds: &[],
+    };
+    median_ms(dev, iters, || {
+        weight_op::execute(dev, module, plan, bufs, ws.as_ref())
+    })
+}
+
+/// Median time of a backward-data plan (ms) with fresh random inputs of types `t`.
+pub(crate) fn time_data(dev: &Device, module: &Module, plan: &BwdDataPlan, t: TypeConfig, iters: usize) -> Result<f64> {
+    let (act, wei) = (t.act(), t.wei());
+    let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
+    let w = random_buffer(dev, 3, wei, plan.w.span() as usize)?;
+    let dx = dev.alloc::<u8>(plan.dx.span() as usize * act.bytes())?;
+    let ds = plan
+        .ds
+        .iter()
+        .enumerate()
+        .map(|(i, d)| random_buffer(dev, 4 + i as u64, act, d.span() as usize))
+        .collect::<Result<Vec<_>>>()?;
+    let d_addrs: Vec<u64> = ds.iter().map(|b| b.device_addr()).collect();
+    let bufs = BwdDataBuffers {
+        dy: dy.device_addr(),
+        w: w.device_addr(),
+        dx: dx.device_addr(),
+        ds: &d_addrs,
+    };
+    median_ms(dev, iters, || data_op::execute(dev, module, plan, bufs))
+}
+
 /// Median kernel time of one shape (ms), with fresh random inputs, and the kernel's description.
 fn time_ours(
     dev: &Device,
@@ -331,71 +462,19 @@ fn time_ours(
     iters: usize,
     instance: Option<&str>,
 ) -> Result<(f64, String)> {
-    let (act, wei) = (t.act(), t.wei());
-    let layout = ConvLayout::NhwgcGkyxcNhwgk;
+    let (family, cus) = (dev.family(), dev.compute_units());
     match op {
         Op::BwdWeight => {
-            let cfg = BwdWeightConfig {
-                layout,
-                types: t,
-                split_k: SplitK::Auto,
-                instance: instance.map(Into::into),
-                ..Default::default()
-            };
-            let plan = weight_op::plan(&s.p, &cfg, dev.family(), dev.compute_units())?;
-            let x = random_buffer(dev, 1, act, plan.x.span() as usize)?;
-            let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
-            let dw = dev.alloc::<u8>(plan.dw.span() as usize * wei.bytes())?;
-            let ws = weight_op::SplitKWorkspace::for_plan(dev, &plan)?;
-            let bufs = BwdWeightBuffers {
-                x: x.device_addr(),
-                dy: dy.device_addr(),
-                dw: dw.device_addr(),
-                ds: &[],
-            };
-            let ms = median_ms(dev, iters, || {
-                weight_op::execute(dev, module, &plan, bufs, ws.as_ref())
-            })?;
+            let plan = weight_op::plan(&s.p, &weight_config(t, instance, SplitK::Auto), family, cus)?;
+            let ms = time_weight(dev, module, &plan, t, iters)?;
             Ok((
                 ms,
                 format!("{} kb={}", plan.main.instance.name, plan.k_batch),
             ))
         }
         Op::BwdData => {
-            let cfg = BwdDataConfig {
-                layout,
-                types: t,
-                epilogue: if s.fused {
-                    vec![EpilogueOp::AddRelu]
-                } else {
-                    vec![]
-                },
-                d_layouts: if s.fused {
-                    vec![DLayout::PerChannel]
-                } else {
-                    vec![]
-                },
-                instance: instance.map(Into::into),
-                strip_rows: None,
-            };
-            let plan = data_op::plan(&s.p, &cfg, dev.family(), dev.compute_units())?;
-            let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
-            let w = random_buffer(dev, 3, wei, plan.w.span() as usize)?;
-            let dx = dev.alloc::<u8>(plan.dx.span() as usize * act.bytes())?;
-            let ds = plan
-                .ds
-                .iter()
-                .enumerate()
-                .map(|(i, d)| random_buffer(dev, 4 + i as u64, act, d.span() as usize))
-                .collect::<Result<Vec<_>>>()?;
-            let d_addrs: Vec<u64> = ds.iter().map(|b| b.device_addr()).collect();
-            let bufs = BwdDataBuffers {
-                dy: dy.device_addr(),
-                w: w.device_addr(),
-                dx: dx.device_addr(),
-                ds: &d_addrs,
-            };
-            let ms = median_ms(dev, iters, || data_op::execute(dev, module, &plan, bufs))?;
+            let plan = data_op::plan(&s.p, &data_config(s, t, instance), family, cus)?;
+            let ms = time_data(dev, module, &plan, t, iters)?;
             let how = match plan.slices {
                 0 => "direct".to_string(),
                 n => format!("slices={n}"),
@@ -485,37 +564,9 @@ fn geomean(v: &[f64]) -> Option<f64> {
 /// Entry point of `cargo xtask bench`.
 pub fn run(args: &[String]) -> Result<()> {
     let a = BenchArgs::parse_from(std::iter::once("bench".to_string()).chain(args.iter().cloned()));
-    let op = Op::parse(&a.op)?;
-    let types: Vec<TypeConfig> = a
-        .dtypes
-        .split(',')
-        .map(|s| {
-            TypeConfig::parse(s)
-                .with_context(|| format!("--dtypes: '{s}' is not f32, f16, bf16, bf16-f32"))
-        })
-        .collect::<Result<_>>()?;
-    let dev = Device::open(Backend::parse(&a.backend, a.emu_arch.as_deref())?, 0)?;
-    let module = dev.load_module()?;
-    let emu = dev.backend_kind() == BackendKind::Emulator;
-    println!(
-        "op:     {} ; device: {:?} {} ({}) ; {}",
-        op.name(),
-        dev.backend_kind(),
-        dev.name(),
-        dev.arch(),
-        dev.selection_note()
-    );
-    let shapes = shapes(op, emu, &a.suite)?;
-    let sel: Vec<(&Shape, TypeConfig)> = types
-        .iter()
-        .flat_map(|&t| shapes.iter().map(move |s| (s, t)))
-        .filter(|(s, _)| {
-            a.filter
-                .as_ref()
-                .is_none_or(|f| f.split('|').any(|f| s.name.contains(f)))
-        })
-        .collect();
-    let iters = if emu { 1 } else { a.iters };
+    let session = a.common.open()?;
+    let sel = a.common.selected(&session);
+    let Session { op, ref types, ref dev, ref module, emu, iters, .. } = session;
     let (who, theirs) = if emu || a.no_peer || sel.is_empty() {
         (String::from("none"), vec![None; sel.len()])
     } else {
@@ -533,7 +584,7 @@ pub fn run(args: &[String]) -> Result<()> {
     // (dtype, fused) -> ours ms, for the overhead of the fused epilogue.
     let mut pair: Vec<(TypeConfig, bool, f64)> = vec![];
     for ((s, t), peer_ms) in sel.iter().zip(&theirs) {
-        let timed = time_ours(&dev, &module, op, s, *t, iters, a.instance.as_deref())
+        let timed = time_ours(dev, module, op, s, *t, iters, a.instance.as_deref())
             .with_context(|| format!("{} {} {}", op.name(), s.name, t.name()));
         let (ms, kern) = match (timed, &a.instance) {
             (Ok(r), _) => r,
@@ -589,7 +640,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     report_networks(&per_net);
     let mut overheads = vec![];
-    for &t in &types {
+    for &t in types {
         let find = |fused: bool| {
             pair.iter()
                 .find(|&&(pt, f, _)| pt == t && f == fused)

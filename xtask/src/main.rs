@@ -7,13 +7,14 @@
 //!   instructions checked in the disassembly; fails on scratch, spills, missing
 //!   matrix instructions or missing kernels;
 //! - `list-instances`: the kernel instance table;
-//! - `verify ...`, `bench ...`: see their modules.
+//! - `verify ...`, `bench ...`, `tune ...`: see their modules.
 
 mod bench;
 mod build;
 mod inspect;
 mod instances;
 mod networks;
+mod tune;
 mod util;
 mod verify;
 
@@ -63,6 +64,12 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Measure the kernel choice per shape and write the tuning table (arguments are passed through).
+    #[command(disable_help_flag = true)]
+    Tune {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() {
@@ -86,5 +93,6 @@ fn run() -> Result<()> {
         }
         Cmd::Verify { args } => verify::run(&args),
         Cmd::Bench { args } => bench::run(&args),
+        Cmd::Tune { args } => tune::run(&args),
     }
 }

@@ -1,0 +1,289 @@
+//! `cargo xtask tune --op bwd-weight|bwd-data`: measures the kernel choice
+//! per shape on the present GPU and writes the tuning table the host crate
+//! reads (`convgrad::ops::tuned`; default `host/tuning/<arch>.json`, embedded
+//! at the next build).
+//!
+//! For each shape of the suite (`bench`'s options and suites; fused-epilogue
+//! shapes are left out: the table is keyed without the epilogue) it times the
+//! hand rules' plan and every instance that applies (planned with it forced:
+//! `select::fits` decides), backward-weight's GEMM tiles at several split-K
+//! counts too, with the median of `--iters` runs. Where the fastest beats the
+//! hand rules by `--min-gain` percent, its result is checked once against
+//! the float64 reference (the verify harness) and it becomes the shape's
+//! entry; otherwise the hand rules hold and the shape has none. Entries of
+//! other shapes already in the file are kept. On the emulator (`--backend
+//! emu`, one timed run) the path runs but the times mean nothing, so the
+//! table goes to `target/tuning/emu-<arch>.json` unless `--out` says otherwise.
+
+use crate::bench::{self, Op, Shape, ShapeArgs};
+use crate::util;
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use convgrad::check::Init;
+use convgrad::ops::bwd_data::{self as data_op, BwdDataPlan};
+use convgrad::ops::bwd_weight::{self as weight_op, BwdWeightConfig, BwdWeightPlan, SplitK};
+use convgrad::ops::tuned::{self, Entry, Key, Table};
+use convgrad::runtime::{Device, Module};
+use convgrad::verify;
+use convgrad_types::TypeConfig;
+use convgrad_types::instance::{self, INSTANCES};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "cargo xtask tune", about = "Measure the kernel choice per shape and write the tuning table")]
+struct TuneArgs {
+    #[command(flatten)]
+    common: ShapeArgs,
+    /// Tune only the first N shapes (per dtype).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Split-K counts tried on backward-weight's GEMM tiles, besides the automatic one.
+    #[arg(long, default_value = "1,2,4,8,16,32,64,128", value_delimiter = ',')]
+    splits: Vec<u32>,
+    /// Tune backward-weight's deterministic split-K.
+    #[arg(long)]
+    deterministic: bool,
+    /// Percent the fastest must beat the hand rules by to become an entry (noise margin).
+    #[arg(long, default_value_t = 2.0)]
+    min_gain: f64,
+    /// The table file to update (default: host/tuning/<arch>.json; emulator: target/tuning/emu-<arch>.json).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// One way to run a shape: a plan, what it runs, and its table key.
+struct Way {
+    /// The instance, and the split-K count asked for (`None`: automatic).
+    instance: &'static str,
+    split: Option<u32>,
+    /// What decides the launch besides the instance: (k-batches, reduction per batch).
+    launch: (u32, u32),
+    key: Option<Key>,
+    plan: Planned,
+}
+
+enum Planned {
+    Weight(BwdWeightPlan),
+    Data(BwdDataPlan),
+}
+
+impl Way {
+    /// The kernel and its split, in a few words.
+    fn label(&self) -> String {
+        match self.launch.0 {
+            0 | 1 => self.instance.to_string(),
+            kb => format!("{} kb={kb}", self.instance),
+        }
+    }
+}
+
+/// What one run of the tuner works on.
+struct Run<'a> {
+    a: &'a TuneArgs,
+    op: Op,
+    dev: &'a Device,
+    module: &'a Module,
+    iters: usize,
+}
+
+impl Run<'_> {
+    fn weight_config(&self, t: TypeConfig, instance: Option<&str>, split: Option<u32>) -> BwdWeightConfig {
+        let split_k = split.map_or(SplitK::Auto, SplitK::Fixed);
+        BwdWeightConfig { deterministic: self.a.deterministic, ..bench::weight_config(t, instance, split_k) }
+    }
+
+    /// The plan of shape `s` in types `t` with `instance` forced (`None`: the hand rules).
+    fn plan(&self, s: &Shape, t: TypeConfig, instance: Option<&str>, split: Option<u32>) -> Result<Way> {
+        let (family, cus) = (self.dev.family(), self.dev.compute_units());
+        let (name, launch, plan) = match self.op {
+            Op::BwdWeight => {
+                let plan = weight_op::plan(&s.p, &self.weight_config(t, instance, split), family, cus)?;
+                (plan.main.instance.name, (plan.k_batch, plan.args_template.k_per_batch), Planned::Weight(plan))
+            }
+            Op::BwdData => {
+                let plan = data_op::plan(&s.p, &bench::data_config(s, t, instance), family, cus)?;
+                (plan.main.instance.name, (0, 0), Planned::Data(plan))
+            }
+        };
+        // The selection just made tells the key (of the folded problem where the plan folds).
+        Ok(Way { instance: name, split, launch, key: tuned::last_key(), plan })
+    }
+
+    fn time(&self, w: &Way, t: TypeConfig) -> Result<f64> {
+        match &w.plan {
+            Planned::Weight(p) => bench::time_weight(self.dev, self.module, p, t, self.iters),
+            Planned::Data(p) => bench::time_data(self.dev, self.module, p, t, self.iters),
+        }
+    }
+
+    /// Whether `w` computes shape `s` right (once, against the float64 reference).
+    fn check(&self, s: &Shape, t: TypeConfig, w: &Way) -> Result<bool> {
+        let (dev, module, problem) = (self.dev, self.module, s.p);
+        let passed = match self.op {
+            Op::BwdWeight => {
+                let config = self.weight_config(t, Some(w.instance), w.split);
+                let case = verify::bwd_weight::Case { problem, config, seed: 1, init: Init::Float, timed_runs: 0, dump: false };
+                verify::bwd_weight::run(dev, module, &case)
+            }
+            Op::BwdData => {
+                let config = bench::data_config(s, t, Some(w.instance));
+                let case = verify::bwd_data::Case {
+                    problem,
+                    config,
+                    seed: 1,
+                    init: Init::Float,
+                    alias_d0: false,
+                    timed_runs: 0,
+                    dump: false,
+                };
+                verify::bwd_data::run(dev, module, &case)
+            }
+        };
+        Ok(passed.map_err(|e| anyhow::anyhow!("{e}"))?.passed())
+    }
+
+    /// Every way to run `s` that the table could name under the key of the
+    /// hand rules' plan `hand`, that one first; one per distinct launch.
+    fn ways(&self, s: &Shape, t: TypeConfig, hand: Way) -> Vec<Way> {
+        const WEIGHT: [instance::Op; 3] =
+            [instance::Op::BwdWeight, instance::Op::BwdWeightDirect, instance::Op::BwdWeightHalo];
+        const DATA: [instance::Op; 4] = [
+            instance::Op::BwdData,
+            instance::Op::BwdDataDirect,
+            instance::Op::BwdDataDepthwise,
+            instance::Op::BwdDataHalo,
+        ];
+        let ops: &[instance::Op] = if self.op == Op::BwdWeight { &WEIGHT } else { &DATA };
+        let family = self.dev.family();
+        let mut ways = vec![hand];
+        for i in INSTANCES.iter().filter(|i| ops.contains(&i.op) && i.types == t && i.on(family)) {
+            // Split counts on the GEMM tiles; the others take their automatic split.
+            let splits = if i.op == instance::Op::BwdWeight { self.a.splits.as_slice() } else { &[] };
+            for split in std::iter::once(None).chain(splits.iter().copied().map(Some)) {
+                // Instances that do not fit are refused; one that runs unfolded
+                // where the hand rules fold has a key the lookup never sees.
+                let Ok(w) = self.plan(s, t, Some(i.name), split) else { continue };
+                let seen = ways.iter().any(|o| o.instance == w.instance && o.launch == w.launch);
+                if w.key == ways[0].key && !seen {
+                    ways.push(w);
+                }
+            }
+        }
+        ways
+    }
+
+    /// Tunes one shape: prints its line, returns its key and its entry (if
+    /// the hand rules lose).
+    fn shape(&self, s: &Shape, t: TypeConfig) -> Result<Option<(Key, Option<Entry>)>> {
+        let hand = self.plan(s, t, None, None)?;
+        let Some(key) = hand.key else {
+            println!("{:<44} {:>5} no table key (tensors not packed in a layout family)", s.name, t.name());
+            return Ok(None);
+        };
+        let mut timed = vec![];
+        for w in self.ways(s, t, hand) {
+            let ms = self.time(&w, t).with_context(|| format!("timing {}", w.label()))?;
+            timed.push((ms, w));
+        }
+        let (hand_ms, hand_label) = (timed[0].0, timed[0].1.label());
+        let hand_launch = (timed[0].1.instance, timed[0].1.launch);
+        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // The fastest that computes the right result.
+        let mut best = None;
+        for (ms, w) in &timed {
+            if self.check(s, t, w)? {
+                best = Some((*ms, w));
+                break;
+            }
+            println!("{:<44} {:>5} {} FAILED the reference check: left out", s.name, t.name(), w.label());
+        }
+        let Some((ms, w)) = best else { bail!("{} {}: no kernel passed the reference check", s.name, t.name()) };
+        let wins = (w.instance, w.launch) != hand_launch && ms * (1.0 + self.a.min_gain / 100.0) < hand_ms;
+        println!(
+            "{:<44} {:>5} best {:<40} {ms:>9.4} ms ; hand rules {:<40} {hand_ms:>9.4} ms ; {:.3}x{}",
+            s.name,
+            t.name(),
+            w.label(),
+            hand_label,
+            hand_ms / ms,
+            if wins { " -> table" } else { "" }
+        );
+        let entry = wins.then(|| Entry { ms: Some(ms), hand_ms: Some(hand_ms), ..key.entry(self.dev.arch(), w.instance, w.split) });
+        Ok(Some((key, entry)))
+    }
+}
+
+/// Entry point of `cargo xtask tune`.
+pub fn run(args: &[String]) -> Result<()> {
+    let a = TuneArgs::parse_from(std::iter::once("tune".to_string()).chain(args.iter().cloned()));
+    if a.splits.contains(&0) {
+        bail!("--splits: counts from 1");
+    }
+    let session = a.common.open()?;
+    let (dev, arch) = (&session.dev, session.dev.arch().to_string());
+    let out = a.out.clone().unwrap_or_else(|| match session.emu {
+        true => util::workspace_root().join(format!("target/tuning/emu-{arch}.json")),
+        false => util::workspace_root().join(format!("host/tuning/{arch}.json")),
+    });
+    // Keep the file's other entries; a file that does not load is not overwritten.
+    let mut table = if out.exists() { Table::load(&out)? } else { Table::default() };
+    // The hand rules are the baseline: no table while tuning.
+    tuned::set_override(Some(&Table::default()))?;
+    let run = Run { a: &a, op: session.op, dev, module: &session.module, iters: session.iters };
+    let mut per_type = std::collections::HashMap::new();
+    let (mut shapes, mut won) = (0, 0);
+    for (s, t) in a.common.selected(&session) {
+        let n = per_type.entry(t).or_insert(0usize);
+        if s.fused || a.limit.is_some_and(|l| *n >= l) {
+            continue;
+        }
+        *n += 1;
+        let tuned = run.shape(s, t).with_context(|| format!("{} {} {}", session.op.name(), s.name, t.name()))?;
+        let Some((key, entry)) = tuned else { continue };
+        // The new measurement replaces this arch's entry for the key, or drops it where the hand rules won.
+        table.entries.retain(|e| !(e.arch == arch && key.matches(e)));
+        shapes += 1;
+        won += entry.is_some() as usize;
+        table.entries.extend(entry);
+    }
+    tuned::set_override(None)?;
+    table.entries.sort_by_key(|e| (e.arch.clone(), e.op.name(), e.types.clone(), e.layout.clone(), e.deterministic, e.problem.clone()));
+    table.device = format!("{} ({arch}, {} compute units)", dev.name(), dev.compute_units());
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&out, table.to_json()).with_context(|| format!("writing {}", out.display()))?;
+    println!(
+        "{shapes} shapes tuned, {won} where the hand rules lose; {} entries in {}",
+        table.entries.len(),
+        out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use convgrad::ops::tuned::{Operation, Table};
+
+    /// The whole path on the emulator, one shape per operation: plans, times,
+    /// checks and writes a table the host crate loads.
+    #[test]
+    fn tunes_on_the_emulator() {
+        let dir = std::env::temp_dir().join(format!("convgrad-tune-test-{}", std::process::id()));
+        let out = dir.join("table.json");
+        let weight_entries = |t: &Table| t.entries.iter().filter(|e| e.op == Operation::BwdWeight).count();
+        let mut after = vec![];
+        for op in ["bwd-weight", "bwd-data"] {
+            let args = ["--backend", "emu", "--op", op, "--dtypes", "f16", "--limit", "1", "--splits", "2", "--min-gain=-100"];
+            let mut args: Vec<String> = args.map(String::from).to_vec();
+            args.extend(["--out".into(), out.display().to_string()]);
+            super::run(&args).unwrap();
+            after.push(Table::load(&out).unwrap());
+        }
+        // Tuning one operation keeps the other's entries.
+        assert_eq!(weight_entries(&after[0]), weight_entries(&after[1]));
+        assert!(after[1].device.contains("gfx942"), "{}", after[1].device);
+        assert!(after[1].entries.iter().all(|e| e.arch == "gfx942" && e.types == "f16"), "{:?}", after[1]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
