@@ -275,11 +275,8 @@ pub struct Hit {
 /// table in use (a file named by [`ENV`]) does not load.
 pub fn lookup(key: &Key) -> Result<Option<Hit>, TableError> {
     let Some(table) = active()? else { return Ok(None) };
-    let mut found = table.iter().filter(|r| r.key.same(key));
-    let first = found.next();
-    let best = first.and_then(|f| {
-        std::iter::once(f).chain(found).find(|r| r.key.compute_units == key.compute_units).or(Some(f))
-    });
+    let found: Vec<&Resolved> = table.iter().filter(|r| r.key.same(key)).collect();
+    let best = found.iter().find(|r| r.key.compute_units == key.compute_units).or(found.first());
     Ok(best.map(|r| Hit { instance: r.instance, split: r.split }))
 }
 
@@ -295,7 +292,8 @@ static BUILT_IN: OnceLock<Result<Entries, TableError>> = OnceLock::new();
 
 /// Installs `table` in place of the file of [`ENV`] and the embedded tables
 /// for this process (an empty table: the hand rules only); `None` removes it.
-/// Errors where an entry names what does not exist.
+/// Plans made before (a `PlanCache`'s included) keep their choice. Errors
+/// where an entry names what does not exist.
 pub fn set_override(table: Option<&Table>) -> Result<(), TableError> {
     let resolved = table.map(|t| t.resolve().map_err(|what| TableError { origin: "override".into(), what })).transpose()?;
     *OVERRIDE.write().unwrap_or_else(PoisonError::into_inner) = resolved;
