@@ -124,6 +124,8 @@ pub struct BwdDataPlan {
     pub slices: u32,
     /// Argument block with pointers left zero; see [`BwdDataPlan::args`].
     pub args_template: ConvArgs,
+    /// Whether the tuning table chose the kernel (else the hand rules or a forced instance).
+    pub from_table: bool,
 }
 
 /// Taps of the largest residue class, per dim: `ceil(filter / tilde)`.
@@ -414,6 +416,7 @@ fn plan_on(
         main: LaunchSpec { instance: inst, grid, block: inst.threads(family), lds_bytes: inst.lds_bytes() },
         slices: if direct { 0 } else { slices as u32 },
         args_template: args,
+        from_table: choice.from_table,
     })
 }
 
@@ -431,7 +434,8 @@ impl BwdDataPlan {
         } else {
             format!("stride slices {}", self.slices)
         };
-        format!("{} ; {how}{}", self.main.instance.name, fold::describe(&self.problem, a))
+        let table = if self.from_table { " ; tuning table" } else { "" };
+        format!("{} ; {how}{}{table}", self.main.instance.name, fold::describe(&self.problem, a))
     }
     /// The argument block with device addresses filled in.
     pub fn args(&self, bufs: &BwdDataBuffers<'_>) -> ConvArgs {

@@ -79,6 +79,8 @@ pub struct BwdWeightPlan {
     pub atomic_partials: bool,
     /// Argument block with pointers left zero; see [`BwdWeightPlan::args`].
     pub args_template: ConvArgs,
+    /// Whether the tuning table chose the kernel (else the hand rules or a forced instance).
+    pub from_table: bool,
 }
 
 /// Builds the plan for `p` on a device of `family` with `compute_units`.
@@ -157,6 +159,11 @@ fn plan_on(
         forced: cfg.instance.as_deref(),
         deterministic: cfg.deterministic,
     })?;
+    // The tuning table's measured split stands in for the automatic one; a fixed split asked for wins.
+    let split_k = match (cfg.split_k, choice.split) {
+        (SplitK::Auto, Some(n)) => SplitK::Fixed(n),
+        (s, _) => s,
+    };
     let inst = choice.instance;
     let halo = match choice.fit {
         select::Fit::TapShift(h) => Some(h),
@@ -177,7 +184,7 @@ fn plan_on(
     let step = if direct { 64 } else { t.bk };
     let k_tiles = gk.div_ceil(step as u64).max(1) as u32;
     let weights = p.g as u64 * gm * gn;
-    let want = match cfg.split_k {
+    let want = match split_k {
         // Direct: about 2048 threads per compute unit in all.
         SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(weights) as u32,
         // CK: k_batch = occupancy * CUs / (tiles * G), clamped to the K tiles and 128.
@@ -250,7 +257,7 @@ fn plan_on(
             // streams of 256 pixels or more, with atomic partials (the
             // deterministic finish reads every split in turn). A fixed split
             // may go down to one unit (row segment or pixel) per stream.
-            let kb = match cfg.split_k {
+            let kb = match split_k {
                 SplitK::Auto => {
                     let round = inst.min_blocks() as u64 * compute_units as u64;
                     let one = round.div_ceil(col_blocks);
@@ -270,7 +277,7 @@ fn plan_on(
     let (k_batch, k_per_batch) = match (&fast, &halo) {
         (Some((f, kb)), _) => (*kb, f.len as u32),
         (_, Some(h)) => {
-            tap_shift_split(h.tiles, p.g.div_ceil(t.waves_n as usize), cfg.split_k, inst.min_blocks(), compute_units)
+            tap_shift_split(h.tiles, p.g.div_ceil(t.waves_n as usize), split_k, inst.min_blocks(), compute_units)
         }
         _ => (k_batch, k_per_batch),
     };
@@ -374,6 +381,7 @@ fn plan_on(
         partial_elems,
         atomic_partials: mode == flags::SPLITK_ATOMIC,
         args_template: args,
+        from_table: choice.from_table,
     })
 }
 
@@ -406,7 +414,8 @@ impl BwdWeightPlan {
             String::new()
         };
         let folded = fold::describe(&self.problem, a);
-        format!("{} ; k_batch {} ; split-K {mode}{shifts}{folded}", self.main.instance.name, self.k_batch)
+        let table = if self.from_table { " ; tuning table" } else { "" };
+        format!("{} ; k_batch {} ; split-K {mode}{shifts}{folded}{table}", self.main.instance.name, self.k_batch)
     }
     /// The argument block with device addresses filled in.
     pub fn args(&self, x: u64, dw: u64, dy: u64, workspace: u64, ds: &[u64]) -> ConvArgs {
