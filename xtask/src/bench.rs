@@ -413,40 +413,72 @@ pub(crate) fn data_config(s: &Shape, t: TypeConfig, instance: Option<&str>) -> B
     }
 }
 
+/// Random inputs and the output buffer of one shape, shared by every plan
+/// timed on it (a plan keeps the caller's descriptors, whichever kernel runs).
+pub(crate) struct Inputs {
+    /// x (bwd-weight) or dy (bwd-data).
+    a: DeviceBuffer<u8>,
+    /// dy (bwd-weight) or w (bwd-data).
+    b: DeviceBuffer<u8>,
+    /// dw or dx.
+    out: DeviceBuffer<u8>,
+    /// The epilogue's D tensors (bwd-data).
+    ds: Vec<DeviceBuffer<u8>>,
+}
+
+impl Inputs {
+    /// Fresh random x and dy of types `t` for a backward-weight plan.
+    pub(crate) fn weight(dev: &Device, plan: &BwdWeightPlan, t: TypeConfig) -> Result<Inputs> {
+        Ok(Inputs {
+            a: random_buffer(dev, 1, t.act(), plan.x.span() as usize)?,
+            b: random_buffer(dev, 2, t.act(), plan.dy.span() as usize)?,
+            out: dev.alloc::<u8>(plan.dw.span() as usize * t.wei().bytes())?,
+            ds: vec![],
+        })
+    }
+
+    /// Fresh random dy, w and D tensors of types `t` for a backward-data plan.
+    pub(crate) fn data(dev: &Device, plan: &BwdDataPlan, t: TypeConfig) -> Result<Inputs> {
+        let (act, wei) = (t.act(), t.wei());
+        let ds = plan.ds.iter().enumerate().map(|(i, d)| random_buffer(dev, 4 + i as u64, act, d.span() as usize));
+        Ok(Inputs {
+            a: random_buffer(dev, 2, act, plan.dy.span() as usize)?,
+            b: random_buffer(dev, 3, wei, plan.w.span() as usize)?,
+            out: dev.alloc::<u8>(plan.dx.span() as usize * act.bytes())?,
+            ds: ds.collect::<Result<Vec<_>>>()?,
+        })
+    }
+}
+
 /// Median time of a backward-weight plan (ms) with fresh random inputs of types `t`.
 pub(crate) fn time_weight(dev: &Device, module: &Module, plan: &BwdWeightPlan, t: TypeConfig, iters: usize) -> Result<f64> {
-    let x = random_buffer(dev, 1, t.act(), plan.x.span() as usize)?;
-    let dy = random_buffer(dev, 2, t.act(), plan.dy.span() as usize)?;
-    let dw = dev.alloc::<u8>(plan.dw.span() as usize * t.wei().bytes())?;
+    time_weight_on(dev, module, plan, &Inputs::weight(dev, plan, t)?, iters)
+}
+
+/// Median time of a backward-weight plan (ms) on `inputs`.
+pub(crate) fn time_weight_on(dev: &Device, module: &Module, plan: &BwdWeightPlan, inputs: &Inputs, iters: usize) -> Result<f64> {
     let ws = weight_op::SplitKWorkspace::for_plan(dev, plan)?;
     let bufs = BwdWeightBuffers {
-        x: x.device_addr(),
-        dy: dy.device_addr(),
-        dw: dw.device_addr(),
+        x: inputs.a.device_addr(),
+        dy: inputs.b.device_addr(),
+        dw: inputs.out.device_addr(),
         ds: &[],
     };
-    median_ms(dev, iters, || {
-        weight_op::execute(dev, module, plan, bufs, ws.as_ref())
-    })
+    median_ms(dev, iters, || weight_op::execute(dev, module, plan, bufs, ws.as_ref()))
 }
 
 /// Median time of a backward-data plan (ms) with fresh random inputs of types `t`.
 pub(crate) fn time_data(dev: &Device, module: &Module, plan: &BwdDataPlan, t: TypeConfig, iters: usize) -> Result<f64> {
-    let (act, wei) = (t.act(), t.wei());
-    let dy = random_buffer(dev, 2, act, plan.dy.span() as usize)?;
-    let w = random_buffer(dev, 3, wei, plan.w.span() as usize)?;
-    let dx = dev.alloc::<u8>(plan.dx.span() as usize * act.bytes())?;
-    let ds = plan
-        .ds
-        .iter()
-        .enumerate()
-        .map(|(i, d)| random_buffer(dev, 4 + i as u64, act, d.span() as usize))
-        .collect::<Result<Vec<_>>>()?;
-    let d_addrs: Vec<u64> = ds.iter().map(|b| b.device_addr()).collect();
+    time_data_on(dev, module, plan, &Inputs::data(dev, plan, t)?, iters)
+}
+
+/// Median time of a backward-data plan (ms) on `inputs`.
+pub(crate) fn time_data_on(dev: &Device, module: &Module, plan: &BwdDataPlan, inputs: &Inputs, iters: usize) -> Result<f64> {
+    let d_addrs: Vec<u64> = inputs.ds.iter().map(|b| b.device_addr()).collect();
     let bufs = BwdDataBuffers {
-        dy: dy.device_addr(),
-        w: w.device_addr(),
-        dx: dx.device_addr(),
+        dy: inputs.a.device_addr(),
+        w: inputs.b.device_addr(),
+        dx: inputs.out.device_addr(),
         ds: &d_addrs,
     };
     median_ms(dev, iters, || data_op::execute(dev, module, plan, bufs))
