@@ -184,6 +184,11 @@ fn plan_on(
     let step = if direct { 64 } else { t.bk };
     let k_tiles = gk.div_ceil(step as u64).max(1) as u32;
     let weights = p.g as u64 * gm * gn;
+    // im2col(X) in element copies (channels not whole 16-byte vectors, e.g.
+    // the RGB stem): the copies cannot run ahead of the multiplies, so more
+    // resident workgroups hide their latency.
+    let lanes = 16 / cfg.types.act().bytes() as u64;
+    let x_vectors = x.strides[2] == 1 && dw.strides[2] == 1 && (p.c as u64).is_multiple_of(lanes);
     let want = match split_k {
         // Direct: about 2048 threads per compute unit in all.
         SplitK::Auto if direct => (2048 * compute_units as u64).div_ceil(weights) as u32,
@@ -198,11 +203,6 @@ fn plan_on(
             // (`min_blocks`, two), and at least 8 warps.
             let per_cu = (256 / inst.threads(family).max(1) as u64).max(inst.min_blocks() as u64);
             let round = per_cu * compute_units as u64;
-            // im2col(X) in element copies (channels not whole 16-byte
-            // vectors, e.g. the RGB stem): the copies cannot run ahead of the
-            // multiplies, so more resident workgroups hide their latency.
-            let lanes = 16 / cfg.types.act().bytes() as u64;
-            let x_vectors = x.strides[2] == 1 && dw.strides[2] == 1 && (p.c as u64).is_multiple_of(lanes);
             if 4 * blocks >= 3 * round {
                 1
             } else if !x_vectors {
@@ -218,7 +218,9 @@ fn plan_on(
         }
         SplitK::Fixed(n) => n,
     };
-    let cap = if direct { 4096 } else { 128 };
+    // Element copies: up to two rounds of resident workgroups (a 3-channel
+    // stem's 3 column tiles fill 0.7 of one round at 128).
+    let cap = if direct { 4096 } else if x_vectors { 128 } else { 256 };
     let k_batch0 = want.clamp(1, k_tiles.min(cap));
     let k_per_batch = k_tiles.div_ceil(k_batch0) * step;
     let k_batch = (gk as u32).div_ceil(k_per_batch).max(1);
