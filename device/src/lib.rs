@@ -39,6 +39,7 @@ pub mod conv;
 pub mod elem;
 pub mod gemm;
 pub mod kernels;
+mod unroll;
 
 #[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
 #[panic_handler]

@@ -17,81 +17,14 @@
 //! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
-use super::{BiasRun, ChannelRows, ColMap, load_args, spatial_off, store_result, store_run_at, vector_axis};
+use super::residues::Slice;
+use super::{BiasRun, ChannelRows, ColMap, load_args, spatial_off, store_run_at, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use crate::gemm::{self, BlockRange, Operand, block};
 use convgrad_types::instance::TileConfig;
-use convgrad_types::params::{ConvArgs, FastDiv};
-
-/// One stride-residue slice: its taps and where they read `dY`.
-#[derive(Clone, Copy)]
-pub struct Slice {
-    /// Residue of the slice's input pixels, per dim.
-    pub r: [u32; 3],
-    /// First tap of the class, per dim.
-    pub t: [u32; 3],
-    /// Output pixel of tap `j = 0` for `q = 0` (may be negative: wrapping).
-    pub base: [u32; 3],
-    /// Taps of the class, per dim (0: no tap reaches the slice).
-    pub dot: [u32; 3],
-    /// Divisions by `dot` along y and x (tap index -> per-dim taps).
-    div_dot: [FastDiv; 2],
-    /// Reduction length: `dot_z * dot_y * dot_x * K`.
-    pub gemm_k: u32,
-}
-
-impl Slice {
-    /// The slice of stride residues `r`.
-    #[inline(always)]
-    pub fn new(a: &ConvArgs, r: [u32; 3]) -> Slice {
-        // One call per dim with a literal index: every array stays in registers.
-        let (z, y, x) = (class(a, 0, r[0]), class(a, 1, r[1]), class(a, 2, r[2]));
-        let dot = [z.dot, y.dot, x.dot];
-        Slice {
-            r,
-            t: [z.t, y.t, x.t],
-            base: [z.base, y.base, x.base],
-            dot,
-            div_dot: [y.div, x.div],
-            gemm_k: dot[0] * dot[1] * dot[2] * a.k,
-        }
-    }
-
-    /// Slice number `s` of the launch (grid y): residues with x fastest.
-    #[inline(always)]
-    pub fn of_launch(a: &ConvArgs, s: u32) -> Slice {
-        let (t, rx) = a.div_stride[2].divmod(s);
-        let (rz, ry) = a.div_stride[1].divmod(t);
-        Slice::new(a, [rz, ry, rx])
-    }
-
-    /// Tap index `j` of the class -> per-dim taps.
-    #[inline(always)]
-    pub fn split_tap(&self, j: u32) -> [u32; 3] {
-        let (t, jx) = self.div_dot[1].divmod(j);
-        let (jz, jy) = self.div_dot[0].divmod(t);
-        [jz, jy, jx]
-    }
-
-    /// Row `m` of the slice GEMM -> `(n, q)`.
-    #[inline(always)]
-    pub fn split_row(a: &ConvArgs, m: u32) -> (u32, [u32; 3]) {
-        let (t, qx) = a.div_slice_rows[2].divmod(m);
-        let (t, qy) = a.div_slice_rows[1].divmod(t);
-        let (n, qz) = a.div_slice_rows[0].divmod(t);
-        (n, [qz, qy, qx])
-    }
-
-    /// Input pixel of row position `q`, if it lies inside the input.
-    #[inline(always)]
-    pub fn pixel(&self, a: &ConvArgs, q: [u32; 3]) -> Option<[u32; 3]> {
-        let (r, s) = (&self.r, &a.stride);
-        let i = [r[0] + s[0] * q[0], r[1] + s[1] * q[1], r[2] + s[2] * q[2]];
-        (i[0] < a.input[0] && i[1] < a.input[1] && i[2] < a.input[2]).then_some(i)
-    }
-}
+use convgrad_types::params::ConvArgs;
 
 /// A reduction position of a slice GEMM: tap `j` (per dim) and channel `k`.
 /// Moving on by less than `K` is a carry, not three divisions.
@@ -113,37 +46,6 @@ impl TapPos {
     #[inline(always)]
     fn wraps(&self, a: &ConvArgs, s: &Slice, rk_next: u32, delta: u32) -> Option<TapPos> {
         (self.k + delta >= a.k).then(|| TapPos::at(a, s, rk_next))
-    }
-}
-
-/// The tap class of residue `r` along dim `d`.
-struct Class {
-    t: u32,
-    base: u32,
-    dot: u32,
-    div: FastDiv,
-}
-
-/// The class of stride residue `r` along dim `d`: the one `t < tilde` with
-/// `r + P - t*D` divisible by `S` (none: no tap reaches these pixels).
-#[inline(always)]
-fn class(a: &ConvArgs, d: usize, r: u32) -> Class {
-    let (s, dil) = (a.stride[d] as i32, a.dilation[d] as i32);
-    let mut t = 0;
-    let mut found = None;
-    while t < a.tilde[d] {
-        let v = r as i32 + a.lpad[d] as i32 - t as i32 * dil;
-        if v.rem_euclid(s) == 0 {
-            found = Some(v.div_euclid(s) as u32);
-            break;
-        }
-        t += 1;
-    }
-    let more = t < a.filter[d] % a.tilde[d];
-    let div = if more { a.div_dot[1][d] } else { a.div_dot[0][d] };
-    match found {
-        Some(base) => Class { t, base, dot: a.filter[d] / a.tilde[d] + more as u32, div },
-        None => Class { t: 0, base: 0, dot: 0, div },
     }
 }
 
@@ -281,12 +183,6 @@ impl ColMap for WTaps<'_> {
     fn off(c: &(u32, TapPos)) -> u32 {
         c.0
     }
-}
-
-/// Writes `v` (the full reduction) through the epilogue into `dX[g, n, c, i]`.
-#[inline(always)]
-pub(crate) unsafe fn write_dx<Out: Elem>(a: &ConvArgs, g: u32, n: u32, c: u32, i: [u32; 3], v: f32) {
-    unsafe { store_result::<Out>(a, a.x, &a.x_strides, [g, n, c, i[0], i[1], i[2]], v) }
 }
 
 /// The backward-data GEMM kernel body (grid in the module docs).

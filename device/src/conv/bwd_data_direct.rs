@@ -25,14 +25,14 @@
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
 
-use super::bwd_data::{Slice, write_dx};
-use super::{load_args, offset};
+use super::lanes::{THREADS, dispatch_lanes, ld_lanes, ld_raw};
+use super::residues::{Slice, class_of};
+use super::tap_window::{Window, store_run, tap_mask, window_fma, window_weights};
+use super::{load_args, store_result};
 use crate::arch;
-use crate::elem::{Al4, Al8, Elem, Vec16};
+use crate::elem::Elem;
+use crate::unroll::unroll;
 use convgrad_types::params::{ConvArgs, vec_mode};
-
-/// Threads per workgroup.
-pub const THREADS: u32 = 256;
 
 // The host-device contract (`convgrad_types::contract`): lanes per thread,
 // pixels per run, the window's halo (module docs of [`vectors`]) and `k`s per
@@ -47,113 +47,6 @@ const _: () = assert!(RUN == 8 && HALO == 2);
 // The k-vector loop is spelled out for 4 (`unroll!`).
 const _: () = assert!(KV == 4);
 
-/// `VW` lanes of `p` from element `off` (a multiple of `VW`), as stored:
-/// one aligned vector load of `VW * size_of::<T>()` bytes.
-///
-/// # Safety
-/// The lanes must lie in an allocation the kernel was given, `off` aligned.
-#[inline(always)]
-pub(crate) unsafe fn ld_raw<T: Elem, const VW: usize>(p: *const T, off: usize) -> [T; VW] {
-    // The lanes' address as `p + off` elements (indexing by `off / VW` cost
-    // a shift per load on the H200).
-    let q = p.wrapping_add(off);
-    match VW * T::BYTES {
-        16 => unsafe { arch::ld(q as *const Vec16<[T; VW]>, 0) }.0,
-        8 => unsafe { arch::ld(q as *const Al8<[T; VW]>, 0) }.0,
-        4 => unsafe { arch::ld(q as *const Al4<[T; VW]>, 0) }.0,
-        _ => {
-            let mut out = [T::default(); VW];
-            for l in 0..VW {
-                out[l] = unsafe { arch::ld(p, off + l) };
-            }
-            out
-        }
-    }
-}
-
-/// [`ld_raw`], as f32.
-///
-/// # Safety
-/// As [`ld_raw`].
-#[inline(always)]
-pub(crate) unsafe fn ld_lanes<T: Elem, const VW: usize>(p: *const T, off: usize) -> [f32; VW] {
-    let v = unsafe { ld_raw::<T, VW>(p, off) };
-    let mut out = [0.0f32; VW];
-    for l in 0..VW {
-        out[l] = v[l].to_f32();
-    }
-    out
-}
-
-/// `VW` elements of `p` at `off + l * stride`, as f32.
-///
-/// # Safety
-/// As [`ld_lanes`].
-#[inline(always)]
-pub(crate) unsafe fn ld_gather<T: Elem, const VW: usize>(p: *const T, off: u32, stride: u32) -> [f32; VW] {
-    let mut out = [0.0f32; VW];
-    for l in 0..VW {
-        out[l] = unsafe { arch::ld(p, (off + l as u32 * stride) as usize) }.to_f32();
-    }
-    out
-}
-
-/// Stores `VW` f32 lanes as `T` at element `off` (a multiple of `VW`): one
-/// aligned vector store.
-///
-/// # Safety
-/// As [`ld_lanes`].
-#[inline(always)]
-unsafe fn st_lanes<T: Elem, const VW: usize>(p: *mut T, off: usize, f: [f32; VW]) {
-    let mut v = [T::default(); VW];
-    for l in 0..VW {
-        v[l] = T::from_f32(f[l]);
-    }
-    let q = p.wrapping_add(off);
-    match VW * T::BYTES {
-        16 => unsafe { arch::st(q as *mut Vec16<[T; VW]>, 0, Vec16(v)) },
-        8 => unsafe { arch::st(q as *mut Al8<[T; VW]>, 0, Al8(v)) },
-        4 => unsafe { arch::st(q as *mut Al4<[T; VW]>, 0, Al4(v)) },
-        _ => {
-            for l in 0..VW {
-                unsafe { arch::st(p, off + l, v[l]) }
-            }
-        }
-    }
-}
-
-/// Expands `$body` once per literal index, with `$j` bound to it: loops over
-/// per-thread arrays that must stay in registers on AMD (no scratch) whatever
-/// LLVM's unroller decides.
-macro_rules! unroll {
-    ($j:ident in [$($i:literal),*] => $body:block) => {
-        $( { let $j: usize = $i; $body } )*
-    };
-}
-pub(crate) use unroll;
-
-/// Runs `$f::<In, Out, VW, DW>(a)` with the lane count (`$full`, or `$half`
-/// with `vec_mode::HALF`) and lane kind of the argument block's [`vec_mode`]
-/// (a uniform branch), or `$scalar` when off.
-macro_rules! dispatch_lanes {
-    ($a:ident, $in:ty, $out:ty, $f:ident, $scalar:expr, [$full:literal, $half:literal]) => {{
-        let m = $a.vec_mode;
-        let dw = m & vec_mode::DW != 0;
-        let half = m & vec_mode::HALF != 0;
-        if m & vec_mode::ON == 0 {
-            $scalar
-        } else {
-            match (half, dw) {
-                (false, true) => $f::<$in, $out, $full, true>($a),
-                (false, false) => $f::<$in, $out, $full, false>($a),
-                (true, true) => $f::<$in, $out, $half, true>($a),
-                (true, false) => $f::<$in, $out, $half, false>($a),
-            }
-        }
-    }};
-}
-pub(crate) use dispatch_lanes;
-
 /// Kernel body. Grid: `x = ceil(threads / 256)`, threads as in the module docs
 /// (`G*N*C*pixels` on the scalar path).
 ///
@@ -163,70 +56,6 @@ pub(crate) use dispatch_lanes;
 pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
     unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a), [4, 2]) }
-}
-
-/// The tap class of stride residue `r` along dim `d` (pass a literal `d`).
-#[derive(Clone, Copy)]
-pub(crate) struct Class {
-    /// First tap.
-    pub t: u32,
-    /// Output pixel of tap 0 for slice position 0 (wrapping below zero).
-    pub base: u32,
-    /// Taps of the class (0: no tap reaches the residue).
-    pub dot: u32,
-}
-
-/// The one `t < tilde` with `r + P - t*D ≡ 0 (mod S)`, with multiply-high
-/// divisions only: `r + P + S*D - t*D` stays non-negative.
-#[inline(always)]
-pub(crate) fn class_of(a: &ConvArgs, d: usize, r: u32) -> Class {
-    let (s, dil) = (a.stride[d], a.dilation[d]);
-    let top = r + a.lpad[d] + s * dil;
-    let mut t = 0;
-    while t < a.tilde[d] {
-        let (q, rem) = a.div_stride[d].divmod(top - t * dil);
-        if rem == 0 {
-            // div_dot[1] divides by floor(filter / tilde) + 1 (never 0, so exact).
-            let few = a.div_dot[1][d].div - 1;
-            let more = t < a.filter[d] - few * a.tilde[d];
-            return Class { t, base: q.wrapping_sub(dil), dot: few + more as u32 };
-        }
-        t += 1;
-    }
-    Class { t: 0, base: 0, dot: 0 }
-}
-
-/// Writes the `VW` lanes of pixel `p` of a run through the epilogue: lane
-/// `l` is `[g + l, n, 0, i]` (`DW`) or `[g, n, c + l, i]`, with `i` the
-/// run's first pixel `i0` moved `p` stride steps along x. The offsets of
-/// `i0` are the same for every pixel of the run (computed once after
-/// inlining); the chain's opcodes are matched once per pixel, not per lane,
-/// and each `D` is read before the one vector store (a `D` may be `dx`).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
-    a: &ConvArgs,
-    g: u32,
-    n: u32,
-    c: u32,
-    i0: [u32; 3],
-    p: u32,
-    acc: [f32; VW],
-) {
-    let idx = [g, n, c, i0[0], i0[1], i0[2]];
-    let lane_axis = if DW { 0 } else { 2 };
-    let along = (p * a.stride[2]) as usize;
-    let at = |s: &[u32; 6]| offset(s, idx) + along * s[5] as usize;
-    let v = a.epi.apply_run(acc, |d| {
-        let s = &a.d_strides[d];
-        let (ptr, off, ls) = (a.d[d] as *const Out, at(s), s[lane_axis] as usize);
-        let mut dv = [0.0f32; VW];
-        for l in 0..VW {
-            dv[l] = unsafe { arch::ld(ptr, off + l * ls) }.to_f32();
-        }
-        dv
-    });
-    unsafe { st_lanes::<Out, VW>(a.x as *mut Out, at(&a.x_strides), v) }
 }
 
 /// The channel-vector path (module docs).
@@ -306,67 +135,6 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
         }
     }
     unsafe { store_run::<Out, VW, DW>(a, g, n, c, [iz, iy, rx + a.stride[2] * qx0], &acc) }
-}
-
-/// Writes a run's pixels that lie inside `dx` (lanes as in [`write_lanes`];
-/// `i0`: the run's first input pixel).
-///
-/// # Safety
-/// As the kernel.
-#[inline(always)]
-pub(crate) unsafe fn store_run<Out: Elem, const VW: usize, const DW: bool>(
-    a: &ConvArgs,
-    g: u32,
-    n: u32,
-    c: u32,
-    i0: [u32; 3],
-    acc: &[[f32; VW]; RUN],
-) {
-    // dx's offset, computed once here: left to `write_lanes`, the H200 code
-    // rebuilt the 64-bit offset from the argument block for each of the
-    // eight pixels (G=144 depthwise 6% slower).
-    let x_step = (a.stride[2] * a.x_strides[5]) as usize;
-    let x0 = offset(&a.x_strides, [g, n, c, i0[0], i0[1], i0[2]]);
-    let (bound, plain) = (a.input[2], a.epi.len == 0);
-    unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
-        if i0[2] + a.stride[2] * (p as u32) < bound {
-            if plain {
-                unsafe { st_lanes::<Out, VW>(a.x as *mut Out, x0 + p * x_step, acc[p]) }
-            } else {
-                unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, i0, p as u32, acc[p]) }
-            }
-        }
-    });
-}
-
-/// Bit `s` set where a tap of a window sits at shift `s`: shifts `0, ts,
-/// 2ts, ...` up to `span`.
-#[inline(always)]
-pub(crate) fn tap_mask(span: u32, ts: u32) -> u32 {
-    let mut mask = 0u32;
-    let mut sh = 0;
-    while sh <= span {
-        mask |= 1 << sh;
-        sh += ts;
-    }
-    mask
-}
-
-/// One tap group's window of a filter row (see [`vectors`]).
-pub(crate) struct Window {
-    /// Offsets of the row in `dy` (pixel 0, `k` 0) and in `w` (tap 0, `k` 0, lane 0).
-    pub y_row: u32,
-    pub w_row: u32,
-    /// Output pixel of window element 0 (wrapping below zero).
-    pub origin: u32,
-    /// The group's last tap (at shift 0).
-    pub last: u32,
-    /// The class's first tap along x.
-    pub tx: u32,
-    /// Bit `s`: a tap sits at shift `s`.
-    pub mask: u32,
-    /// Window elements read (`RUN` plus the span of the shifts).
-    pub used: u32,
 }
 
 /// Applies the taps of one window to the run, for every `k`.
@@ -455,55 +223,6 @@ unsafe fn k_loop<In: Elem, const VW: usize, const DW: bool, const EDGE: bool>(
     }
 }
 
-/// The weights of one window's taps at `k`, by shift: the tap at shift `s`
-/// is the window's `last` minus the taps below `s` (absent shifts read the
-/// last tap's, unused). Channel lanes are one vector (the host requires
-/// it); depthwise lanes, consecutive groups, are gathered.
-///
-/// # Safety
-/// As the kernel.
-#[inline(always)]
-pub(crate) unsafe fn window_weights<In: Elem, const VW: usize, const DW: bool>(
-    a: &ConvArgs,
-    win: &Window,
-    k: u32,
-) -> [[f32; VW]; HALO + 1] {
-    let (ws, mask) = (&a.w_strides, win.mask);
-    let w = a.w as *const In;
-    let mut wt = [[0.0f32; VW]; HALO + 1];
-    unroll!(s in [0, 1, 2] => {
-        let jx = if mask >> s & 1 != 0 { win.last - (mask & ((1 << s) - 1)).count_ones() } else { win.last };
-        let wo = win.w_row + (win.tx + a.tilde[2] * jx) * ws[5] + k * ws[1];
-        wt[s] = if DW {
-            unsafe { ld_gather::<In, VW>(w, wo, ws[0]) }
-        } else {
-            unsafe { ld_lanes::<In, VW>(w, wo as usize) }
-        };
-    });
-    wt
-}
-
-/// The multiply-adds of one window at one `k`: element `e` feeds position
-/// `p = e - s` through the tap at shift `s` (constant-folded per pair).
-#[inline(always)]
-pub(crate) fn window_fma<const VW: usize>(
-    px: &[[f32; VW]; RUN + HALO],
-    wt: &[[f32; VW]; HALO + 1],
-    mask: u32,
-    acc: &mut [[f32; VW]; RUN],
-) {
-    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
-        unroll!(s in [0, 1, 2] => {
-            if e >= s && e - s < RUN && mask >> s & 1 != 0 {
-                let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
-                for l in 0..VW {
-                    acc[l] = core::intrinsics::fmaf32(px[e][l], wt[s][l], acc[l]);
-                }
-            }
-        });
-    });
-}
-
 /// The scalar path: one thread per element.
 #[inline(always)]
 unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
@@ -565,3 +284,10 @@ unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
     }
     unsafe { write_dx::<Out>(a, g, n, c, i, acc) }
 }
+
+/// Writes `v` (the full reduction) through the epilogue into `dX[g, n, c, i]`.
+#[inline(always)]
+unsafe fn write_dx<Out: Elem>(a: &ConvArgs, g: u32, n: u32, c: u32, i: [u32; 3], v: f32) {
+    unsafe { store_result::<Out>(a, a.x, &a.x_strides, [g, n, c, i[0], i[1], i[2]], v) }
+}
+

@@ -13,7 +13,7 @@
 //!
 //! The host picks it where every tap class along y has at most [`DEPTH`]
 //! taps one `dy` row apart (`tap_step[1] == 1`), along x at most one window
-//! of [`bwd_data_direct`]'s (span at most [`HALO`]), along z one tap, and
+//! of [`tap_window`]'s (span at most [`HALO`]), along z one tap, and
 //! `dx`, `dy` hold the groups as vectors of `VW`.
 //!
 //! Threads run `(n, iz, residue y, strip, residue x, run, vector)` with the
@@ -22,15 +22,19 @@
 //!
 //! [`Op::BwdDataDepthwise`]: convgrad_types::instance::Op::BwdDataDepthwise
 //! [`bwd_data_direct`]: super::bwd_data_direct
+//! [`tap_window`]: super::tap_window
 
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
 
-use super::bwd_data_direct::{HALO, LANES, RUN, THREADS, Window, class_of, ld_lanes, store_run, unroll};
-use super::bwd_data_direct::{tap_mask, window_fma, window_weights};
+use super::lanes::{THREADS, ld_lanes};
 use super::load_args;
+use super::residues::class_of;
+use super::tap_window::{HALO, RUN, Window, store_run, tap_mask, window_fma, window_weights};
 use crate::arch;
 use crate::elem::Elem;
+use crate::unroll::unroll;
+use convgrad_types::contract::bwd_data_direct::LANES;
 use convgrad_types::params::ConvArgs;
 
 // Groups per thread (half the direct kernel's lanes, so that three rows of

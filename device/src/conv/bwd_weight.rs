@@ -6,36 +6,14 @@
 //! memory: `(z, y, x, c)` with c fastest when C is the weight's innermost axis
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
-use super::{
-    BiasRun, ChannelRows, for_each_in_run, load_args, pixels_flat, spatial_off, split_out_pixel, store_result, store_run,
-    vector_axis, window_origin,
-};
+use super::filter_cols::{c_fastest, finish_tile, split_filter_col, write_dw_run};
+use super::{ChannelRows, for_each_in_run, load_args, pixels_flat, spatial_off, split_out_pixel, vector_axis, window_origin};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
 use crate::gemm::{self, Operand, block};
 use convgrad_types::params::ConvArgs;
-
-/// Whether the GEMM's N index runs `(z, y, x, c)` with c fastest (GKZYXC weights).
-#[inline(always)]
-fn c_fastest(a: &ConvArgs) -> bool {
-    a.w_strides[2] == 1 && a.c > 1
-}
-
-/// Filter column `n` -> `(c, [z, y, x])`.
-#[inline(always)]
-pub fn split_filter_col(a: &ConvArgs, n: u32) -> (u32, [u32; 3]) {
-    let (c, t) = if c_fastest(a) {
-        let (t, c) = a.div_c.divmod(n);
-        (c, t)
-    } else {
-        a.div_zyx.divmod(n)
-    };
-    let (t, x) = a.div_x.divmod(t);
-    let (z, y) = a.div_y.divmod(t);
-    (c, [z, y, x])
-}
 
 /// B operand: `im2col(X[g])` transposed, `N x R` (rows = filter columns).
 pub struct XCols<'a, T> {
@@ -123,26 +101,6 @@ impl<T: Elem> Operand for XCols<'_, T> {
     }
 }
 
-/// Writes `v` (the full reduction) through the epilogue into `dW`.
-#[inline(always)]
-pub(crate) unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v: f32) {
-    let (c, [z, y, x]) = split_filter_col(a, n);
-    unsafe { store_result::<Out>(a, a.w, &a.w_strides, [g, m, c, z, y, x], v) }
-}
-
-/// Writes weights `(g, m, n0 .. n0 + len)` (`n0` a multiple of [`block::RUN`])
-/// through the epilogue: in GKZYXC with whole channel runs they are channels
-/// of one tap, one vector store.
-#[inline(always)]
-unsafe fn write_dw_run<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n0: u32, len: u32, v: [f32; block::RUN]) {
-    if c_fastest(a) && a.c.is_multiple_of(block::RUN as u32) {
-        let (c, [z, y, x]) = split_filter_col(a, n0);
-        unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v, &mut BiasRun::new()) }
-    } else {
-        for_each_in_run(v, len, |e, x| unsafe { write_dw::<Out>(a, g, m, n0 + e, x) })
-    }
-}
-
 /// The backward-weight GEMM kernel body. Grid: `x = tiles_m * tiles_n`,
 /// `z = G * k_batch`; one workgroup of `WM * WN` waves per tile.
 ///
@@ -216,26 +174,5 @@ pub unsafe fn kernel<
     if unsafe { splitk::last_arrival(a, g * a.tiles_m * a.tiles_n + arch::block_id()[0]) } {
         let (r, threads) = (at.range, (WM * WN * At::WAVE) as u32);
         unsafe { finish_tile::<Out>(a, g, [r.m0, r.n0], [BM as u32, BN as u32], threads) };
-    }
-}
-
-/// The last split-K workgroup of a tile sums the `bm x bn` tile at `(m0,
-/// n0)` of group `g`, one run of [`block::RUN`] columns per thread and pass,
-/// and writes it through the epilogue.
-///
-/// # Safety
-/// As [`kernel`], after [`splitk::last_arrival`] returned true for the tile.
-#[inline(always)]
-pub(crate) unsafe fn finish_tile<Out: Elem>(a: &ConvArgs, g: u32, [m0, n0]: [u32; 2], [bm, bn]: [u32; 2], threads: u32) {
-    let per_row = bn / block::RUN as u32;
-    let mut idx = arch::thread_id();
-    while idx < bm * per_row {
-        let (m, n) = (m0 + idx / per_row, n0 + idx % per_row * block::RUN as u32);
-        if m < a.gemm_m && n < a.gemm_n {
-            let len = (a.gemm_n - n).min(block::RUN as u32);
-            let v = unsafe { splitk::take_run(a, ((g * a.gemm_m + m) * a.gemm_n + n) as usize, len) };
-            unsafe { write_dw_run::<Out>(a, g, m, n, len, v) }
-        }
-        idx += threads;
     }
 }

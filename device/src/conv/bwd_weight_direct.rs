@@ -30,16 +30,14 @@
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
 
-use super::bwd_data_direct::{dispatch_lanes, ld_lanes, unroll};
-use super::bwd_weight::{split_filter_col, write_dw};
+use super::filter_cols::{filter_col, put_dw, split_filter_col, write_dw, write_dw_or_partial};
+use super::lanes::{THREADS, dispatch_lanes, ld_lanes};
 use super::{load_args, next_out_pixel, spatial_off, split_out_pixel, window_origin};
 use crate::arch;
 use crate::elem::Elem;
-use crate::gemm::splitk::{self, PartialMode};
+use crate::gemm::splitk;
+use crate::unroll::unroll;
 use convgrad_types::params::{ConvArgs, vec_mode};
-
-/// Threads per workgroup.
-pub const THREADS: u32 = 256;
 
 // Filter taps one thread accumulates on the channel-vector path (one row of
 // a 3-wide filter: few accumulators keep a thread near 64 registers, so four
@@ -58,30 +56,6 @@ const _: () = assert!(TAP_BLOCK == 3);
 pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
     unsafe { dispatch_lanes!(a, In, Out, vectors, scalar::<In, Out>(a), [4, 2]) }
-}
-
-/// Writes `v` of weight `(g, m, n)`: the result through the epilogue when
-/// the reduction is whole (`Direct`), else this batch's partial.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn write_dw_or_partial<Out: Elem>(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: u32, v: f32) {
-    match mode {
-        PartialMode::Direct => unsafe { write_dw::<Out>(a, g, m, n, v) },
-        _ => unsafe { splitk::put(a, mode, kb, g, m, n, v) },
-    }
-}
-
-/// The GEMM's filter column of channel `c` and tap `tap` (see
-/// `bwd_weight::split_filter_col`).
-#[inline(always)]
-fn filter_col(a: &ConvArgs, c: u32, tap: u32) -> u32 {
-    if a.w_strides[2] == 1 && a.c > 1 { tap * a.c + c } else { c * a.div_zyx.div + tap }
-}
-
-/// Writes one reduced partial `v` of weight `(g, k, c, tap)` per the split-K mode.
-#[inline(always)]
-pub(crate) unsafe fn put<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c: u32, tap: u32, v: f32) {
-    unsafe { write_dw_or_partial::<Out>(a, splitk::mode(a), kb, g, k, filter_col(a, c, tap), v) }
 }
 
 /// Whether this is the last workgroup of its tile (grid x) over the
@@ -392,7 +366,7 @@ unsafe fn sum_streams<Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
                     v += unsafe { arch::lds_ld::<f32>(((s * cb + cl) as usize * VW + l as usize) * 4) };
                 }
                 let (g, c) = if DW { (g + l, c) } else { (g, c + l) };
-                unsafe { put::<Out>(a, kb, g, k, c, t, v) };
+                unsafe { put_dw::<Out>(a, kb, g, k, c, t, v) };
             }
             e += THREADS;
         }

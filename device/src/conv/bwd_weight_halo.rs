@@ -20,9 +20,7 @@
 //!
 //! [`Op::BwdWeightHalo`]: convgrad_types::instance::Op::BwdWeightHalo
 
-use super::bwd_data_direct::unroll;
-use super::bwd_weight::finish_tile;
-use super::bwd_weight_direct::put;
+use super::filter_cols::{finish_tile, put_dw};
 use super::halo::{Grid, Staged, Window};
 use super::load_args;
 use crate::arch;
@@ -30,6 +28,7 @@ use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
 use crate::gemm::block;
 use crate::gemm::splitk::{self, PartialMode};
+use crate::unroll::unroll;
 use convgrad_types::instance::TileConfig;
 use convgrad_types::params::ConvArgs;
 
@@ -153,7 +152,7 @@ pub unsafe fn kernel<
             } else {
                 // Spelled out: a loop indexed the four loads in scratch.
                 unroll!(l in [0, 1, 2, 3] => {
-                    unsafe { put::<Out>(a, kb, g, k, c + l as u32, tap as u32, ld(l)) };
+                    unsafe { put_dw::<Out>(a, kb, g, k, c + l as u32, tap as u32, ld(l)) };
                 });
             }
         }
