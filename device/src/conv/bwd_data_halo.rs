@@ -34,7 +34,8 @@ use super::{BiasRun, load_args, offset, store_run_at};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
-use crate::gemm::block::{self, Acc};
+use crate::gemm::block;
+use crate::gemm::warp::{self, Acc};
 use convgrad_types::instance::TileConfig;
 use convgrad_types::params::ConvArgs;
 
@@ -177,19 +178,10 @@ unsafe fn multiply<
                 ld: h.ldb,
                 mn_major: true,
             };
-            let mut ks = 0;
-            while ks < BK {
-                // B first, then one A fragment at a time: no array of A
-                // fragments to keep (gfx1100 put one in scratch).
-                let bf: [At::B; FC] = unsafe { At::load_b_frags(tb, 0, ks, lane) };
-                for (fr, row) in acc.iter_mut().enumerate() {
-                    let af = unsafe { At::load_a(ta, i0 + fr * At::M + shift, wn * BK + ks, lane) };
-                    for (fc, c) in row.iter_mut().enumerate() {
-                        unsafe { At::mma(&af, &bf[fc], c) };
-                    }
-                }
-                ks += At::K;
-            }
+            // B first, then one A fragment at a time (`A_EACH`).
+            let af = |fr: usize, ks: usize| unsafe { At::load_a(ta, i0 + fr * At::M + shift, wn * BK + ks, lane) };
+            let bf = |ks: usize| unsafe { At::load_b_frags::<FC>(tb, 0, ks, lane) };
+            unsafe { warp::multiply::<At, BK, FR, FC, true>(&mut acc, af, bf) };
         }
     }
     acc

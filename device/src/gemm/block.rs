@@ -12,14 +12,12 @@
 //! fragments into an f32 `BM x BN` tile, then all threads walk it row by row,
 //! so the epilogue's global accesses coalesce along N.
 
+use super::warp::{self, Acc};
 use super::{BlockRange, Operand};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::{Al4, Elem, Vec16};
 use convgrad_types::instance::TileConfig;
-
-/// Accumulators of one lane: `FR x FC` atom fragments.
-pub type Acc<At, const FR: usize, const FC: usize> = [[<At as MmaAtom>::C; FC]; FR];
 
 /// Compile-time geometry of a block tile.
 pub struct Geometry<At, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize>(
@@ -443,7 +441,8 @@ unsafe fn batched<T: Elem>(first: usize, step: usize, end: usize, load: impl Fn(
     }
 }
 
-/// Multiplies one LDS stage into the accumulators, atom by atom.
+/// Multiplies one LDS stage into the accumulators ([`warp::multiply`]),
+/// fragments loaded in runs of k from the swizzled rows.
 #[inline(always)]
 unsafe fn multiply<
     At: MmaAtom,
@@ -466,19 +465,19 @@ unsafe fn multiply<
     let tm = Geometry::<At, BM, BN, BK, WM, WN>::TM;
     let tn = Geometry::<At, BM, BN, BK, WM, WN>::TN;
     let b_base = stage + BM * ldk * e;
-    let mut ks = 0;
-    while ks < BK {
-        let mut af: [At::A; FR] = [Default::default(); FR];
+    let l = <At::In as Elem>::LANES;
+    let a = |fr: usize, ks: usize| {
+        let mut f: At::A = Default::default();
+        unsafe {
+            load_frag::<At::In, At::ARun>(f.as_mut(), stage, ldk, |s| {
+                let (i, k) = At::a_elem(lane, s);
+                (swizzle(wm * tm + fr * At::M + i, l), ks + k)
+            })
+        };
+        f
+    };
+    let b = |ks: usize| {
         let mut bf: [At::B; FC] = [Default::default(); FC];
-        let l = <At::In as Elem>::LANES;
-        for (fr, f) in af.iter_mut().enumerate() {
-            unsafe {
-                load_frag::<At::In, At::ARun>(f.as_mut(), stage, ldk, |s| {
-                    let (i, k) = At::a_elem(lane, s);
-                    (swizzle(wm * tm + fr * At::M + i, l), ks + k)
-                })
-            };
-        }
         for (fc, f) in bf.iter_mut().enumerate() {
             unsafe {
                 load_frag::<At::In, At::BRun>(f.as_mut(), b_base, ldk, |s| {
@@ -487,13 +486,9 @@ unsafe fn multiply<
                 })
             };
         }
-        for fr in 0..FR {
-            for fc in 0..FC {
-                unsafe { At::mma(&af[fr], &bf[fc], &mut acc[fr][fc]) };
-            }
-        }
-        ks += At::K;
-    }
+        bf
+    };
+    unsafe { warp::multiply::<At, BK, FR, FC, false>(acc, a, b) }
 }
 
 /// Loads one fragment from a K-contiguous LDS tile at byte offset `base`, in

@@ -12,7 +12,8 @@
 //!   - [`warpgroup`]: the same copies into the swizzled layouts that
 //!     Hopper's `wgmma` reads straight from LDS.
 //!
-//!   Both end in per-wave fragments fed to the atoms; [`block::store_tile`]
+//!   The first two feed the atoms from per-wave fragments through
+//!   [`warp::multiply`] (as do the tap-shift kernels); [`block::store_tile`]
 //!   hands the result to the op's epilogue in runs of columns.
 //! - [`splitk`]: split-K coordinates and the fixed-order reduction of f32 partials.
 //! - Epilogues come from `convgrad_types::epilogue` and are applied by the op's sink.
@@ -20,6 +21,7 @@
 pub mod block;
 pub mod multistage;
 pub mod splitk;
+pub mod warp;
 pub mod warpgroup;
 
 use crate::atom::MmaAtom;
@@ -141,7 +143,7 @@ pub unsafe fn mainloop<
     a: &A,
     b: &B,
     r: BlockRange,
-) -> block::Acc<At, FR, FC> {
+) -> warp::Acc<At, FR, FC> {
     let tile = TileConfig::of(BM, BN, BK, WM, WN);
     if At::FROM_LDS {
         unsafe { warpgroup::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }

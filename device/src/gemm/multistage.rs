@@ -18,7 +18,8 @@
 //! The padding puts the eight 16-byte rows of every `ldmatrix` matrix in
 //! different banks in both layouts.
 
-use super::block::{Acc, ElementSlab, KROWS, KRows};
+use super::block::{ElementSlab, KROWS, KRows};
+use super::warp::{self, Acc};
 use super::{BlockRange, Operand};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
@@ -227,8 +228,8 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
     }
 }
 
-/// Multiplies one stage into the accumulators: per `At::K` step, the wave's
-/// A fragments, its B fragments in pairs, then every atom.
+/// Multiplies one stage into the accumulators ([`warp::multiply`]): the
+/// wave's A fragments, its B fragments in pairs, then every atom.
 #[inline(always)]
 unsafe fn multiply<
     At: MmaAtom,
@@ -248,18 +249,7 @@ unsafe fn multiply<
     wn: usize,
 ) {
     let (i0, j0) = (wm * (BM / WM), wn * (BN / WN));
-    let mut ks = 0;
-    while ks < BK {
-        let mut af: [At::A; FR] = [Default::default(); FR];
-        for (fr, f) in af.iter_mut().enumerate() {
-            *f = unsafe { At::load_a(ta, i0 + fr * At::M, ks, lane) };
-        }
-        let bf: [At::B; FC] = unsafe { At::load_b_frags(tb, j0, ks, lane) };
-        for fr in 0..FR {
-            for fc in 0..FC {
-                unsafe { At::mma(&af[fr], &bf[fc], &mut acc[fr][fc]) };
-            }
-        }
-        ks += At::K;
-    }
+    let a = |fr: usize, ks: usize| unsafe { At::load_a(ta, i0 + fr * At::M, ks, lane) };
+    let b = |ks: usize| unsafe { At::load_b_frags::<FC>(tb, j0, ks, lane) };
+    unsafe { warp::multiply::<At, BK, FR, FC, false>(acc, a, b) }
 }

@@ -20,7 +20,8 @@
 //! stay in flight), and issue the copies of step `s + STAGES - 2` into the
 //! slab step `s - 2` read (every warpgroup finished it before the barrier).
 
-use super::block::{Acc, ElementSlab, KROWS, KRows};
+use super::block::{ElementSlab, KROWS, KRows};
+use super::warp::Acc;
 use super::{BlockRange, Operand};
 use crate::arch;
 use crate::atom::{CoreTile, MmaAtom};
