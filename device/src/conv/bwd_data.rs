@@ -18,11 +18,12 @@
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
 use super::residues::Slice;
-use super::{BiasRun, ChannelRows, ColMap, load_args, spatial_off, store_run_at, vector_axis};
+use super::epilogue::{self, BiasRun, RUN, store_run_at};
+use super::{ChannelRows, ColMap, load_args, spatial_off, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
-use crate::gemm::{self, BlockRange, Operand, block};
+use crate::gemm::{self, BlockRange, Operand};
 use convgrad_types::instance::TileConfig;
 use convgrad_types::params::ConvArgs;
 
@@ -232,7 +233,7 @@ pub unsafe fn kernel<
         }
     };
     let mut bias = BiasRun::new();
-    let store = |i: usize, j0: usize, at: u64, v: [f32; block::RUN]| {
+    let store = |i: usize, j0: usize, at: u64, v: [f32; RUN]| {
         let c0 = r.n0 + j0 as u32;
         if at == NONE || c0 >= a.c {
             return;
@@ -250,9 +251,9 @@ pub unsafe fn kernel<
     let table = const { TileConfig::of(BM, BN, BK, WM, WN).row_table_fits(At::KIND, <At::In as Elem>::BYTES as u32) };
     unsafe {
         if table {
-            block::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, true>(&acc, row, store)
+            epilogue::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, true>(&acc, row, store)
         } else {
-            block::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, false>(&acc, row, store)
+            epilogue::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, false>(&acc, row, store)
         }
     }
 }

@@ -27,8 +27,9 @@
 
 use super::lanes::{THREADS, dispatch_lanes, ld_lanes, ld_raw};
 use super::residues::{Slice, class_of};
-use super::tap_window::{Window, store_run, tap_mask, window_fma, window_weights};
-use super::{load_args, store_result};
+use super::tap_window::{Window, store_dx_run, tap_mask, window_fma, window_weights};
+use super::epilogue::store_result;
+use super::load_args;
 use crate::arch;
 use crate::elem::Elem;
 use crate::unroll::unroll;
@@ -134,7 +135,7 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
             }
         }
     }
-    unsafe { store_run::<Out, VW, DW>(a, g, n, c, [iz, iy, rx + a.stride[2] * qx0], &acc) }
+    unsafe { store_dx_run::<Out, VW, DW>(a, g, n, c, [iz, iy, rx + a.stride[2] * qx0], &acc) }
 }
 
 /// Applies the taps of one window to the run, for every `k`.

@@ -30,7 +30,7 @@
 use super::lanes::{THREADS, ld_lanes};
 use super::load_args;
 use super::residues::class_of;
-use super::tap_window::{HALO, RUN, Window, store_run, tap_mask, window_fma, window_weights};
+use super::tap_window::{HALO, RUN, Window, store_dx_run, tap_mask, window_fma, window_weights};
 use crate::arch;
 use crate::elem::Elem;
 use crate::unroll::unroll;
@@ -191,7 +191,7 @@ unsafe fn walk<In: Elem, Out: Elem, const FULL: bool>(
                 if s >= 2 {
                     let iy = st.ry + a.stride[1] * (st.qy0 + s - 2);
                     if iy < a.input[1] {
-                        unsafe { store_run::<Out, VW, true>(a, st.g, st.n, 0, [st.iz, iy, st.ix0], done) }
+                        unsafe { store_dx_run::<Out, VW, true>(a, st.g, st.n, 0, [st.iz, iy, st.ix0], done) }
                     }
                 }
                 *done = [[0.0; VW]; RUN];

@@ -30,11 +30,11 @@
 //! [`bwd_data`]: super::bwd_data
 
 use super::halo::{Grid, Staged, Window};
-use super::{BiasRun, load_args, offset, store_run_at};
+use super::epilogue::{self, BiasRun, RUN, store_run_at};
+use super::{load_args, offset};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
-use crate::gemm::block;
 use crate::gemm::warp::{self, Acc};
 use convgrad_types::instance::TileConfig;
 use convgrad_types::params::ConvArgs;
@@ -219,7 +219,7 @@ unsafe fn epilogue<
         None => NONE,
     };
     let mut bias = BiasRun::new();
-    let store = |m: usize, j0: usize, at: u64, v: [f32; block::RUN]| {
+    let store = |m: usize, j0: usize, at: u64, v: [f32; RUN]| {
         let (gl, c0) = (j0 as u32 / cp, j0 as u32 % cp);
         let g = g0 + gl;
         if at == NONE || c0 >= a.c || g >= a.g {
@@ -232,5 +232,5 @@ unsafe fn epilogue<
         let o = at as usize + gl as usize * xs[0] as usize + c0 as usize * xs[2] as usize;
         unsafe { store_run_at::<Out, 2>(a, a.x, xs, o, idx, a.c - c0, v, &mut bias) }
     };
-    unsafe { block::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, true>(acc, row, store) }
+    unsafe { epilogue::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, true>(acc, row, store) }
 }

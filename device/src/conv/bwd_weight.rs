@@ -7,12 +7,13 @@
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
 use super::filter_cols::{c_fastest, finish_tile, split_filter_col, write_dw_run};
-use super::{ChannelRows, for_each_in_run, load_args, pixels_flat, spatial_off, split_out_pixel, vector_axis, window_origin};
+use super::epilogue::{self, RUN, for_each_in_run};
+use super::{ChannelRows, load_args, pixels_flat, spatial_off, split_out_pixel, vector_axis, window_origin};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
-use crate::gemm::{self, Operand, block};
+use crate::gemm::{self, Operand};
 use convgrad_types::params::ConvArgs;
 
 /// B operand: `im2col(X[g])` transposed, `N x R` (rows = filter columns).
@@ -149,17 +150,17 @@ pub unsafe fn kernel<
         && pixels_flat(&a.x_strides, &a.input, a.n);
     let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0], flat: x_flat };
     let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
-    let store = |i: usize, j0: usize, v: [f32; block::RUN]| {
+    let store = |i: usize, j0: usize, v: [f32; RUN]| {
         let (m, n0) = (at.range.m0 + i as u32, at.range.n0 + j0 as u32);
         if m >= a.gemm_m || n0 >= a.gemm_n {
             return;
         }
-        let len = (a.gemm_n - n0).min(block::RUN as u32);
+        let len = (a.gemm_n - n0).min(RUN as u32);
         match at.mode {
             PartialMode::Direct => unsafe { write_dw_run::<Out>(a, g, m, n0, len, v) },
             // Workspace rows of whole quads: the run (from a multiple of RUN) in 16-byte pieces.
             _ if a.gemm_n.is_multiple_of(4) => {
-                for q in 0..block::RUN / 4 {
+                for q in 0..RUN / 4 {
                     if ((4 * q) as u32) < len {
                         let v4 = [v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]];
                         unsafe { splitk::put4(a, at.mode, at.kb, g, m, n0 + 4 * q as u32, v4) }
@@ -169,7 +170,7 @@ pub unsafe fn kernel<
             _ => for_each_in_run(v, len, |e, x| unsafe { splitk::put(a, at.mode, at.kb, g, m, n0 + e, x) }),
         }
     };
-    unsafe { block::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
+    unsafe { epilogue::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
     // The result tile in LDS has been read.
     if unsafe { splitk::last_arrival(a, g * a.tiles_m * a.tiles_n + arch::block_id()[0]) } {
         let (r, threads) = (at.range, (WM * WN * At::WAVE) as u32);

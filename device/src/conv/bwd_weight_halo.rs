@@ -26,7 +26,7 @@ use super::load_args;
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
-use crate::gemm::block;
+use crate::gemm::RUN;
 use crate::gemm::splitk::{self, PartialMode};
 use crate::unroll::unroll;
 use convgrad_types::instance::TileConfig;
@@ -165,14 +165,14 @@ pub unsafe fn kernel<
 
 /// The last workgroup of group set `g0 ..` over the k-batches sums the
 /// set's weights and writes them through the epilogue, a run of
-/// [`block::RUN`] filter columns per thread and pass (element by element,
+/// [`RUN`] filter columns per thread and pass (element by element,
 /// the finish's dependent loads made it the kernel's long pole).
 ///
 /// # Safety
 /// As the kernel, after [`splitk::last_arrival`] returned true for the set.
 #[inline(always)]
 unsafe fn finish_set<Out: Elem, const WN: usize>(a: &ConvArgs, g0: u32, threads: u32) {
-    let cols = a.gemm_n.next_multiple_of(block::RUN as u32);
+    let cols = a.gemm_n.next_multiple_of(RUN as u32);
     for g in g0..(g0 + WN as u32).min(a.g) {
         unsafe { finish_tile::<Out>(a, g, [0, 0], [a.k, cols], threads) };
     }

@@ -4,10 +4,9 @@
 //! else `(c, z, y, x)` (GKCZYX), so that stores coalesce. Every
 //! backward-weight kernel writes its results or split-K partials here.
 
-use super::{BiasRun, for_each_in_run, store_result, store_run};
+use super::epilogue::{BiasRun, RUN, for_each_in_run, store_result, store_run};
 use crate::arch;
 use crate::elem::Elem;
-use crate::gemm::block;
 use crate::gemm::splitk::{self, PartialMode};
 use convgrad_types::params::ConvArgs;
 
@@ -38,12 +37,12 @@ pub(crate) unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v
     unsafe { store_result::<Out>(a, a.w, &a.w_strides, [g, m, c, z, y, x], v) }
 }
 
-/// Writes weights `(g, m, n0 .. n0 + len)` (`n0` a multiple of [`block::RUN`])
+/// Writes weights `(g, m, n0 .. n0 + len)` (`n0` a multiple of [`RUN`])
 /// through the epilogue: in GKZYXC with whole channel runs they are channels
 /// of one tap, one vector store.
 #[inline(always)]
-pub(crate) unsafe fn write_dw_run<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n0: u32, len: u32, v: [f32; block::RUN]) {
-    if c_fastest(a) && a.c.is_multiple_of(block::RUN as u32) {
+pub(crate) unsafe fn write_dw_run<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n0: u32, len: u32, v: [f32; RUN]) {
+    if c_fastest(a) && a.c.is_multiple_of(RUN as u32) {
         let (c, [z, y, x]) = split_filter_col(a, n0);
         unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v, &mut BiasRun::new()) }
     } else {
@@ -76,19 +75,19 @@ pub(crate) unsafe fn put_dw<Out: Elem>(a: &ConvArgs, kb: u32, g: u32, k: u32, c:
 }
 
 /// The last split-K workgroup of a tile sums the `bm x bn` tile at `(m0,
-/// n0)` of group `g`, one run of [`block::RUN`] columns per thread and pass,
+/// n0)` of group `g`, one run of [`RUN`] columns per thread and pass,
 /// and writes it through the epilogue.
 ///
 /// # Safety
 /// As the kernel, after [`splitk::last_arrival`] returned true for the tile.
 #[inline(always)]
 pub(crate) unsafe fn finish_tile<Out: Elem>(a: &ConvArgs, g: u32, [m0, n0]: [u32; 2], [bm, bn]: [u32; 2], threads: u32) {
-    let per_row = bn / block::RUN as u32;
+    let per_row = bn / RUN as u32;
     let mut idx = arch::thread_id();
     while idx < bm * per_row {
-        let (m, n) = (m0 + idx / per_row, n0 + idx % per_row * block::RUN as u32);
+        let (m, n) = (m0 + idx / per_row, n0 + idx % per_row * RUN as u32);
         if m < a.gemm_m && n < a.gemm_n {
-            let len = (a.gemm_n - n).min(block::RUN as u32);
+            let len = (a.gemm_n - n).min(RUN as u32);
             let v = unsafe { splitk::take_run(a, ((g * a.gemm_m + m) * a.gemm_n + n) as usize, len) };
             unsafe { write_dw_run::<Out>(a, g, m, n, len, v) }
         }

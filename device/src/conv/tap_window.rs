@@ -57,7 +57,7 @@ unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
 /// # Safety
 /// As the kernel.
 #[inline(always)]
-pub(crate) unsafe fn store_run<Out: Elem, const VW: usize, const DW: bool>(
+pub(crate) unsafe fn store_dx_run<Out: Elem, const VW: usize, const DW: bool>(
     a: &ConvArgs,
     g: u32,
     n: u32,

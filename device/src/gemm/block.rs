@@ -8,15 +8,14 @@
 //! and spills to scratch); a single barrier per step separates the two
 //! buffers' readers and writers.
 //!
-//! The result leaves through LDS as well ([`store_tile`]): lanes write their
-//! fragments into an f32 `BM x BN` tile, then all threads walk it row by row,
-//! so the epilogue's global accesses coalesce along N.
+//! The result leaves through LDS as well
+//! ([`crate::conv::epilogue::store_tile`]).
 
 use super::warp::{self, Acc};
 use super::{BlockRange, Operand};
 use crate::arch;
 use crate::atom::MmaAtom;
-use crate::elem::{Al4, Elem, Vec16};
+use crate::elem::{Al4, Elem};
 use convgrad_types::instance::TileConfig;
 
 /// Compile-time geometry of a block tile.
@@ -507,98 +506,5 @@ unsafe fn load_frag<T: Elem, R: Copy + AsRef<[T]>>(
         let (row, k) = at(r * run);
         let v: R = unsafe { arch::lds_ld(base + (row * ldk + k) * T::BYTES) };
         f[r * run..(r + 1) * run].copy_from_slice(v.as_ref());
-    }
-}
-
-/// Columns per run handed to the epilogue by [`store_tile`].
-pub const RUN: usize = 8;
-
-/// Writes the accumulators into an f32 `BM x BN` tile in LDS (rows
-/// `TileConfig::epilogue_ld` long), then calls `f(m, n0, values)` for every run of
-/// [`RUN`] consecutive columns `n0 ..` of row `m` (tile-relative), threads
-/// walking rows so that consecutive threads take consecutive runs: the op
-/// computes a row's context once per run and stores whole vectors.
-///
-/// # Safety
-/// All threads of the workgroup must call it (barriers), after the main loop,
-/// with at least `TileConfig::epilogue_bytes` of LDS.
-#[inline(always)]
-pub unsafe fn store_tile<
-    At: MmaAtom,
-    const BM: usize,
-    const BN: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    acc: &Acc<At, FR, FC>,
-    mut f: impl FnMut(usize, usize, [f32; RUN]),
-) {
-    unsafe { store_tile_rows::<At, BM, BN, WM, WN, FR, FC, false>(acc, |_| 0, |m, n0, _, v| f(m, n0, v)) }
-}
-
-/// [`store_tile`] with a row context: `f(m, n0, row(m), values)`. With
-/// `TABLE`, the threads compute `row` once per tile row into LDS after the
-/// result tile (`8 * BM` more bytes) and each run reads it back, instead of
-/// every run redoing its row's index arithmetic (on the H200 that arithmetic
-/// was most of the epilogue's instructions: 16 runs share a row of a
-/// 128-wide tile).
-///
-/// # Safety
-/// As [`store_tile`]; with `TABLE`, `TileConfig::epilogue_bytes + 8 * BM` of LDS.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn store_tile_rows<
-    At: MmaAtom,
-    const BM: usize,
-    const BN: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
-    const TABLE: bool,
->(
-    acc: &Acc<At, FR, FC>,
-    row: impl Fn(usize) -> u64,
-    mut f: impl FnMut(usize, usize, u64, [f32; RUN]),
-) {
-    const { assert!(BN.is_multiple_of(RUN)) };
-    let ld = TileConfig::of(BM, BN, 0, WM, WN).epilogue_ld(At::KIND) as usize;
-    let table = BM * ld * 4;
-    let tid = arch::thread_id() as usize;
-    let lane = tid % At::WAVE;
-    let wave = tid / At::WAVE;
-    let (wm, wn) = (wave % WM, wave / WM);
-    let (tm, tn) = (BM / WM, BN / WN);
-    let threads = WM * WN * At::WAVE;
-    // Small constant-trip loops with constant register indices: fully unrolled.
-    for (fr, r) in acc.iter().enumerate() {
-        for (fc, frag) in r.iter().enumerate() {
-            for (s, &v) in frag.as_ref().iter().enumerate() {
-                let (i, j) = At::c_elem(lane, s);
-                let (m, n) = (wm * tm + fr * At::M + i, wn * tn + fc * At::N + j);
-                unsafe { arch::lds_st((m * ld + n) * 4, v) };
-            }
-        }
-    }
-    if TABLE {
-        let mut m = tid;
-        while m < BM {
-            unsafe { arch::lds_st(table + m * 8, row(m)) };
-            m += threads;
-        }
-    }
-    arch::barrier();
-    let per_row = BN / RUN;
-    let mut idx = tid;
-    while idx < BM * per_row {
-        let (m, n0) = (idx / per_row, (idx % per_row) * RUN);
-        let at = (m * ld + n0) * 4;
-        let (lo, hi): (Vec16<[f32; 4]>, Vec16<[f32; 4]>) = unsafe { (arch::lds_ld(at), arch::lds_ld(at + 16)) };
-        let (lo, hi) = (lo.0, hi.0);
-        let r = if TABLE { unsafe { arch::lds_ld::<u64>(table + m * 8) } } else { row(m) };
-        f(m, n0, r, [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]);
-        idx += threads;
     }
 }

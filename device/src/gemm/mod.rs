@@ -13,8 +13,8 @@
 //!     Hopper's `wgmma` reads straight from LDS.
 //!
 //!   The first two feed the atoms from per-wave fragments through
-//!   [`warp::multiply`] (as do the tap-shift kernels); [`block::store_tile`]
-//!   hands the result to the op's epilogue in runs of columns.
+//!   [`warp::multiply`] (as do the tap-shift kernels); the op's epilogue
+//!   ([`crate::conv::epilogue`]) takes the accumulators in runs of columns.
 //! - [`splitk`]: split-K coordinates and the fixed-order reduction of f32 partials.
 //! - Epilogues come from `convgrad_types::epilogue` and are applied by the op's sink.
 
@@ -107,6 +107,11 @@ pub trait Operand {
         }
     }
 }
+
+/// Columns per run of the result: what the epilogue
+/// ([`crate::conv::epilogue::store_tile`]) hands on at a time, and split-K's
+/// partial runs.
+pub const RUN: usize = 8;
 
 /// The part of the GEMM one workgroup computes.
 #[derive(Clone, Copy, Debug)]

@@ -13,7 +13,7 @@
 //! pass and launch gaps about 5 more, of 75 us.)
 
 use super::BlockRange;
-use super::block::RUN;
+use super::RUN;
 use crate::arch;
 use crate::elem::Vec16;
 use convgrad_types::params::{ConvArgs, flags};
