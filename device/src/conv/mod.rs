@@ -2,25 +2,20 @@
 //! plus the direct and tap-shift kernels for tiny per-group GEMMs.
 //!
 //! Each kernel module depends on the shared modules (this one: pixel
-//! geometry, [`ChannelRows`]; [`epilogue`], [`filter_cols`], [`halo`],
-//! [`lanes`], [`residues`], [`tap_window`]) and on [`crate::gemm`], never on
+//! geometry, [`ChannelRows`]; [`epilogue`], [`filter_cols`], [`lanes`],
+//! [`residues`], [`tap_grid`], [`tap_window`]) and on [`crate::gemm`], never on
 //! another kernel.
 
-// Kernels: each imports the shared modules below, never another kernel.
+// Kernel families: each kernel imports the shared modules below, never another kernel.
 pub mod bwd_data;
-pub mod bwd_data_direct;
-pub mod bwd_data_dw;
-pub mod bwd_data_halo;
 pub mod bwd_weight;
-pub mod bwd_weight_direct;
-pub mod bwd_weight_halo;
 
 // Shared by the kernels.
 pub mod epilogue;
 pub mod filter_cols;
-pub mod halo;
 pub mod lanes;
 pub mod residues;
+pub mod tap_grid;
 pub mod tap_window;
 
 use crate::arch;

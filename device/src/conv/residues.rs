@@ -5,7 +5,7 @@
 //! `q + base - j*tap_step` for `i = r + S*q`.
 //!
 //! [`Slice`] holds the classes of a residue combination (the GEMM's slices
-//! and the direct kernel's scalar path); [`class_of`] finds one dimension's
+//! and the direct kernel's scalar path); `class_of` finds one dimension's
 //! class with multiply-high divisions only (the channel-lane paths).
 
 use convgrad_types::params::{ConvArgs, FastDiv};

@@ -33,7 +33,7 @@ macro_rules! atom_ty {
 macro_rules! body {
     ($args:ident, BwdWeight, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
         type At = atom_ty!($atom, $ty);
-        $crate::conv::bwd_weight::kernel::<
+        $crate::conv::bwd_weight::gemm::kernel::<
             At,
             out_ty!($ty),
             $bm, $bn, $bk, $wm, $wn,
@@ -43,7 +43,7 @@ macro_rules! body {
     }};
     ($args:ident, BwdData, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
         type At = atom_ty!($atom, $ty);
-        $crate::conv::bwd_data::kernel::<
+        $crate::conv::bwd_data::gemm::kernel::<
             At,
             in_ty!($ty),
             $bm, $bn, $bk, $wm, $wn,
@@ -53,7 +53,7 @@ macro_rules! body {
     }};
     ($args:ident, BwdDataHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
         type At = atom_ty!($atom, $ty);
-        $crate::conv::bwd_data_halo::kernel::<
+        $crate::conv::bwd_data::tap_shift::kernel::<
             At,
             in_ty!($ty),
             $bm, $bn, $bk, $wm, $wn,
@@ -63,7 +63,7 @@ macro_rules! body {
     }};
     ($args:ident, BwdWeightHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
         type At = atom_ty!($atom, $ty);
-        $crate::conv::bwd_weight_halo::kernel::<
+        $crate::conv::bwd_weight::tap_shift::kernel::<
             At,
             out_ty!($ty),
             $bm, $bn, $bk, $wn,
@@ -73,13 +73,13 @@ macro_rules! body {
         >($args)
     }};
     ($args:ident, BwdDataDirect, $ty:ident, $($rest:tt)*) => {
-        $crate::conv::bwd_data_direct::kernel::<in_ty!($ty), in_ty!($ty)>($args)
+        $crate::conv::bwd_data::direct::kernel::<in_ty!($ty), in_ty!($ty)>($args)
     };
     ($args:ident, BwdDataDepthwise, $ty:ident, $($rest:tt)*) => {
-        $crate::conv::bwd_data_dw::kernel::<in_ty!($ty), in_ty!($ty)>($args)
+        $crate::conv::bwd_data::depthwise::kernel::<in_ty!($ty), in_ty!($ty)>($args)
     };
     ($args:ident, BwdWeightDirect, $ty:ident, $($rest:tt)*) => {
-        $crate::conv::bwd_weight_direct::kernel::<in_ty!($ty), out_ty!($ty)>($args)
+        $crate::conv::bwd_weight::direct::kernel::<in_ty!($ty), out_ty!($ty)>($args)
     };
     ($args:ident, Smoke, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         $crate::kernels::smoke::run::<atom_ty!($atom, F16)>($args)

@@ -21,16 +21,16 @@
 //! input-gradient element is written once, reached by a tap or not.
 //!
 //! [`Op::BwdDataDepthwise`]: convgrad_types::instance::Op::BwdDataDepthwise
-//! [`bwd_data_direct`]: super::bwd_data_direct
-//! [`tap_window`]: super::tap_window
+//! [`bwd_data_direct`]: super::direct
+//! [`tap_window`]: crate::conv::tap_window
 
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
 
-use super::lanes::{THREADS, ld_lanes};
-use super::load_args;
-use super::residues::class_of;
-use super::tap_window::{HALO, RUN, Window, store_dx_run, tap_mask, window_fma, window_weights};
+use crate::conv::lanes::{THREADS, ld_lanes};
+use crate::conv::load_args;
+use crate::conv::residues::class_of;
+use crate::conv::tap_window::{HALO, RUN, Window, store_dx_run, tap_mask, window_fma, window_weights};
 use crate::arch;
 use crate::elem::Elem;
 use crate::unroll::unroll;

@@ -30,9 +30,9 @@
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
 
-use super::filter_cols::{filter_col, put_dw, split_filter_col, write_dw, write_dw_or_partial};
-use super::lanes::{THREADS, dispatch_lanes, ld_lanes};
-use super::{load_args, next_out_pixel, spatial_off, split_out_pixel, window_origin};
+use crate::conv::filter_cols::{filter_col, put_dw, split_filter_col, write_dw, write_dw_or_partial};
+use crate::conv::lanes::{THREADS, dispatch_lanes, ld_lanes};
+use crate::conv::{load_args, next_out_pixel, spatial_off, split_out_pixel, window_origin};
 use crate::arch;
 use crate::elem::Elem;
 use crate::gemm::splitk;

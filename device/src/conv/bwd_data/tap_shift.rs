@@ -27,11 +27,11 @@
 //! its grid row.
 //!
 //! [`Op::BwdDataHalo`]: convgrad_types::instance::Op::BwdDataHalo
-//! [`bwd_data`]: super::bwd_data
+//! [`bwd_data`]: super::gemm
 
-use super::halo::{Grid, Staged, Window};
-use super::epilogue::{self, BiasRun, RUN, store_run_at};
-use super::{load_args, offset};
+use crate::conv::tap_grid::{Grid, Staged, Window};
+use crate::conv::epilogue::{self, BiasRun, RUN, store_run_at};
+use crate::conv::{load_args, offset};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
@@ -119,7 +119,7 @@ unsafe fn stage_weights<T: Elem, const BN: usize, const BK: usize, const WN: usi
     let cp = BN / WN;
     let taps = (a.filter[1] * a.filter[2]) as usize;
         let ws = &a.w_strides;
-    let vec = super::vector_axis(ws, 2, a.c, T::LANES as u32);
+    let vec = crate::conv::vector_axis(ws, 2, a.c, T::LANES as u32);
     let lanes = if vec { T::LANES } else { 1 };
     let per_k = cp / lanes;
     let total = per_k * BK * WN * taps;

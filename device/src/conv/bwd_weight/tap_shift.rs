@@ -3,7 +3,7 @@
 //!
 //! The backward-weight GEMM gathers `im2col(X)` once per tap: at C = K = 16
 //! its 16x48 tiles read every `X` pixel nine times. Here a workgroup stages,
-//! per tile of the padded grid ([`super::halo`]), the `dY` pixels of
+//! per tile of the padded grid ([`crate::conv::tap_grid`]), the `dY` pixels of
 //! `halo_rows` image rows (zeros at grid positions past the image) and the
 //! halo of `X` they reach, for [`TileConfig::waves_n`] groups, once. Filter
 //! tap `(y, x)` then reads the `X` halo `y*d*Wp + x*d` rows further on:
@@ -20,9 +20,9 @@
 //!
 //! [`Op::BwdWeightHalo`]: convgrad_types::instance::Op::BwdWeightHalo
 
-use super::filter_cols::{finish_tile, put_dw};
-use super::halo::{Grid, Staged, Window};
-use super::load_args;
+use crate::conv::filter_cols::{finish_tile, put_dw};
+use crate::conv::tap_grid::{Grid, Staged, Window};
+use crate::conv::load_args;
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;

@@ -17,9 +17,9 @@
 //! every element of `dX` is written exactly once. Grid: `x = tiles_m * tiles_n`,
 //! `y = slices`, `z = G`; stride 1 is one slice, a plain implicit GEMM.
 
-use super::residues::Slice;
-use super::epilogue::{self, BiasRun, RUN, store_run_at};
-use super::{ChannelRows, ColMap, load_args, spatial_off, vector_axis};
+use crate::conv::residues::Slice;
+use crate::conv::epilogue::{self, BiasRun, RUN, store_run_at};
+use crate::conv::{ChannelRows, ColMap, load_args, spatial_off, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
@@ -228,7 +228,7 @@ pub unsafe fn kernel<
         let m = r.m0 + i as u32;
         let (n, q) = Slice::split_row(a, m);
         match slice.pixel(a, q) {
-            Some(px) if m < a.gemm_m => super::offset(xs, [g, n, 0, px[0], px[1], px[2]]) as u64,
+            Some(px) if m < a.gemm_m => crate::conv::offset(xs, [g, n, 0, px[0], px[1], px[2]]) as u64,
             _ => NONE,
         }
     };

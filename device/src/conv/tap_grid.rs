@@ -1,4 +1,4 @@
-//! The padded pixel grid of the tap-shift kernel ([`super::bwd_data_halo`])
+//! The padded pixel grid of the tap-shift kernel ([`super::bwd_data::tap_shift`])
 //! and the copies that stage it in LDS.
 //!
 //! Images (`(n, z)` batch-major, a 1-tall z filter) are stacked on a grid of

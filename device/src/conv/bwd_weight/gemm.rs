@@ -6,9 +6,9 @@
 //! memory: `(z, y, x, c)` with c fastest when C is the weight's innermost axis
 //! (GKZYXC), else `(c, z, y, x)` (GKCZYX), so the epilogue's stores coalesce.
 
-use super::filter_cols::{c_fastest, finish_tile, split_filter_col, write_dw_run};
-use super::epilogue::{self, RUN, for_each_in_run};
-use super::{ChannelRows, load_args, pixels_flat, spatial_off, split_out_pixel, vector_axis, window_origin};
+use crate::conv::filter_cols::{c_fastest, finish_tile, split_filter_col, write_dw_run};
+use crate::conv::epilogue::{self, RUN, for_each_in_run};
+use crate::conv::{ChannelRows, load_args, pixels_flat, spatial_off, split_out_pixel, vector_axis, window_origin};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;

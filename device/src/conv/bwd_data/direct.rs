@@ -25,11 +25,11 @@
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
 
-use super::lanes::{THREADS, dispatch_lanes, ld_lanes, ld_raw};
-use super::residues::{Slice, class_of};
-use super::tap_window::{Window, store_dx_run, tap_mask, window_fma, window_weights};
-use super::epilogue::store_result;
-use super::load_args;
+use crate::conv::lanes::{THREADS, dispatch_lanes, ld_lanes, ld_raw};
+use crate::conv::residues::{Slice, class_of};
+use crate::conv::tap_window::{Window, store_dx_run, tap_mask, window_fma, window_weights};
+use crate::conv::epilogue::store_result;
+use crate::conv::load_args;
 use crate::arch;
 use crate::elem::Elem;
 use crate::unroll::unroll;

@@ -1,0 +1,9 @@
+//! Backward-data kernels, one module each: the implicit GEMM per stride
+//! slice ([`gemm`]), the direct kernel for tiny per-group GEMMs ([`direct`]),
+//! depthwise column strips ([`depthwise`]) and tap shifts ([`tap_shift`]).
+//! The host's instance names keep the older words (`bwdd_halo_*`: tap shift).
+
+pub mod depthwise;
+pub mod direct;
+pub mod gemm;
+pub mod tap_shift;
