@@ -380,11 +380,13 @@ impl ElementSlab {
     /// Copies the slab, threads walking the operand's contiguous index
     /// fastest; element `(row, kk)` lands at LDS byte `at(row, kk)`.
     ///
-    /// Where the threads cover whole rows (columns) of the slab, each thread
-    /// keeps one row (reduction index) and computes its context once per
-    /// slab, not per element. Loads go out in batches of [`BATCH`] before
-    /// their stores: a store right after each load made every load wait out
-    /// its whole latency (the RGB stem's im2col, 16 elements a thread).
+    /// Where consecutive rows are adjacent in memory and the threads cover
+    /// whole rows of the slab (im2col of x with few channels, weights with
+    /// few channels), each thread keeps one row and computes its context
+    /// once per slab; for [`Operand::BATCHED`] operands its loads go out in
+    /// batches of four before their stores: a store right after each load
+    /// made every load wait out its whole latency (the RGB stem's im2col,
+    /// 16 elements a thread).
     #[inline(always)]
     pub(super) unsafe fn copy<O: Operand, const ROWS: usize, const BK: usize>(&self, o: &O, at: impl Fn(usize, usize) -> usize) {
         let (k0, k_end, tid, threads) = (self.k0, self.k_end, self.tid, self.threads);
@@ -392,53 +394,66 @@ impl ElementSlab {
         if o.rows_fast() && threads.is_multiple_of(ROWS) {
             let row = tid % ROWS;
             let r = o.row(self.row0 + row as u32);
-            let load = |kk: usize| {
-                let k = k0 + kk as u32;
-                if k < k_end { unsafe { o.load(&r, &o.col(k)) } } else { zero }
-            };
-            unsafe { batched(tid / ROWS, threads / ROWS, BK, load, |kk| at(row, kk)) };
-        } else if !o.rows_fast() && threads.is_multiple_of(BK) {
-            let kk = tid % BK;
-            let k = k0 + kk as u32;
-            let c = o.col(k);
-            let load = |row: usize| if k < k_end { unsafe { o.load(&o.row(self.row0 + row as u32), &c) } } else { zero };
-            unsafe { batched(tid / BK, threads / BK, ROWS, load, |row| at(row, kk)) };
+            if O::BATCHED {
+                batched!(tid / ROWS, threads / ROWS, BK, |kk| {
+                    let k = k0 + kk as u32;
+                    if k < k_end { unsafe { o.load(&r, &o.col(k)) } } else { zero }
+                }, |kk| at(row, kk));
+            } else {
+                let mut kk = tid / ROWS;
+                while kk < BK {
+                    let k = k0 + kk as u32;
+                    let v = if k < k_end { unsafe { o.load(&r, &o.col(k)) } } else { zero };
+                    unsafe { arch::lds_st(at(row, kk), v) };
+                    kk += threads / ROWS;
+                }
+            }
         } else {
             let fast = o.rows_fast();
-            let split = |idx: usize| if fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
-            let load = |idx: usize| {
-                let (row, kk) = split(idx);
+            let mut idx = tid;
+            while idx < ROWS * BK {
+                let (row, kk) = if fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
                 let k = k0 + kk as u32;
-                if k < k_end { unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) } } else { zero }
-            };
-            unsafe { batched(tid, threads, ROWS * BK, load, |idx| at(split(idx).0, split(idx).1)) };
+                let v = if k < k_end { unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) } } else { zero };
+                unsafe { arch::lds_st(at(row, kk), v) };
+                idx += threads;
+            }
         }
     }
 }
 
-/// Elements a thread of [`ElementSlab::copy`] loads before storing them.
-const BATCH: usize = 8;
-
-/// Indices `first, first + step, ..` below `end`: `load(i)` to LDS byte
-/// `at(i)`, [`BATCH`] loads in flight before their stores.
-#[inline(always)]
-unsafe fn batched<T: Elem>(first: usize, step: usize, end: usize, load: impl Fn(usize) -> T, at: impl Fn(usize) -> usize) {
-    let mut i0 = first;
-    while i0 < end {
-        let mut v = [T::default(); BATCH];
-        for (j, x) in v.iter_mut().enumerate() {
-            if i0 + j * step < end {
-                *x = load(i0 + j * step);
-            }
+/// Indices `$first, $first + $step, ..` below `$end`: the value of `$load`
+/// (with the index bound to its name) to LDS byte `$at`, four loads in
+/// flight before their stores. Spelled out (a macro, not closures, and the
+/// slots by hand): closures called per slot were left uninlined on AMD and
+/// their captures went to scratch; eight slots put a loader's context in
+/// local memory on sm_90's 256-thread tiles.
+macro_rules! batched {
+    ($first:expr, $step:expr, $end:expr, |$i:ident| $load:expr, |$j:ident| $at:expr) => {{
+        let (step, end) = ($step, $end);
+        let mut i0 = $first;
+        while i0 < end {
+            let mut v = [Default::default(); 4];
+            batched!(@each b => {
+                let $i = i0 + b * step;
+                if $i < end {
+                    v[b] = $load;
+                }
+            });
+            batched!(@each b => {
+                let $j = i0 + b * step;
+                if $j < end {
+                    unsafe { arch::lds_st($at, v[b]) };
+                }
+            });
+            i0 += 4 * step;
         }
-        for (j, &x) in v.iter().enumerate() {
-            if i0 + j * step < end {
-                unsafe { arch::lds_st(at(i0 + j * step), x) };
-            }
-        }
-        i0 += BATCH * step;
-    }
+    }};
+    (@each $b:ident => $body:block) => {
+        { let $b: usize = 0; $body } { let $b: usize = 1; $body } { let $b: usize = 2; $body } { let $b: usize = 3; $body }
+    };
 }
+use batched;
 
 /// Multiplies one LDS stage into the accumulators ([`warp::multiply`]),
 /// fragments loaded in runs of k from the swizzled rows.

@@ -40,6 +40,12 @@ pub trait Operand {
     type Row: Copy;
     /// What a reduction index contributes.
     type Col: Copy;
+    /// Whether element-by-element copies of this operand issue each
+    /// thread's loads in batches (`block::ElementSlab`): im2col of x, which
+    /// the 3-channel stems' backward-weight waits on. Batches cost registers
+    /// (bwd-data's operands then kept a loader context in local memory on
+    /// sm_90), so other operands copy one element at a time.
+    const BATCHED: bool = false;
     /// Whether consecutive rows are adjacent in memory (else consecutive k
     /// are): threads walk that index fastest so loads coalesce.
     fn rows_fast(&self) -> bool;

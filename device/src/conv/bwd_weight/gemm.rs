@@ -61,6 +61,7 @@ impl<T: Elem> Operand for XCols<'_, T> {
     type T = T;
     type Row = XRow;
     type Col = XCol;
+    const BATCHED: bool = true;
     #[inline(always)]
     fn rows_fast(&self) -> bool {
         self.a.x_strides[2] == 1 && c_fastest(self.a)
