@@ -30,7 +30,7 @@ pub mod vec_mode {
     /// `x` window once (filter width 3, stride and dilation 1 along x).
     pub const ROWS: u32 = 16;
     /// Backward-data, channel lanes: `dy`'s `k` run is one aligned vector
-    /// per [`KV`](../../convgrad_device/conv/bwd_data_direct/constant.KV.html)
+    /// per [`KV`](../../convgrad_device/conv/bwd_data/direct/constant.KV.html)
     /// `k`s (else read one scalar per `k`).
     pub const DY_KVEC: u32 = 32;
 }

@@ -3,7 +3,7 @@
 //!
 //! `dx = f(conv_transpose(dy, w), D0, D1, ...)`, written once per element.
 //! One launch covers every stride-residue slice (see the device crate's
-//! `conv::bwd_data`): per group and slice a GEMM with `M = N * ceil(I/S)`
+//! `conv::bwd_data::gemm`): per group and slice a GEMM with `M = N * ceil(I/S)`
 //! pixels, `N = C`, reduction `taps of the slice's class * K`.
 
 pub use super::{LaunchSpec, OpError, Unsupported};

@@ -265,7 +265,7 @@ fn no_kernel(op: &'static str, served: &'static str, r: &Request<'_>) -> OpError
 }
 
 /// Whether the depthwise column-strip kernel applies (module docs of the
-/// device crate's `conv::bwd_data_dw`).
+/// device crate's `conv::bwd_data::depthwise`).
 fn strips(r: &Request<'_>) -> bool {
     let p = r.p;
     let taps = |d: usize| p.filter[d].div_ceil(tilde(p, d));
@@ -302,7 +302,7 @@ fn data_tap_shifts(r: &Request<'_>, t: &TileConfig) -> Result<HaloFit, &'static 
     ])
 }
 
-/// Where a tap-shift kernel (the device crate's `conv::halo`) puts a
+/// Where a tap-shift kernel (the device crate's `conv::tap_grid`) puts a
 /// problem: `pixels` (the result pixels the tile rows walk) on a grid padded
 /// by the dilated filter, `rows` image rows per tile.
 #[derive(Clone, Copy, Debug)]
