@@ -345,16 +345,7 @@ fn bwd_data_tile_choice() {
 /// windows run unfolded and pass too.
 #[test]
 fn bwd_data_stride_equals_filter() {
-    // (name, problem, folds in a channels-last layout without broadcast D)
-    let problems = [
-        ("patch 4x4 s4 C=3", prob(&[2, 1, 2, 96, 3, 4, 4, 16, 12, 4, 4, 1, 1, 0, 0, 0, 0]), true),
-        ("2x2 s2 C=8", prob(&[2, 1, 2, 64, 8, 2, 2, 10, 12, 2, 2, 1, 1, 0, 0, 0, 0]), true),
-        ("1d k2 s2", prob(&[1, 1, 3, 136, 8, 2, 14, 2, 1, 0, 0]), true),
-        ("3d 1x2x2", prob(&[3, 1, 2, 64, 8, 1, 2, 2, 3, 4, 6, 1, 2, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0]), true),
-        ("grouped 2x2 s2", prob(&[2, 2, 2, 64, 8, 2, 2, 6, 8, 2, 2, 1, 1, 0, 0, 0, 0]), true),
-        ("x not whole windows", prob(&[2, 1, 2, 96, 3, 4, 4, 8, 13, 4, 4, 1, 1, 0, 0, 0, 0]), false),
-        ("padded 2x2 s2 C=8", prob(&[2, 1, 2, 64, 8, 2, 2, 8, 8, 2, 2, 1, 1, 1, 1, 1, 1]), false),
-    ];
+    let problems = common::stride_equals_filter(false);
     let named: Vec<(&str, ConvProblem)> = problems.iter().map(|&(n, p, _)| (n, p)).collect();
     let epis = [
         (vec![], vec![], false),
@@ -369,8 +360,7 @@ fn bwd_data_stride_equals_filter() {
         let broadcast = epi.1.contains(&DLayout::PerChannel);
         let (cfg, alias, label) = with_epilogue(base, epi);
         let o = case(*p, cfg, at.seed(9000, 13), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
-        let channels_last = layout == ConvLayout::GnhwcGkyxcGnhwk || (layout == ConvLayout::NhwgcGkyxcNhwgk && p.g == 1);
-        let want = problems[at.i].2 && channels_last && !broadcast;
+        let want = problems[at.i].2 && common::channels_last(layout, p.g) && !broadcast;
         let folded = o.describe.contains("folded");
         let line = format!("{label} -> {} (folded {folded}, expected {want}): {}", o.describe, o.report.summary());
         (line, o.passed() && folded == want)

@@ -408,16 +408,7 @@ fn bwd_weight_tile_choice() {
 /// run unfolded and pass.
 #[test]
 fn bwd_weight_stride_equals_filter() {
-    // (name, problem, folds in a channels-last layout)
-    let problems = [
-        ("patch 4x4 s4 C=3", prob(&[2, 1, 2, 96, 3, 4, 4, 16, 12, 4, 4, 1, 1, 0, 0, 0, 0]), true),
-        ("2x2 s2 C=8", prob(&[2, 1, 2, 64, 8, 2, 2, 10, 12, 2, 2, 1, 1, 0, 0, 0, 0]), true),
-        ("1d k2 s2", prob(&[1, 1, 3, 136, 8, 2, 14, 2, 1, 0, 0]), true),
-        ("3d 1x2x2", prob(&[3, 1, 2, 64, 8, 1, 2, 2, 3, 4, 6, 1, 2, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0]), true),
-        ("grouped 2x2 s2", prob(&[2, 2, 2, 64, 8, 2, 2, 6, 8, 2, 2, 1, 1, 0, 0, 0, 0]), true),
-        ("trailing columns", prob(&[2, 1, 2, 96, 3, 4, 4, 8, 13, 4, 4, 1, 1, 0, 0, 0, 0]), true),
-        ("padded 2x2 s2 C=8", prob(&[2, 1, 2, 64, 8, 2, 2, 8, 8, 2, 2, 1, 1, 1, 1, 1, 1]), false),
-    ];
+    let problems = common::stride_equals_filter(true);
     let named: Vec<(&str, ConvProblem)> = problems.iter().map(|&(n, p, _)| (n, p)).collect();
     sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &named, 3, |dev, module, at, name, p| {
         let layout = at.pick(&ConvLayout::ALL, 1, 1);
@@ -430,8 +421,7 @@ fn bwd_weight_stride_equals_filter() {
             instance: None,
         };
         let o = case(*p, cfg.clone(), at.seed(9000, 13), at.pick(&INITS, 1, 1)).check(dev, module, name);
-        let channels_last = layout == ConvLayout::GnhwcGkyxcGnhwk || (layout == ConvLayout::NhwgcGkyxcNhwgk && p.g == 1);
-        let want = problems[at.i].2 && channels_last;
+        let want = problems[at.i].2 && common::channels_last(layout, p.g);
         let folded = o.describe.contains("folded");
         let line = format!("{} -> {} (folded {folded}, expected {want}): {}", label(&cfg), o.describe, o.report.summary());
         (line, o.passed() && folded == want)

@@ -140,3 +140,25 @@ macro_rules! per_arch {
     };
 }
 pub(crate) use per_arch;
+
+/// Stride == filter along x, for the folding tests of both operations:
+/// `(name, problem, folds in a channels-last layout)`. `trailing_folds`:
+/// whether a row that is no whole number of windows folds (backward-weight
+/// reads none of the trailing columns; backward-data must write them).
+pub fn stride_equals_filter(trailing_folds: bool) -> Vec<(&'static str, ConvProblem, bool)> {
+    vec![
+        ("patch 4x4 s4 C=3", prob(&[2, 1, 2, 96, 3, 4, 4, 16, 12, 4, 4, 1, 1, 0, 0, 0, 0]), true),
+        ("2x2 s2 C=8", prob(&[2, 1, 2, 64, 8, 2, 2, 10, 12, 2, 2, 1, 1, 0, 0, 0, 0]), true),
+        ("1d k2 s2", prob(&[1, 1, 3, 136, 8, 2, 14, 2, 1, 0, 0]), true),
+        ("3d 1x2x2", prob(&[3, 1, 2, 64, 8, 1, 2, 2, 3, 4, 6, 1, 2, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0]), true),
+        ("grouped 2x2 s2", prob(&[2, 2, 2, 64, 8, 2, 2, 6, 8, 2, 2, 1, 1, 0, 0, 0, 0]), true),
+        ("trailing columns", prob(&[2, 1, 2, 96, 3, 4, 4, 8, 13, 4, 4, 1, 1, 0, 0, 0, 0]), trailing_folds),
+        ("padded 2x2 s2 C=8", prob(&[2, 1, 2, 64, 8, 2, 2, 8, 8, 2, 2, 1, 1, 1, 1, 1, 1]), false),
+    ]
+}
+
+/// Whether a problem with `g` groups folds in `layout`: x's channels back
+/// to back (GNHWC, or NHWGC with one group).
+pub fn channels_last(layout: ConvLayout, g: usize) -> bool {
+    layout == ConvLayout::GnhwcGkyxcGnhwk || (layout == ConvLayout::NhwgcGkyxcNhwgk && g == 1)
+}
