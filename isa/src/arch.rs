@@ -1,0 +1,77 @@
+//! The three AMD targets whose code objects this crate runs.
+
+use std::fmt;
+
+/// An AMD GPU architecture with a shipped code object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// CDNA2 (MI200): GFX9 encodings, wave64, MFMA, AccVGPRs.
+    Gfx90a,
+    /// CDNA3 (MI300): GFX9 encodings with the gfx940 changes, wave64, MFMA, AccVGPRs.
+    Gfx942,
+    /// RDNA3 (RX 7900): GFX11 encodings, wave32 (our kernels), WMMA.
+    Gfx1100,
+}
+
+/// Instruction-encoding family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// GFX9 / CDNA (gfx90a, gfx942).
+    Gfx9,
+    /// GFX11 / RDNA3.
+    Gfx11,
+}
+
+impl Arch {
+    /// All architectures, in the order the project lists them.
+    pub const ALL: [Arch; 3] = [Arch::Gfx90a, Arch::Gfx942, Arch::Gfx1100];
+
+    /// The LLVM processor name (`--mcpu`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Gfx90a => "gfx90a",
+            Arch::Gfx942 => "gfx942",
+            Arch::Gfx1100 => "gfx1100",
+        }
+    }
+
+    /// Parses an LLVM processor name (a target-id's features after `:` are ignored).
+    pub fn from_name(s: &str) -> Option<Arch> {
+        let base = s.split(':').next().unwrap_or(s);
+        let base = base.rsplit('-').next().unwrap_or(base);
+        Arch::ALL.into_iter().find(|a| a.name() == base)
+    }
+
+    /// Encoding family.
+    pub fn family(self) -> Family {
+        match self {
+            Arch::Gfx90a | Arch::Gfx942 => Family::Gfx9,
+            Arch::Gfx1100 => Family::Gfx11,
+        }
+    }
+
+    /// Whether the architecture has AccVGPRs and MFMA (CDNA).
+    pub fn is_cdna(self) -> bool {
+        self.family() == Family::Gfx9
+    }
+
+    /// The ELF `e_flags` machine value (EF_AMDGPU_MACH_*) of the architecture.
+    pub fn elf_mach(self) -> u32 {
+        match self {
+            Arch::Gfx90a => 0x03f,
+            Arch::Gfx942 => 0x04c,
+            Arch::Gfx1100 => 0x041,
+        }
+    }
+
+    /// From the ELF `e_flags` machine field (bits 7:0).
+    pub fn from_elf_mach(m: u32) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.elf_mach() == m & 0xff)
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
