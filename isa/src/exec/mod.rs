@@ -1,5 +1,408 @@
-//! placeholder
-/// Execution error.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ExecError(pub String);
+//! The executor: runs a decoded kernel over a grid, workgroup by workgroup, each
+//! workgroup's waves round-robin between barriers.
+//!
+//! Semantics live in one file per instruction family ([`sop`], [`smem`], [`vop1`],
+//! [`vop2`], [`vop3`], [`vopc`], [`vop3p`], [`matrix`] for MFMA/WMMA, [`ds`],
+//! [`flat`], [`mubuf`]); each lists the mnemonics it implements. An instruction
+//! without semantics stops the launch with an error naming it and the kernel.
+//!
+//! Model: every instruction completes before the next one issues (no latencies, so
+//! `s_waitcnt`, `s_nop` and dependency hints have nothing to wait for); memory is
+//! sequentially consistent; cache-control instructions do nothing.
+
+pub mod memory;
+pub mod wave;
+
+mod ds;
+mod valu;
+mod flat;
+mod matrix;
+mod mubuf;
+mod smem;
+mod sop;
+mod vop1;
+mod vop2;
+mod vop3;
+mod vop3p;
+mod vopc;
+
+use crate::arch::{Arch, Family};
+use crate::code_object::{Kernel, UserSgpr};
+use crate::decode::{Enc, Inst, decode_all};
+pub use memory::{Lds, Memory};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::OnceLock;
+pub use wave::{Ty, Wave};
+
+/// A failed launch: what happened, and where.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct ExecError {
+    /// Kernel name.
+    pub kernel: String,
+    /// Workgroup id.
+    pub workgroup: [u32; 3],
+    /// Wave inside the workgroup.
+    pub wave: u32,
+    /// Instruction address.
+    pub pc: u64,
+    /// The instruction.
+    pub inst: String,
+    /// What went wrong.
+    pub msg: String,
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [x, y, z] = self.workgroup;
+        write!(f, "kernel {}, workgroup ({x},{y},{z}), wave {}, at 0x{:x} `{}`: {}", self.kernel, self.wave, self.pc, self.inst, self.msg)
+    }
+}
+
+/// What the wave does after an instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// The next instruction.
+    Next,
+    /// A branch to this address.
+    Jump(u64),
+    /// `s_endpgm`.
+    End,
+    /// `s_barrier`: wait for the workgroup.
+    Barrier,
+}
+
+/// Semantics of one instruction.
+pub type Handler = fn(&mut Ctx, &Inst) -> Result<Flow, String>;
+
+/// Per-launch counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Wave-instructions executed, by class (`salu`, `smem`, `branch`, `valu`,
+    /// `mfma`/`wmma`, `lds`, `vmem_load`, `vmem_store`, `vmem_atomic`, `other`).
+    pub by_class: BTreeMap<&'static str, u64>,
+    /// Wave-instructions executed, by mnemonic.
+    pub by_mnemonic: BTreeMap<String, u64>,
+    /// Matrix-unit busy cycles (sum of the issued MFMA/WMMA instructions' cycles).
+    pub matrix_cycles: u64,
+    /// LDS bank-conflict cycles (extra cycles over a conflict-free access; see `ds.rs`).
+    pub lds_bank_conflicts: u64,
+    /// Global bytes read by vector memory instructions (active lanes).
+    pub global_bytes_read: u64,
+    /// Global bytes written (stores and atomics).
+    pub global_bytes_written: u64,
+    /// Bytes read by scalar memory instructions.
+    pub scalar_bytes_read: u64,
+    /// LDS bytes read and written.
+    pub lds_bytes: u64,
+    /// Barriers completed (per workgroup).
+    pub barriers: u64,
+}
+
+impl Counters {
+    /// Total wave-instructions.
+    pub fn instructions(&self) -> u64 {
+        self.by_class.values().sum()
+    }
+}
+
+/// Execution context handed to instruction semantics.
+pub struct Ctx<'a> {
+    /// Architecture.
+    pub arch: Arch,
+    /// Encoding family.
+    pub family: Family,
+    /// The wave.
+    pub wave: &'a mut Wave,
+    /// The workgroup's LDS.
+    pub lds: &'a mut Lds,
+    /// Global memory.
+    pub mem: &'a mut Memory,
+    /// Counters of the launch.
+    pub counters: &'a mut Counters,
+    /// Workgroup id.
+    pub wg: [u32; 3],
+}
+
+fn registry() -> &'static HashMap<&'static str, Handler> {
+    static R: OnceLock<HashMap<&'static str, Handler>> = OnceLock::new();
+    R.get_or_init(|| {
+        let mut m = HashMap::new();
+        for t in [sop::HANDLERS, smem::HANDLERS, vop1::HANDLERS, vop2::HANDLERS, vop3::HANDLERS, vopc::HANDLERS, vop3p::HANDLERS, matrix::HANDLERS, ds::HANDLERS, flat::HANDLERS, mubuf::HANDLERS] {
+            for &(n, h) in t {
+                m.insert(n, h);
+            }
+        }
+        m
+    })
+}
+
+/// The semantics of a mnemonic (without encoding suffix), if implemented.
+pub fn handler(name: &str) -> Option<Handler> {
+    if let Some(h) = registry().get(name) {
+        return Some(*h);
+    }
+    vopc::compare_handler(name)
+}
+
+/// Whether the executor implements a mnemonic (without encoding suffix).
+pub fn implemented(name: &str) -> bool {
+    handler(name).is_some()
+}
+
+/// A kernel prepared for execution: decoded once, handlers resolved.
+pub struct Program {
+    /// Architecture.
+    pub arch: Arch,
+    /// The kernel (descriptor, metadata, code).
+    pub kernel: Kernel,
+    /// Decoded instructions in address order.
+    pub insts: Vec<Inst>,
+    handlers: Vec<Option<Handler>>,
+    index: HashMap<u64, usize>,
+}
+
+impl Program {
+    /// Decodes a kernel.
+    pub fn new(arch: Arch, kernel: &Kernel) -> Result<Program, crate::Error> {
+        let insts = decode_all(arch, &kernel.code, kernel.entry)
+            .map_err(|err| crate::Error::Decode { kernel: kernel.name.clone(), err })?;
+        let handlers = insts.iter().map(|i| handler(i.name)).collect();
+        let index = insts.iter().enumerate().map(|(k, i)| (i.addr, k)).collect();
+        Ok(Program { arch, kernel: kernel.clone(), insts, handlers, index })
+    }
+
+    /// Mnemonics (with suffix) that have no semantics yet, with their counts.
+    pub fn unimplemented(&self) -> BTreeMap<String, usize> {
+        let mut m = BTreeMap::new();
+        for (i, h) in self.insts.iter().zip(&self.handlers) {
+            if h.is_none() {
+                *m.entry(i.mnemonic()).or_insert(0) += 1;
+            }
+        }
+        m
+    }
+}
+
+/// A launch: grid in workgroups, workgroup size in work-items, kernel arguments.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// Workgroups along x, y, z.
+    pub grid: [u32; 3],
+    /// Work-items per workgroup along x, y, z.
+    pub block: [u32; 3],
+    /// The kernarg segment bytes (copied into a buffer of global memory).
+    pub kernarg: Vec<u8>,
+    /// LDS bytes beyond the descriptor's static size (dynamic shared memory).
+    pub dynamic_lds: u32,
+    /// Instruction budget per wave (a runaway loop stops with an error).
+    pub max_wave_instructions: u64,
+}
+
+impl Launch {
+    /// A 1-D launch.
+    pub fn new(grid: u32, block: u32, kernarg: Vec<u8>) -> Launch {
+        Launch { grid: [grid, 1, 1], block: [block, 1, 1], kernarg, dynamic_lds: 0, max_wave_instructions: 50_000_000 }
+    }
+}
+
+fn class(i: &Inst) -> &'static str {
+    match i.enc {
+        Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc => "salu",
+        Enc::Sopp => {
+            if i.name.starts_with("s_branch") || i.name.starts_with("s_cbranch") {
+                "branch"
+            } else {
+                "other"
+            }
+        }
+        Enc::Smem => "smem",
+        Enc::Vop3p if i.name.starts_with("v_mfma") => "mfma",
+        Enc::Vop3p if i.name.starts_with("v_wmma") => "wmma",
+        Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 | Enc::Vop3p | Enc::Vopd => "valu",
+        Enc::Ds => "lds",
+        Enc::Flat | Enc::Mubuf => {
+            if i.name.contains("atomic") {
+                "vmem_atomic"
+            } else if i.name.contains("store") {
+                "vmem_store"
+            } else if i.name.contains("load") {
+                "vmem_load"
+            } else {
+                "other"
+            }
+        }
+    }
+}
+
+/// Runs a launch to completion.
+pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters, ExecError> {
+    let k = &prog.kernel;
+    let d = &k.descriptor;
+    let arch = prog.arch;
+    let lanes = if d.wave32() { 32 } else { 64 };
+    let threads = (launch.block[0] * launch.block[1] * launch.block[2]) as usize;
+    let top = |msg: String| ExecError { kernel: k.name.clone(), workgroup: [0; 3], wave: 0, pc: k.entry, inst: String::new(), msg };
+    if threads == 0 || threads > 1024 {
+        return Err(top(format!("workgroup of {threads} work-items")));
+    }
+    if k.meta.max_flat_workgroup_size != 0 && threads > k.meta.max_flat_workgroup_size as usize {
+        return Err(top(format!("workgroup of {threads} work-items exceeds the kernel's max_flat_workgroup_size {}", k.meta.max_flat_workgroup_size)));
+    }
+    if (launch.kernarg.len() as u32) < d.kernarg_size {
+        return Err(top(format!("{} kernarg bytes given, the kernel's segment is {}", launch.kernarg.len(), d.kernarg_size)));
+    }
+    if d.private_segment() || d.private_segment_fixed_size != 0 {
+        return Err(top("the kernel uses scratch memory, which is not modelled".into()));
+    }
+    let kernarg = mem.upload("kernarg segment", &launch.kernarg);
+    let mut counters = Counters::default();
+    let lds_size = d.group_segment_fixed_size as usize + launch.dynamic_lds as usize;
+    let nwaves = threads.div_ceil(lanes);
+    let user = d.user_sgprs();
+    let result = (|| {
+        for gz in 0..launch.grid[2] {
+            for gy in 0..launch.grid[1] {
+                for gx in 0..launch.grid[0] {
+                    let wg = [gx, gy, gz];
+                    let mut lds = Lds::new(lds_size);
+                    let mut waves: Vec<Wave> = (0..nwaves)
+                        .map(|w| init_wave(arch, k, &user, lanes, w, threads, launch, kernarg, wg))
+                        .collect();
+                    run_workgroup(prog, mem, &mut lds, &mut waves, &mut counters, wg, launch.max_wave_instructions)?;
+                }
+            }
+        }
+        Ok(counters)
+    })();
+    mem.free(kernarg);
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn init_wave(arch: Arch, k: &Kernel, user: &[UserSgpr], lanes: usize, w: usize, threads: usize, launch: &Launch, kernarg: u64, wg: [u32; 3]) -> Wave {
+    let d = &k.descriptor;
+    let mut wave = Wave::new(lanes, w as u32, arch.is_cdna());
+    // User SGPRs from s0, in the order the descriptor enables them.
+    let mut s = 0usize;
+    for u in user {
+        if *u == UserSgpr::KernargSegmentPtr {
+            wave.sgpr[s] = kernarg as u32;
+            wave.sgpr[s + 1] = (kernarg >> 32) as u32;
+        }
+        s += u.count() as usize;
+    }
+    // Preloaded kernel arguments (gfx942) follow the user SGPRs.
+    let pre = d.kernarg_preload_len() as usize;
+    let pre_off = (d.kernarg_preload >> 7) as usize * 4;
+    for j in 0..pre {
+        let o = pre_off + 4 * j;
+        if let Some(b) = launch.kernarg.get(o..o + 4) {
+            wave.sgpr[s + j] = u32::from_le_bytes(b.try_into().unwrap());
+        }
+    }
+    // System SGPRs start at USER_SGPR_COUNT: workgroup ids, then workgroup info.
+    let mut s = d.user_sgpr_count() as usize;
+    for (dim, on) in d.workgroup_id_enabled().into_iter().enumerate() {
+        if on {
+            wave.sgpr[s] = wg[dim];
+            s += 1;
+        }
+    }
+    if d.workgroup_info_enabled() {
+        wave.sgpr[s] = 0;
+    }
+    // Work-item ids: packed into v0 (x 9:0, y 19:10, z 29:20) on gfx90a, gfx942 and
+    // GFX11; separate v0, v1, v2 before.
+    let [bx, by, _] = launch.block;
+    let mut exec = 0u64;
+    for lane in 0..lanes {
+        let t = w * lanes + lane;
+        if t >= threads {
+            continue;
+        }
+        exec |= 1 << lane;
+        let (x, y, z) = (t as u32 % bx, t as u32 / bx % by, t as u32 / (bx * by));
+        wave.vgpr[lane] = x | y << 10 | z << 20;
+    }
+    wave.set_exec(exec);
+    wave
+}
+
+fn run_workgroup(prog: &Program, mem: &mut Memory, lds: &mut Lds, waves: &mut [Wave], counters: &mut Counters, wg: [u32; 3], budget: u64) -> Result<(), ExecError> {
+    let fam = prog.arch.family();
+    loop {
+        for wave in waves.iter_mut() {
+            if wave.done || wave.at_barrier.is_some() {
+                continue;
+            }
+            loop {
+                let Some(inst) = prog.insts.get(wave.pc) else {
+                    return Err(ExecError { kernel: prog.kernel.name.clone(), workgroup: wg, wave: wave.id, pc: prog.kernel.entry + prog.kernel.code.len() as u64, inst: String::new(), msg: "ran past the end of the kernel".into() });
+                };
+                let err = |wave: &Wave, msg: String| ExecError { kernel: prog.kernel.name.clone(), workgroup: wg, wave: wave.id, pc: inst.addr, inst: inst.to_string(), msg };
+                let Some(h) = prog.handlers[wave.pc] else {
+                    return Err(err(wave, format!("unimplemented instruction {} ({:?} opcode {}) on {}", inst.mnemonic(), inst.enc, inst.op, prog.arch)));
+                };
+                wave.executed += 1;
+                if wave.executed > budget {
+                    return Err(err(wave, format!("more than {budget} instructions executed by one wave")));
+                }
+                *counters.by_class.entry(class(inst)).or_insert(0) += 1;
+                *counters.by_mnemonic.entry(inst.mnemonic()).or_insert(0) += 1;
+                let flow = {
+                    let mut ctx = Ctx { arch: prog.arch, family: fam, wave, lds, mem, counters, wg };
+                    h(&mut ctx, inst)
+                };
+                let flow = flow.map_err(|m| err(wave, m))?;
+                match flow {
+                    Flow::Next => wave.pc += 1,
+                    Flow::Jump(a) => match prog.index.get(&a) {
+                        Some(&p) => wave.pc = p,
+                        None => return Err(err(wave, format!("branch to 0x{a:x}, which is not an instruction of the kernel"))),
+                    },
+                    Flow::End => {
+                        wave.done = true;
+                        break;
+                    }
+                    Flow::Barrier => {
+                        wave.at_barrier = Some(inst.addr);
+                        wave.pc += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        let live: Vec<&Wave> = waves.iter().filter(|w| !w.done).collect();
+        if live.is_empty() {
+            return Ok(());
+        }
+        // Every live wave waits at a barrier: they must all wait at the same one.
+        let first = live[0].at_barrier;
+        if let Some(w) = live.iter().find(|w| w.at_barrier != first) {
+            return Err(ExecError {
+                kernel: prog.kernel.name.clone(),
+                workgroup: wg,
+                wave: w.id,
+                pc: w.at_barrier.unwrap_or(0),
+                inst: "s_barrier".into(),
+                msg: format!("barrier divergence: wave {} waits at 0x{:x}, wave {} at {:?}", live[0].id, first.unwrap_or(0), w.id, w.at_barrier),
+            });
+        }
+        if waves.iter().any(|w| w.done) {
+            let done: Vec<u32> = waves.iter().filter(|w| w.done).map(|w| w.id).collect();
+            return Err(ExecError {
+                kernel: prog.kernel.name.clone(),
+                workgroup: wg,
+                wave: live[0].id,
+                pc: first.unwrap_or(0),
+                inst: "s_barrier".into(),
+                msg: format!("barrier divergence: waves {done:?} ended while the others wait at a barrier"),
+            });
+        }
+        counters.barriers += 1;
+        for w in waves.iter_mut() {
+            w.at_barrier = None;
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! Per-lane helpers shared by the vector ALU families: source reads with SDWA
+//! selects, VOP3 abs/neg, 16-bit halves (op_sel / GFX11 true16), destination writes
+//! with SDWA dst_sel, omod and clamp.
+
+use super::wave::Ty;
+use super::{Ctx, Flow};
+use crate::arch::Family;
+use crate::decode::{Enc, Inst, Variant};
+
+pub(super) type R = Result<Flow, String>;
+
+fn sel(v: u32, sel: u8, sext: bool) -> u32 {
+    let (sh, bits) = match sel {
+        0..=3 => (8 * sel as u32, 8),
+        4 => (0, 16),
+        5 => (16, 16),
+        _ => return v,
+    };
+    let x = (v >> sh) & ((1 << bits) - 1);
+    if sext && x >> (bits - 1) & 1 != 0 { x | !((1 << bits) - 1) } else { x }
+}
+
+/// Source `k` of lane `lane` as 32 bits (SDWA select applied).
+pub(super) fn src(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<u32, String> {
+    let v = c.v32(i.src[k], lane, ty)?;
+    Ok(match (i.mods.sdwa, k) {
+        (Some(s), 0) => sel(v, s.src0_sel, s.src0_sext),
+        (Some(s), 1) => sel(v, s.src1_sel, s.src1_sext),
+        _ => v,
+    })
+}
+
+/// Float source `k` with abs/neg modifiers.
+pub(super) fn srcf(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<f32, String> {
+    let mut x = f32::from_bits(src(c, i, k, lane, Ty::F32)?);
+    let (abs, neg) = mods(i, k);
+    if abs {
+        x = x.abs();
+    }
+    if neg {
+        x = -x;
+    }
+    Ok(x)
+}
+
+/// (abs, neg) of source `k`.
+pub(super) fn mods(i: &Inst, k: usize) -> (bool, bool) {
+    match (i.mods.sdwa, k) {
+        (Some(s), 0) => (s.src0_abs, s.src0_neg),
+        (Some(s), 1) => (s.src1_abs, s.src1_neg),
+        _ if matches!(i.enc, Enc::Vop3) => (i.mods.abs >> k & 1 != 0, i.mods.neg >> k & 1 != 0),
+        _ => (false, false),
+    }
+}
+
+/// 16-bit source `k`: the high half when op_sel (VOP3, GFX11 true16) says so, else
+/// the low half (after an SDWA select).
+pub(super) fn src16(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<u16, String> {
+    let v = src(c, i, k, lane, ty)?;
+    let hi = i.mods.sdwa.is_none() && i.enc != crate::decode::Enc::Vop3p && i.mods.opsel >> k & 1 != 0;
+    Ok(if hi { (v >> 16) as u16 } else { v as u16 })
+}
+
+/// f16 source `k` as f32 with abs/neg.
+pub(super) fn srch(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<f32, String> {
+    let mut x = half::f16::from_bits(src16(c, i, k, lane, Ty::F16)?).to_f32();
+    let (abs, neg) = mods(i, k);
+    if abs {
+        x = x.abs();
+    }
+    if neg {
+        x = -x;
+    }
+    Ok(x)
+}
+
+/// Writes a 32-bit result (SDWA dst_sel / dst_unused honoured).
+pub(super) fn write(c: &mut Ctx, i: &Inst, lane: usize, v: u32) -> Result<(), String> {
+    let v = match i.mods.sdwa {
+        Some(s) if i.variant == Variant::Sdwa && s.dst_sel != 6 => {
+            let (sh, bits) = match s.dst_sel {
+                0..=3 => (8 * s.dst_sel as u32, 8u32),
+                4 => (0, 16),
+                _ => (16, 16),
+            };
+            let mask = ((1u64 << bits) - 1) as u32;
+            let part = (v & mask) << sh;
+            match s.dst_unused {
+                2 => (c.v32(i.dst, lane, Ty::B32)? & !(mask << sh)) | part,
+                1 if v >> (bits - 1) & 1 != 0 && sh + bits < 32 => part | (u32::MAX << (sh + bits)),
+                _ => part,
+            }
+        }
+        _ => v,
+    };
+    c.set_v32(i.dst, lane, v)
+}
+
+/// Writes a float result with omod and clamp.
+pub(super) fn writef(c: &mut Ctx, i: &Inst, lane: usize, mut x: f32) -> Result<(), String> {
+    x = match i.mods.omod {
+        1 => x * 2.0,
+        2 => x * 4.0,
+        3 => x * 0.5,
+        _ => x,
+    };
+    if i.mods.clamp {
+        x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+    }
+    write(c, i, lane, x.to_bits())
+}
+
+/// Writes a 16-bit result: the high half when op_sel[3] (VOP3, GFX11 true16) is set;
+/// GFX11 keeps the other half, GFX9 zeroes the high half of a low-half write.
+pub(super) fn write16(c: &mut Ctx, i: &Inst, lane: usize, v: u16) -> Result<(), String> {
+    if i.mods.sdwa.is_some() {
+        return write(c, i, lane, v as u32);
+    }
+    let old = c.v32(i.dst, lane, Ty::B32)?;
+    let hi = i.mods.opsel >> 3 & 1 != 0;
+    let w = match (hi, c.family) {
+        (true, _) => (old & 0xffff) | (v as u32) << 16,
+        (false, Family::Gfx11) => (old & 0xffff_0000) | v as u32,
+        (false, Family::Gfx9) => v as u32,
+    };
+    c.set_v32(i.dst, lane, w)
+}
+
+/// f32 -> f16 bits (round to nearest even).
+pub(super) fn f16_bits(x: f32) -> u16 {
+    half::f16::from_f32(x).to_bits()
+}
+
+/// `D = f(S0, S1)` on 32-bit integers.
+pub(super) fn op2(c: &mut Ctx, i: &Inst, f: fn(u32, u32) -> u32) -> R {
+    for l in c.active() {
+        let (a, b) = (src(c, i, 0, l, Ty::B32)?, src(c, i, 1, l, Ty::B32)?);
+        write(c, i, l, f(a, b))?;
+    }
+    Ok(Flow::Next)
+}
+
+/// `D = f(S0, S1, S2)` on 32-bit integers.
+pub(super) fn op3(c: &mut Ctx, i: &Inst, f: fn(u32, u32, u32) -> u32) -> R {
+    for l in c.active() {
+        let (a, b, d) = (src(c, i, 0, l, Ty::B32)?, src(c, i, 1, l, Ty::B32)?, src(c, i, 2, l, Ty::B32)?);
+        write(c, i, l, f(a, b, d))?;
+    }
+    Ok(Flow::Next)
+}
+
+/// `D = f(S0)` on 32-bit integers.
+pub(super) fn op1(c: &mut Ctx, i: &Inst, f: fn(u32) -> u32) -> R {
+    for l in c.active() {
+        let a = src(c, i, 0, l, Ty::B32)?;
+        write(c, i, l, f(a))?;
+    }
+    Ok(Flow::Next)
+}
+
+/// f32 binary op.
+pub(super) fn f2(c: &mut Ctx, i: &Inst, f: fn(f32, f32) -> f32) -> R {
+    for l in c.active() {
+        let (a, b) = (srcf(c, i, 0, l)?, srcf(c, i, 1, l)?);
+        writef(c, i, l, f(a, b))?;
+    }
+    Ok(Flow::Next)
+}
+
+/// f32 ternary op.
+pub(super) fn f3(c: &mut Ctx, i: &Inst, f: fn(f32, f32, f32) -> f32) -> R {
+    for l in c.active() {
+        let (a, b, d) = (srcf(c, i, 0, l)?, srcf(c, i, 1, l)?, srcf(c, i, 2, l)?);
+        writef(c, i, l, f(a, b, d))?;
+    }
+    Ok(Flow::Next)
+}
+
+/// f32 unary op.
+pub(super) fn f1(c: &mut Ctx, i: &Inst, f: fn(f32) -> f32) -> R {
+    for l in c.active() {
+        let a = srcf(c, i, 0, l)?;
+        writef(c, i, l, f(a))?;
+    }
+    Ok(Flow::Next)
+}
+
+/// 16-bit integer binary op.
+pub(super) fn op2_16(c: &mut Ctx, i: &Inst, f: fn(u16, u16) -> u16) -> R {
+    for l in c.active() {
+        let (a, b) = (src16(c, i, 0, l, Ty::B32)?, src16(c, i, 1, l, Ty::B32)?);
+        write16(c, i, l, f(a, b))?;
+    }
+    Ok(Flow::Next)
+}
+
+/// 16-bit integer ternary op.
+pub(super) fn op3_16(c: &mut Ctx, i: &Inst, f: fn(u16, u16, u16) -> u16) -> R {
+    for l in c.active() {
+        let (a, b, d) = (src16(c, i, 0, l, Ty::B32)?, src16(c, i, 1, l, Ty::B32)?, src16(c, i, 2, l, Ty::B32)?);
+        write16(c, i, l, f(a, b, d))?;
+    }
+    Ok(Flow::Next)
+}
+
+/// The lane mask an instruction reads as its carry-in / select: VCC in the 32-bit and
+/// SDWA forms, the SGPR(s) in src2 in VOP3.
+pub(super) fn mask_in(c: &Ctx, i: &Inst) -> Result<u64, String> {
+    if i.enc == Enc::Vop3 { c.mask(i.src[2]) } else { Ok(c.wave.vcc()) }
+}
+
+/// Where a carry-out / compare mask goes: VCC in the 32-bit forms, sdst in VOP3B.
+pub(super) fn set_mask_out(c: &mut Ctx, i: &Inst, m: u64) -> Result<(), String> {
+    let o = if i.enc == Enc::Vop3 { i.sdst } else { crate::decode::Operand::Sgpr(106) };
+    // Lanes outside EXEC read as 0 in the written mask.
+    c.set_mask(o, m)
+}

@@ -1,0 +1,152 @@
+//! Runs the real `smoke_mfma` (gfx942, gfx90a) and `smoke_wmma` (gfx1100) code
+//! objects end to end: `D (M x N, f32) = A (M x K) * B (K x N)` with A and B f16
+//! row-major (contract: `device/src/kernels/smoke.rs`), compared with a product
+//! computed here in f64. Also checks that the memory checks fire.
+
+mod common;
+
+use convgrad_isa::decode::{Operand, decode_all};
+use convgrad_isa::exec::{Counters, Launch, Memory, Program, run};
+use convgrad_isa::{Arch, CodeObject};
+use half::f16;
+
+/// The layout signature the kernel compares `ConvArgs::abi` (offset 0x40) with: the
+/// literal of the first `s_cmp_*_u32` after the scalar load of offset 0x40. Read from
+/// the kernel so this crate does not depend on convgrad-types.
+fn abi_of(arch: Arch, co: &CodeObject, kernel: &str) -> u32 {
+    let k = co.kernel(kernel).unwrap();
+    let insts = decode_all(arch, &k.code, k.entry).unwrap();
+    let p = insts.iter().position(|i| i.name.starts_with("s_load") && i.imm == 0x40).expect("load of ConvArgs::abi");
+    insts[p..]
+        .iter()
+        .find_map(|i| match (i.name.starts_with("s_cmp"), i.src) {
+            (true, [_, Operand::Literal(v), _]) | (true, [Operand::Literal(v), _, _]) => Some(v),
+            _ => None,
+        })
+        .expect("compare with the ABI signature")
+}
+
+struct Case {
+    arch: Arch,
+    kernel: &'static str,
+    m: usize,
+    n: usize,
+    k: usize,
+    block: u32,
+}
+
+fn case(arch: Arch) -> Case {
+    match arch {
+        Arch::Gfx1100 => Case { arch, kernel: "smoke_wmma", m: 16, n: 16, k: 16, block: 32 },
+        _ => Case { arch, kernel: "smoke_mfma", m: 32, n: 32, k: 8, block: 64 },
+    }
+}
+
+fn inputs(c: &Case) -> (Vec<f16>, Vec<f16>) {
+    let mut s = 0x2545_f491u32;
+    let mut next = || {
+        s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        f16::from_f32(((s >> 9) % 2001) as f32 / 1000.0 - 1.0)
+    };
+    let a = (0..c.m * c.k).map(|_| next()).collect();
+    let b = (0..c.k * c.n).map(|_| next()).collect();
+    (a, b)
+}
+
+fn bytes<T: Copy>(v: &[T]) -> Vec<u8> {
+    let n = std::mem::size_of_val(v);
+    // SAFETY: plain-old-data slices (f16, f32, u8) viewed as bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) }.to_vec()
+}
+
+/// Sets up memory and runs the smoke kernel; `tweak` may alter the setup.
+fn launch(c: &Case, tweak: impl Fn(&mut Setup)) -> (Result<Counters, convgrad_isa::exec::ExecError>, Memory, u64, Vec<f16>, Vec<f16>) {
+    let co = common::load(c.arch);
+    let prog = Program::new(c.arch, co.kernel(c.kernel).expect("smoke kernel")).unwrap();
+    let (a, b) = inputs(c);
+    let mut s = Setup { abi: abi_of(c.arch, &co, c.kernel), d_bytes: c.m * c.n * 4, write_a: true, args_bytes: 1024 };
+    tweak(&mut s);
+    let mut mem = Memory::new();
+    let pa = if s.write_a { mem.upload("A", &bytes(&a)) } else { mem.alloc("A", a.len() * 2) };
+    let pb = mem.upload("B", &bytes(&b));
+    let pd = mem.alloc("D", s.d_bytes);
+    // ConvArgs: x (A) at 0, w (B) at 8, dy (D) at 16, abi at 0x40; the rest zero.
+    let mut args = vec![0u8; s.args_bytes];
+    args[0..8].copy_from_slice(&pa.to_le_bytes());
+    args[8..16].copy_from_slice(&pb.to_le_bytes());
+    args[16..24].copy_from_slice(&pd.to_le_bytes());
+    if args.len() >= 0x44 {
+        args[0x40..0x44].copy_from_slice(&s.abi.to_le_bytes());
+    }
+    let pargs = mem.upload("ConvArgs", &args);
+    let mut l = Launch::new(1, c.block, pargs.to_le_bytes().to_vec());
+    l.dynamic_lds = ((c.m + c.n) * c.k * 2) as u32;
+    let r = run(&prog, &mut mem, &l);
+    (r, mem, pd, a, b)
+}
+
+struct Setup {
+    abi: u32,
+    d_bytes: usize,
+    write_a: bool,
+    args_bytes: usize,
+}
+
+fn smoke(arch: Arch) {
+    let c = case(arch);
+    let (r, mem, pd, a, b) = launch(&c, |_| {});
+    let counters = r.unwrap_or_else(|e| panic!("{e}"));
+    let out = mem.download(pd, c.m * c.n * 4);
+    let mut worst = 0f64;
+    for i in 0..c.m {
+        for j in 0..c.n {
+            let want: f64 = (0..c.k).map(|k| a[i * c.k + k].to_f64() * b[k * c.n + j].to_f64()).sum();
+            let got = f32::from_le_bytes(out[4 * (i * c.n + j)..][..4].try_into().unwrap()) as f64;
+            let err = (got - want).abs();
+            worst = worst.max(err);
+            assert!(err <= 1e-5 * (1.0 + want.abs()), "{arch} D[{i}][{j}] = {got}, expected {want}");
+        }
+    }
+    let matrix = counters.by_class.get("mfma").or(counters.by_class.get("wmma")).copied().unwrap_or(0);
+    assert_eq!(matrix, 1, "{arch}: one matrix instruction per smoke launch");
+    assert!(counters.matrix_cycles > 0 && counters.global_bytes_written == (c.m * c.n * 4) as u64, "{counters:?}");
+    println!(
+        "{arch} {}: {} instructions ({:?}), max |error| {worst:.2e}, matrix cycles {}, LDS bank conflicts {}, global bytes read {} written {}",
+        c.kernel,
+        counters.instructions(),
+        counters.by_class,
+        counters.matrix_cycles,
+        counters.lds_bank_conflicts,
+        counters.global_bytes_read,
+        counters.global_bytes_written
+    );
+}
+
+#[test]
+fn smoke_mfma_gfx942_matches_f64_product() {
+    smoke(Arch::Gfx942);
+}
+
+#[test]
+fn smoke_mfma_gfx90a_matches_f64_product() {
+    smoke(Arch::Gfx90a);
+}
+
+#[test]
+fn smoke_wmma_gfx1100_matches_f64_product() {
+    smoke(Arch::Gfx1100);
+}
+
+#[test]
+fn checks_fire_on_gfx942() {
+    let c = case(Arch::Gfx942);
+    let err = |t: fn(&mut Setup)| launch(&c, t).0.expect_err("the launch must fail").to_string();
+    let e = err(|s| s.d_bytes -= 4);
+    assert!(e.contains("out-of-bounds") && e.contains("`D`"), "{e}");
+    let e = err(|s| s.write_a = false);
+    assert!(e.contains("never written") && e.contains("`A`"), "{e}");
+    let e = err(|s| s.abi ^= 1);
+    assert!(e.contains("s_trap"), "{e}");
+    let e = err(|s| s.args_bytes = 0x40);
+    assert!(e.contains("out-of-bounds") && e.contains("ConvArgs"), "{e}");
+}
