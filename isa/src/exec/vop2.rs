@@ -174,4 +174,8 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_dual_cndmask_b32", vopd),
     ("v_dual_max_f32", vopd),
     ("v_dual_min_f32", vopd),
+    // Y-only operations (listed so that coverage reports them as implemented).
+    ("v_dual_add_nc_u32", vopd),
+    ("v_dual_lshlrev_b32", vopd),
+    ("v_dual_and_b32", vopd),
 ];
