@@ -163,7 +163,7 @@ fn bwd_data_direct_vector_paths() {
             ..Default::default()
         };
         let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 2));
-        let mode = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.vec_mode;
+        let mode = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.direct.vec_mode;
         seen.insert((t.act().bytes(), if mode == 0 { 0 } else { mode & !vec_mode::DY_KVEC }));
         if mode & vec_mode::DY_KVEC != 0 {
             seen.insert((t.act().bytes(), vec_mode::DY_KVEC));
@@ -171,11 +171,11 @@ fn bwd_data_direct_vector_paths() {
         let o = case(*p, cfg, at.seed(4000, 31), at.pick(&INITS, 0, 1), alias).check(dev, module, name);
         (format!("{label} vec_mode={mode:#x}: {}", o.report.summary()), o.passed())
     });
-    use vec_mode::{DW, HALF, ON};
+    use vec_mode::{DEPTHWISE, HALF, ON};
     // Both lane widths of f32 and of the 16-bit types, the fallback, dy read
     // as k vectors.
     for bytes in [2, 4] {
-        for want in [0, ON | DW, ON | DW | HALF, ON, ON | HALF, vec_mode::DY_KVEC] {
+        for want in [0, ON | DEPTHWISE, ON | DEPTHWISE | HALF, ON, ON | HALF, vec_mode::DY_KVEC] {
             assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
         }
     }
@@ -236,7 +236,7 @@ fn bwd_data_depthwise_strips() {
         ([2, 32, 64, 1, 1, 3, 3, 112, 112, 1, 1, 1, 1, 1, 1, 1, 1], 28),
     ] {
         let pl = plan(&prob(&v), &auto, Family::Nvidia, 132).unwrap();
-        assert_eq!(pl.args_template.strip_rows, rows, "{v:?}");
+        assert_eq!(pl.args_template.strips.rows, rows, "{v:?}");
     }
     let e = plan(&dw(5), &BwdDataConfig { strip_rows: Some(4), ..auto.clone() }, Family::Nvidia, 132).unwrap_err();
     assert!(e.to_string().contains("strip_rows applies"), "{e}");

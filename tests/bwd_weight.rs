@@ -180,7 +180,7 @@ fn bwd_weight_direct_vector_paths() {
             instance: Some(inst.name.into()),
         };
         let pl = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap();
-        let mode = pl.args_template.vec_mode;
+        let mode = pl.args_template.direct.vec_mode;
         seen.insert((t.act().bytes(), mode & !vec_mode::ROWS));
         if mode & vec_mode::ROWS != 0 {
             seen.insert((t.act().bytes(), vec_mode::ROWS));
@@ -188,10 +188,10 @@ fn bwd_weight_direct_vector_paths() {
         let o = case(*p, cfg.clone(), at.seed(5000, 31), at.pick(&INITS, 0, 1)).check(dev, module, name);
         (format!("{} vec_mode={mode:#x} kb={}: {}", label(&cfg), o.k_batch, o.report.summary()), o.passed())
     });
-    use vec_mode::{DW, HALF, ON, ROWS};
+    use vec_mode::{DEPTHWISE, HALF, ON, ROWS};
     // Both lane widths of f32 and of the 16-bit types, the fallback, row segments.
     for bytes in [2, 4] {
-        for want in [0, ON | DW, ON | DW | HALF, ON, ON | HALF, ROWS] {
+        for want in [0, ON | DEPTHWISE, ON | DEPTHWISE | HALF, ON, ON | HALF, ROWS] {
             assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
         }
     }
@@ -243,7 +243,7 @@ fn bwd_weight_direct_deterministic_is_bitwise_reproducible() {
     let (dev, module) = device(EmuArch::Sm90);
     for t in [TypeConfig::F32, TypeConfig::F16] {
         let cfg = BwdWeightConfig { types: t, split_k: SplitK::Fixed(5), deterministic: true, ..Default::default() };
-        assert_ne!(plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.vec_mode, 0);
+        assert_ne!(plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.direct.vec_mode, 0);
         let case = case(p, cfg, 9, Init::Float);
         let a = run(&dev, &module, &case).unwrap();
         let b = run(&dev, &module, &case).unwrap();

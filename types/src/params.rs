@@ -16,13 +16,13 @@ pub mod flags {
     pub const SPLITK_STORE: u32 = 2;
 }
 
-/// Bits of [`ConvArgs::vec_mode`]: the direct kernels' channel-vector fast path.
+/// Bits of [`DirectPart::vec_mode`]: the direct kernels' channel-vector fast path.
 pub mod vec_mode {
     /// The fast path is on (else the scalar path runs).
     pub const ON: u32 = 1;
     /// Lanes are consecutive groups (depthwise, `C = K = 1`); else consecutive
     /// channels of one group.
-    pub const DW: u32 = 2;
+    pub const DEPTHWISE: u32 = 2;
     /// Vectors of half the 16-byte width (8 bytes).
     pub const HALF: u32 = 4;
     /// Backward-weight: streams go through row segments of the output (8
@@ -73,8 +73,14 @@ impl FastDiv {
     }
 }
 
-/// Arguments of the implicit-GEMM convolution kernels (backward-weight and
-/// backward-data) and of their split-K finishing kernels.
+/// Arguments of the convolution kernels (backward-weight and backward-data,
+/// every family: implicit GEMM, direct, depthwise strips, tap shifts).
+///
+/// A common header (addresses, problem sizes, tensor strides, the epilogue
+/// and divisions by problem sizes, read by every family) followed by one
+/// part per kernel family, each read only by the kernels its docs name. Every
+/// field has one meaning; a part no kernel of the plan reads may hold the
+/// host's values for it or zeros.
 ///
 /// Tensor strides are per canonical axis (see [`crate::layout`]); device
 /// addresses are `u64`. A `D` tensor has the shape of the op's result and
@@ -82,21 +88,22 @@ impl FastDiv {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct ConvArgs {
-    /// Input activations `x` (bwd-weight) or input gradient `dx` (bwd-data).
+    /// Input activations `x` (backward-weight) or input gradient `dx` (backward-data).
     pub x: u64,
-    /// Weights `w` (bwd-data) or weight gradient `dw` (bwd-weight).
+    /// Weights `w` (backward-data) or weight gradient `dw` (backward-weight).
     pub w: u64,
     /// Output gradient `dy`.
     pub dy: u64,
-    /// f32 split-K workspace (0 when unused).
+    /// f32 split-K workspace of backward-weight (0 when unused): the
+    /// partials, then one arrival counter per output tile.
     pub ws: u64,
     /// Epilogue `D` tensors.
     pub d: [u64; MAX_D],
-    /// Layout signature, [`ConvArgs::ABI`].
+    /// Layout signature, [`ConvArgs::ABI`]; every kernel traps on a mismatch.
     pub abi: u32,
-    /// Split-K mode, see [`flags`].
+    /// Split-K mode of backward-weight, see [`flags`] (0: no split).
     pub flags: u32,
-    /// Groups, batch, input channels, output channels (per group).
+    /// Groups.
     pub g: u32,
     /// Batch.
     pub n: u32,
@@ -106,7 +113,7 @@ pub struct ConvArgs {
     pub k: u32,
     /// Input spatial sizes `[D, H, W]` (right-aligned, unused = 1).
     pub input: [u32; 3],
-    /// Output spatial sizes.
+    /// Output spatial sizes `[Do, Ho, Wo]`.
     pub output: [u32; 3],
     /// Filter sizes `[Z, Y, X]`.
     pub filter: [u32; 3],
@@ -124,88 +131,167 @@ pub struct ConvArgs {
     pub dy_strides: [u32; 6],
     /// Strides of each `D` tensor (in the result tensor's canonical axes).
     pub d_strides: [[u32; 6]; MAX_D],
-    /// GEMM sizes per group.
-    pub gemm_m: u32,
-    /// GEMM N.
-    pub gemm_n: u32,
-    /// GEMM K (reduction length).
-    pub gemm_k: u32,
-    /// Number of split-K batches (grid z = G * k_batch).
-    pub k_batch: u32,
-    /// Reduction length handled by one k-batch (a multiple of the tile's K).
-    pub k_per_batch: u32,
-    /// Tiles along M.
-    pub tiles_m: u32,
-    /// Tiles along N.
-    pub tiles_n: u32,
-    /// Elements of one split-K partial (G * M * N), for the finishing kernels.
-    pub partial_elems: u32,
-    /// Fused epilogue.
+    /// Fused epilogue (every kernel, on its result).
     pub epi: EpiChain,
-    /// Divisions by the output sizes `Do`, `Ho`, `Wo`.
+    /// Divisions by the output sizes `Do`, `Ho`, `Wo` (backward-weight
+    /// direct: output pixel index -> `(n, o)`, row segments).
     pub div_out: [FastDiv; 3],
-    /// Division by `C`.
+    /// Divisions by the input sizes `D`, `H`, `W` (backward-data direct and
+    /// depthwise strips: thread -> pixel; both tap-shift kernels: `[0]`,
+    /// grid image -> `(n, z)`).
+    pub div_in: [FastDiv; 3],
+    /// Division by `C` (backward-data direct; backward-weight: filter
+    /// column -> `(c, tap)` in every kernel, direct channel lanes).
     pub div_c: FastDiv,
-    /// Division by the filter's `X`.
-    pub div_x: FastDiv,
-    /// Division by the filter's `Y`.
-    pub div_y: FastDiv,
-    /// Division by `Z*Y*X`.
-    pub div_zyx: FastDiv,
-    /// Division by `G` (direct kernels: groups are the fastest thread index).
+    /// Division by `G` (the direct kernels' scalar paths: groups are a
+    /// thread index).
     pub div_g: FastDiv,
-    /// Division by GEMM N.
-    pub div_gemm_n: FastDiv,
-    /// Backward-data: `S / gcd(S, dilation)` per dim, the number of tap
-    /// residue classes (taps `t, t + tilde, ...` reach the same input pixels).
+    /// Division by the filter's `X` (tap index -> `(y, x)`: backward-weight
+    /// filter columns, both tap-shift kernels).
+    pub div_x: FastDiv,
+    /// Division by the filter's `Y` (backward-weight filter columns).
+    pub div_y: FastDiv,
+    /// Division by the filter's taps `Z*Y*X` (backward-weight filter columns).
+    pub div_zyx: FastDiv,
+    /// The implicit-GEMM view and split-K.
+    pub gemm: GemmPart,
+    /// Backward-data's stride-residue slices.
+    pub slices: SlicePart,
+    /// The direct kernels' threads.
+    pub direct: DirectPart,
+    /// Depthwise backward-data by column strips.
+    pub strips: StripPart,
+    /// The tap-shift kernels' padded grid.
+    pub tap_shift: TapShiftPart,
+    /// Padding to a multiple of 8 bytes (zero).
+    pub _pad: u32,
+}
+
+/// The implicit-GEMM view of the problem, per group, and its split-K
+/// (backward-weight: every kernel, as the split-K workspace is the
+/// `[k_batch][G][M][N]` dW matrix; backward-data: the GEMM kernel).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GemmPart {
+    /// GEMM M per group (backward-weight `K`; backward-data `N` times the
+    /// largest stride slice's pixels).
+    pub m: u32,
+    /// GEMM N per group (backward-weight `C * Z*Y*X`, the filter columns;
+    /// backward-data `C`).
+    pub n: u32,
+    /// GEMM K, the reduction length (backward-weight `N * output pixels`;
+    /// backward-data the largest class's taps times `K`).
+    pub k: u32,
+    /// Backward-weight: split-K batches (grid z = `G * k_batch` on the
+    /// GEMM, `k_batch` on the other kernels); 1 without a split.
+    pub k_batch: u32,
+    /// Backward-weight GEMM and direct scalar path: GEMM K per k-batch (a
+    /// multiple of the tile's K).
+    pub k_per_batch: u32,
+    /// GEMM tiles along M (grid x = `tiles_m * tiles_n`, M fastest).
+    pub tiles_m: u32,
+    /// GEMM tiles along N.
+    pub tiles_n: u32,
+    /// Backward-weight: elements of one split-K partial, `G * M * N`.
+    pub partial_elems: u32,
+    /// Backward-weight direct scalar path: division by GEMM N.
+    pub div_n: FastDiv,
+}
+
+/// Backward-data's stride-residue slices (see `convgrad_device::conv::residues`):
+/// the GEMM kernel runs one GEMM per slice; the direct and depthwise-strip
+/// kernels find each pixel's tap class.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct SlicePart {
+    /// `S / gcd(S, dilation)` per dim, the number of tap residue classes
+    /// (taps `t, t + tilde, ...` reach the same input pixels).
     pub tilde: [u32; 3],
-    /// Backward-data: `dilation / gcd(S, dilation)`, how far the output pixel
-    /// moves between consecutive taps of one class.
+    /// `dilation / gcd(S, dilation)`, how far the output pixel moves
+    /// between consecutive taps of one class.
     pub tap_step: [u32; 3],
-    /// Backward-data: stride-residue slices, `S_z * S_y * S_x` (grid y).
-    pub slices: u32,
-    /// Backward-data: `ceil(I / S)` per dim, input pixels of the largest slice.
-    pub slice_rows: [u32; 3],
-    /// Division by `slice_rows`.
-    pub div_slice_rows: [FastDiv; 3],
+    /// Slices, `S_z * S_y * S_x` (the GEMM's grid y).
+    pub count: u32,
+    /// `ceil(I / S)` per dim, input pixels of the largest slice (GEMM).
+    pub rows: [u32; 3],
+    /// Division by `rows` (GEMM: row -> `(n, q)`).
+    pub div_rows: [FastDiv; 3],
     /// Division by the strides (slice index -> residues; pixel -> residue).
     pub div_stride: [FastDiv; 3],
-    /// Division by the input sizes (direct backward-data: thread -> pixel).
-    pub div_in: [FastDiv; 3],
-    /// Division by `K` (backward-data reduction index -> (tap, k)).
+    /// Division by `K` (GEMM: reduction index -> `(tap, k)`).
     pub div_k: FastDiv,
-    /// Division by the taps of one residue class per dim, `[floor, ceil]` of
-    /// `filter / tilde` (classes `t < filter % tilde` have the larger count).
+    /// Division by the taps of one residue class per dim, `[floor, ceil]`
+    /// of `filter / tilde` (classes `t < filter % tilde` have the larger count).
     pub div_dot: [[FastDiv; 3]; 2],
-    /// Direct kernels' channel-vector fast path, [`vec_mode`] bits (0: scalar path).
+}
+
+/// The direct kernels (backward-data direct and depthwise strips,
+/// backward-weight direct): the channel-vector path and the thread
+/// decompositions.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct DirectPart {
+    /// The channel-vector fast path, [`vec_mode`] bits (0: scalar path;
+    /// both direct kernels dispatch on it).
     pub vec_mode: u32,
-    /// Direct backward-weight: thread columns per workgroup (`256 / vec_block_cols` streams).
-    pub vec_block_cols: u32,
-    /// Direct backward-weight: thread columns in all (channel vectors * K * tap blocks).
-    pub vec_cols: u32,
-    /// Direct backward-weight: output pixels of one reduction stream.
-    pub vec_stream_len: u32,
-    /// Division by the channel vectors (per pixel in backward-data, per `k` in backward-weight).
+    /// Backward-data direct, scalar path: input-gradient elements `G * N *
+    /// C * pixels`, one thread each.
+    pub dx_elems: u32,
+    /// Backward-weight direct, channel vectors: thread columns per workgroup
+    /// (`256 / block_cols` streams).
+    pub block_cols: u32,
+    /// Backward-weight direct, channel vectors: thread columns in all
+    /// (channel vectors * `K` * tap blocks).
+    pub cols: u32,
+    /// Backward-weight direct, channel vectors: reduction units (output
+    /// pixels, or row segments with [`vec_mode::ROWS`]) of one stream.
+    pub stream_len: u32,
+    /// Division by the channel vectors, `G * C / VW` (backward-data direct
+    /// and depthwise strips: the fastest thread index; backward-weight
+    /// direct: a thread column's vector).
     pub div_vec: FastDiv,
-    /// Backward-data: division by the pixel runs per slice row; backward-weight:
-    /// division by the columns per workgroup.
-    pub div_run: FastDiv,
-    /// Direct backward-weight: division by the tap blocks (the fastest index
-    /// of a thread column).
+    /// Backward-data direct and depthwise strips: division by the pixel
+    /// runs per slice row (`ceil(slice row / RUN)`).
+    pub div_runs: FastDiv,
+    /// Backward-weight direct, channel vectors: division by [`block_cols`](Self::block_cols)
+    /// (thread -> `(stream, column)`).
+    pub div_block_cols: FastDiv,
+    /// Backward-weight direct, channel vectors: division by the tap blocks
+    /// (the fastest index of a thread column).
     pub div_tap_blocks: FastDiv,
-    /// Direct backward-weight, [`vec_mode::ROWS`]: division by the row
+    /// Backward-weight direct, [`vec_mode::ROWS`]: division by the row
     /// segments per output row.
     pub div_segs: FastDiv,
-    /// Depthwise backward-data by column strips ([`Op::BwdDataDepthwise`](crate::instance::Op)):
-    /// division by the strips per stride-slice column.
-    pub div_strip: FastDiv,
-    /// Depthwise backward-data by column strips: slice rows per strip.
-    pub strip_rows: u32,
-    /// Backward-data by tap shifts: output rows per tile (of `div_halo[0].div`
-    /// rows per image, the last `(Y - 1) * dilation` of them past the image).
+}
+
+/// Depthwise backward-data by column strips
+/// ([`Op::BwdDataDepthwise`](crate::instance::Op)); the kernel also reads
+/// [`SlicePart`] and [`DirectPart::div_vec`], [`DirectPart::div_runs`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct StripPart {
+    /// Slice rows per strip (0: not a strip plan).
+    pub rows: u32,
+    /// Division by the strips per stride-slice column.
+    pub div_strips: FastDiv,
+}
+
+/// The padded pixel grid of the tap-shift kernels (backward-data and
+/// backward-weight, `convgrad_device::conv::tap_grid`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct TapShiftPart {
+    /// Grid image rows per tile (of `div_halo[0].div` rows per image, the
+    /// last `(Y - 1) * dilation` of them past the image); 0: not a
+    /// tap-shift plan.
     pub halo_rows: u32,
-    /// Backward-data by tap shifts: division by the halo rows per image and
-    /// by the halo row length (`H + (Y - 1) * dil`, `W + (X - 1) * dil`).
+    /// Tiles over all images (backward-data: grid x).
+    pub tiles: u32,
+    /// Backward-weight: tiles per split-K batch (each workgroup sums its
+    /// batch's tiles).
+    pub tiles_per_batch: u32,
+    /// Division by the grid rows per image and by the grid row length
+    /// (`H + (Y - 1) * dil`, `W + (X - 1) * dil`).
     pub div_halo: [FastDiv; 2],
 }
 
@@ -228,15 +314,27 @@ pub const fn fnv1a(words: &[u32]) -> u32 {
 }
 
 impl ConvArgs {
-    /// Layout signature: size plus the offset of every field.
+    /// Backward-weight: the reduction one split-K batch takes, in the unit
+    /// of the plan's kernel: tap-shift tiles, the direct kernel's stream
+    /// units on its channel-vector path, else GEMM K (what tells two
+    /// launches of one kernel and `k_batch` apart).
+    pub fn per_batch(&self) -> u32 {
+        if self.tap_shift.halo_rows > 0 {
+            self.tap_shift.tiles_per_batch
+        } else if self.direct.vec_mode != 0 {
+            self.direct.stream_len
+        } else {
+            self.gemm.k_per_batch
+        }
+    }
+
+    /// Layout signature: the size, the offsets of the header's field groups
+    /// and of each part, and each part's size and inner offsets.
     pub const ABI: u32 = {
         use core::mem::{offset_of, size_of};
         fnv1a(&[
             size_of::<ConvArgs>() as u32,
             offset_of!(ConvArgs, x) as u32,
-            offset_of!(ConvArgs, w) as u32,
-            offset_of!(ConvArgs, dy) as u32,
-            offset_of!(ConvArgs, ws) as u32,
             offset_of!(ConvArgs, d) as u32,
             offset_of!(ConvArgs, abi) as u32,
             offset_of!(ConvArgs, flags) as u32,
@@ -245,22 +343,29 @@ impl ConvArgs {
             offset_of!(ConvArgs, lpad) as u32,
             offset_of!(ConvArgs, x_strides) as u32,
             offset_of!(ConvArgs, d_strides) as u32,
-            offset_of!(ConvArgs, gemm_m) as u32,
-            offset_of!(ConvArgs, partial_elems) as u32,
             offset_of!(ConvArgs, epi) as u32,
             size_of::<EpiChain>() as u32,
             offset_of!(ConvArgs, div_out) as u32,
+            offset_of!(ConvArgs, div_in) as u32,
             offset_of!(ConvArgs, div_zyx) as u32,
-            offset_of!(ConvArgs, div_gemm_n) as u32,
-            offset_of!(ConvArgs, tilde) as u32,
-            offset_of!(ConvArgs, div_dot) as u32,
-            offset_of!(ConvArgs, vec_mode) as u32,
-            offset_of!(ConvArgs, div_run) as u32,
-            offset_of!(ConvArgs, div_segs) as u32,
-            offset_of!(ConvArgs, div_strip) as u32,
-            offset_of!(ConvArgs, strip_rows) as u32,
-            offset_of!(ConvArgs, div_halo) as u32,
-            9, // bump when a field's meaning changes
+            offset_of!(ConvArgs, gemm) as u32,
+            size_of::<GemmPart>() as u32,
+            offset_of!(GemmPart, k_batch) as u32,
+            offset_of!(GemmPart, div_n) as u32,
+            offset_of!(ConvArgs, slices) as u32,
+            size_of::<SlicePart>() as u32,
+            offset_of!(SlicePart, count) as u32,
+            offset_of!(SlicePart, div_dot) as u32,
+            offset_of!(ConvArgs, direct) as u32,
+            size_of::<DirectPart>() as u32,
+            offset_of!(DirectPart, stream_len) as u32,
+            offset_of!(DirectPart, div_segs) as u32,
+            offset_of!(ConvArgs, strips) as u32,
+            size_of::<StripPart>() as u32,
+            offset_of!(ConvArgs, tap_shift) as u32,
+            size_of::<TapShiftPart>() as u32,
+            offset_of!(TapShiftPart, div_halo) as u32,
+            10, // bump when a field's meaning changes
         ])
     };
 }

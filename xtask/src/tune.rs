@@ -98,7 +98,7 @@ impl Run<'_> {
         let (name, launch, plan) = match self.op {
             Op::BwdWeight => {
                 let plan = weight_op::plan(&s.p, &self.weight_config(t, instance, split), family, cus)?;
-                (plan.main.instance.name, (plan.k_batch, plan.args_template.k_per_batch), Planned::Weight(plan))
+                (plan.main.instance.name, (plan.k_batch, plan.args_template.per_batch()), Planned::Weight(plan))
             }
             Op::BwdData => {
                 let plan = data_op::plan(&s.p, &bench::data_config(s, t, instance), family, cus)?;

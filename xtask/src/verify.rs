@@ -526,8 +526,8 @@ fn run_bwd_data(
     };
     let mut extra = serde_json::Map::new();
     extra.insert("slices".into(), plan.slices.into());
-    extra.insert("strip_rows".into(), plan.args_template.strip_rows.into());
-    extra.insert("halo_rows".into(), plan.args_template.halo_rows.into());
+    extra.insert("strip_rows".into(), plan.args_template.strips.rows.into());
+    extra.insert("halo_rows".into(), plan.args_template.tap_shift.halo_rows.into());
     extra.insert("d_layouts".into(), serde_json::json!(d_names));
     extra.insert("alias_d0".into(), a.alias_d0.into());
     Ok(Ran {

@@ -86,9 +86,9 @@ pub(crate) unsafe fn finish_tile<Out: Elem>(a: &ConvArgs, g: u32, [m0, n0]: [u32
     let mut idx = arch::thread_id();
     while idx < bm * per_row {
         let (m, n) = (m0 + idx / per_row, n0 + idx % per_row * RUN as u32);
-        if m < a.gemm_m && n < a.gemm_n {
-            let len = (a.gemm_n - n).min(RUN as u32);
-            let v = unsafe { splitk::take_run(a, ((g * a.gemm_m + m) * a.gemm_n + n) as usize, len) };
+        if m < a.gemm.m && n < a.gemm.n {
+            let len = (a.gemm.n - n).min(RUN as u32);
+            let v = unsafe { splitk::take_run(a, ((g * a.gemm.m + m) * a.gemm.n + n) as usize, len) };
             unsafe { write_dw_run::<Out>(a, g, m, n, len, v) }
         }
         idx += threads;

@@ -86,7 +86,7 @@ pub(crate) unsafe fn st_lanes<T: Elem, const VW: usize>(p: *mut T, off: usize, f
     }
 }
 
-/// Runs `$f::<In, Out, VW, DW>(a)` with the lane count (`$full`, or `$half`
+/// Runs `$f::<In, Out, VW, DEPTHWISE>(a)` with the lane count (`$full`, or `$half`
 /// with `vec_mode::HALF`) and lane kind of the argument block's [`vec_mode`]
 /// (a uniform branch), or `$scalar` when off.
 ///
@@ -94,13 +94,13 @@ pub(crate) unsafe fn st_lanes<T: Elem, const VW: usize>(p: *mut T, off: usize, f
 macro_rules! dispatch_lanes {
     ($a:ident, $in:ty, $out:ty, $f:ident, $scalar:expr, [$full:literal, $half:literal]) => {{
         use convgrad_types::params::vec_mode;
-        let m = $a.vec_mode;
-        let dw = m & vec_mode::DW != 0;
+        let m = $a.direct.vec_mode;
+        let depthwise = m & vec_mode::DEPTHWISE != 0;
         let half = m & vec_mode::HALF != 0;
         if m & vec_mode::ON == 0 {
             $scalar
         } else {
-            match (half, dw) {
+            match (half, depthwise) {
                 (false, true) => $f::<$in, $out, $full, true>($a),
                 (false, false) => $f::<$in, $out, $full, false>($a),
                 (true, true) => $f::<$in, $out, $half, true>($a),

@@ -47,8 +47,8 @@ impl Slice {
     /// Slice number `s` of the launch (grid y): residues with x fastest.
     #[inline(always)]
     pub fn of_launch(a: &ConvArgs, s: u32) -> Slice {
-        let (t, rx) = a.div_stride[2].divmod(s);
-        let (rz, ry) = a.div_stride[1].divmod(t);
+        let (t, rx) = a.slices.div_stride[2].divmod(s);
+        let (rz, ry) = a.slices.div_stride[1].divmod(t);
         Slice::new(a, [rz, ry, rx])
     }
 
@@ -63,9 +63,9 @@ impl Slice {
     /// Row `m` of the slice GEMM -> `(n, q)`.
     #[inline(always)]
     pub fn split_row(a: &ConvArgs, m: u32) -> (u32, [u32; 3]) {
-        let (t, qx) = a.div_slice_rows[2].divmod(m);
-        let (t, qy) = a.div_slice_rows[1].divmod(t);
-        let (n, qz) = a.div_slice_rows[0].divmod(t);
+        let (t, qx) = a.slices.div_rows[2].divmod(m);
+        let (t, qy) = a.slices.div_rows[1].divmod(t);
+        let (n, qz) = a.slices.div_rows[0].divmod(t);
         (n, [qz, qy, qx])
     }
 
@@ -93,7 +93,7 @@ fn slice_class(a: &ConvArgs, d: usize, r: u32) -> SliceClass {
     let (s, dil) = (a.stride[d] as i32, a.dilation[d] as i32);
     let mut t = 0;
     let mut found = None;
-    while t < a.tilde[d] {
+    while t < a.slices.tilde[d] {
         let v = r as i32 + a.lpad[d] as i32 - t as i32 * dil;
         if v.rem_euclid(s) == 0 {
             found = Some(v.div_euclid(s) as u32);
@@ -101,10 +101,10 @@ fn slice_class(a: &ConvArgs, d: usize, r: u32) -> SliceClass {
         }
         t += 1;
     }
-    let more = t < a.filter[d] % a.tilde[d];
-    let div = if more { a.div_dot[1][d] } else { a.div_dot[0][d] };
+    let more = t < a.filter[d] % a.slices.tilde[d];
+    let div = if more { a.slices.div_dot[1][d] } else { a.slices.div_dot[0][d] };
     match found {
-        Some(base) => SliceClass { t, base, dot: a.filter[d] / a.tilde[d] + more as u32, div },
+        Some(base) => SliceClass { t, base, dot: a.filter[d] / a.slices.tilde[d] + more as u32, div },
         None => SliceClass { t: 0, base: 0, dot: 0, div },
     }
 }
@@ -127,12 +127,12 @@ pub(crate) fn class_of(a: &ConvArgs, d: usize, r: u32) -> Class {
     let (s, dil) = (a.stride[d], a.dilation[d]);
     let top = r + a.lpad[d] + s * dil;
     let mut t = 0;
-    while t < a.tilde[d] {
-        let (q, rem) = a.div_stride[d].divmod(top - t * dil);
+    while t < a.slices.tilde[d] {
+        let (q, rem) = a.slices.div_stride[d].divmod(top - t * dil);
         if rem == 0 {
             // div_dot[1] divides by floor(filter / tilde) + 1 (never 0, so exact).
-            let few = a.div_dot[1][d].div - 1;
-            let more = t < a.filter[d] - few * a.tilde[d];
+            let few = a.slices.div_dot[1][d].div - 1;
+            let more = t < a.filter[d] - few * a.slices.tilde[d];
             return Class { t, base: q.wrapping_sub(dil), dot: few + more as u32 };
         }
         t += 1;

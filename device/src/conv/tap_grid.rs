@@ -5,7 +5,9 @@
 //! `Hp` rows of `Wp` columns each (`div_halo`), padded by the filter's
 //! dilated extent minus one per dim, so that at stride 1 every filter tap
 //! `(y, x)` is one row shift `y * d * Wp + x * d` of the flattened grid. A
-//! workgroup's tile is [`ConvArgs::halo_rows`] grid image rows.
+//! workgroup's tile is [`TapShiftPart::halo_rows`] grid image rows.
+//!
+//! [`TapShiftPart::halo_rows`]: convgrad_types::params::TapShiftPart::halo_rows
 
 use crate::arch;
 use crate::elem::Elem;
@@ -24,15 +26,15 @@ impl Grid {
     /// The tile of `halo_rows` grid image rows numbered `tile`.
     #[inline(always)]
     pub fn tile(a: &ConvArgs, tile: u32) -> Grid {
-        Grid { row0: tile * a.halo_rows, images: a.n * a.input[0] }
+        Grid { row0: tile * a.tap_shift.halo_rows, images: a.n * a.input[0] }
     }
 
     /// Flat grid row `m` of the tile -> `(n, z, image row, column)`, or none
     /// past the images.
     #[inline(always)]
     pub fn at(&self, a: &ConvArgs, m: u32) -> Option<[u32; 4]> {
-        let (dr, x) = a.div_halo[1].divmod(m);
-        let (b, r) = a.div_halo[0].divmod(self.row0 + dr);
+        let (dr, x) = a.tap_shift.div_halo[1].divmod(m);
+        let (b, r) = a.tap_shift.div_halo[0].divmod(self.row0 + dr);
         let (n, z) = a.div_in[0].divmod(b);
         (b < self.images).then_some([n, z, r, x])
     }
@@ -40,13 +42,13 @@ impl Grid {
     /// Largest tap shift in flat rows.
     #[inline(always)]
     pub fn max_shift(a: &ConvArgs) -> u32 {
-        (a.filter[1] - 1) * a.dilation[1] * a.div_halo[1].div + (a.filter[2] - 1) * a.dilation[2]
+        (a.filter[1] - 1) * a.dilation[1] * a.tap_shift.div_halo[1].div + (a.filter[2] - 1) * a.dilation[2]
     }
 
     /// Row shift of tap `(y, x)`.
     #[inline(always)]
     pub fn shift(a: &ConvArgs, y: usize, x: usize) -> usize {
-        y * a.dilation[1] as usize * a.div_halo[1].div as usize + x * a.dilation[2] as usize
+        y * a.dilation[1] as usize * a.tap_shift.div_halo[1].div as usize + x * a.dilation[2] as usize
     }
 }
 
@@ -114,7 +116,7 @@ impl<T: Elem> Staged<T> {
         // instructions each on NVIDIA).
         let lane_off = g * s[0] + ch * s[2];
         let chans_ok = (g < self.groups) & (ch < self.chans);
-        let (hp, wp) = (&a.div_halo[0], &a.div_halo[1]);
+        let (hp, wp) = (&a.tap_shift.div_halo[0], &a.tap_shift.div_halo[1]);
         let mut m = (tid / slots) as u32;
         let (dr, mut c) = wp.divmod(m);
         let (mut b, mut r) = hp.divmod(grid.row0 + dr);

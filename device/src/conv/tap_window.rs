@@ -19,14 +19,14 @@ use convgrad_types::params::ConvArgs;
 pub use convgrad_types::contract::bwd_data_direct::{HALO, RUN};
 
 /// Writes the `VW` lanes of pixel `p` of a run through the epilogue: lane
-/// `l` is `[g + l, n, 0, i]` (`DW`) or `[g, n, c + l, i]`, with `i` the
+/// `l` is `[g + l, n, 0, i]` (`DEPTHWISE`) or `[g, n, c + l, i]`, with `i` the
 /// run's first pixel `i0` moved `p` stride steps along x. The offsets of
 /// `i0` are the same for every pixel of the run (computed once after
 /// inlining); the chain's opcodes are matched once per pixel, not per lane,
 /// and each `D` is read before the one vector store (a `D` may be `dx`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
+unsafe fn write_lanes<Out: Elem, const VW: usize, const DEPTHWISE: bool>(
     a: &ConvArgs,
     g: u32,
     n: u32,
@@ -36,7 +36,7 @@ unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
     acc: [f32; VW],
 ) {
     let idx = [g, n, c, i0[0], i0[1], i0[2]];
-    let lane_axis = if DW { 0 } else { 2 };
+    let lane_axis = if DEPTHWISE { 0 } else { 2 };
     let along = (p * a.stride[2]) as usize;
     let at = |s: &[u32; 6]| offset(s, idx) + along * s[5] as usize;
     let v = a.epi.apply_run(acc, |d| {
@@ -57,7 +57,7 @@ unsafe fn write_lanes<Out: Elem, const VW: usize, const DW: bool>(
 /// # Safety
 /// As the kernel.
 #[inline(always)]
-pub(crate) unsafe fn store_dx_run<Out: Elem, const VW: usize, const DW: bool>(
+pub(crate) unsafe fn store_dx_run<Out: Elem, const VW: usize, const DEPTHWISE: bool>(
     a: &ConvArgs,
     g: u32,
     n: u32,
@@ -76,7 +76,7 @@ pub(crate) unsafe fn store_dx_run<Out: Elem, const VW: usize, const DW: bool>(
             if plain {
                 unsafe { st_lanes::<Out, VW>(a.x as *mut Out, x0 + p * x_step, acc[p]) }
             } else {
-                unsafe { write_lanes::<Out, VW, DW>(a, g, n, c, i0, p as u32, acc[p]) }
+                unsafe { write_lanes::<Out, VW, DEPTHWISE>(a, g, n, c, i0, p as u32, acc[p]) }
             }
         }
     });
@@ -120,7 +120,7 @@ pub(crate) struct Window {
 /// # Safety
 /// As the kernel.
 #[inline(always)]
-pub(crate) unsafe fn window_weights<In: Elem, const VW: usize, const DW: bool>(
+pub(crate) unsafe fn window_weights<In: Elem, const VW: usize, const DEPTHWISE: bool>(
     a: &ConvArgs,
     win: &Window,
     k: u32,
@@ -130,8 +130,8 @@ pub(crate) unsafe fn window_weights<In: Elem, const VW: usize, const DW: bool>(
     let mut wt = [[0.0f32; VW]; HALO + 1];
     unroll!(s in [0, 1, 2] => {
         let jx = if mask >> s & 1 != 0 { win.last - (mask & ((1 << s) - 1)).count_ones() } else { win.last };
-        let wo = win.w_row + (win.tx + a.tilde[2] * jx) * ws[5] + k * ws[1];
-        wt[s] = if DW {
+        let wo = win.w_row + (win.tx + a.slices.tilde[2] * jx) * ws[5] + k * ws[1];
+        wt[s] = if DEPTHWISE {
             unsafe { ld_gather::<In, VW>(w, wo, ws[0]) }
         } else {
             unsafe { ld_lanes::<In, VW>(w, wo as usize) }

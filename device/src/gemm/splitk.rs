@@ -58,10 +58,10 @@ pub fn mode(a: &ConvArgs) -> PartialMode {
 #[inline(always)]
 pub fn coord(a: &ConvArgs, block: [u32; 3], bm: u32, bn: u32) -> Coord {
     let tile = block[0];
-    let (tm, tn) = (tile % a.tiles_m, tile / a.tiles_m);
-    let (g, kb) = (block[2] / a.k_batch, block[2] % a.k_batch);
-    let k_begin = kb * a.k_per_batch;
-    let k_end = if a.k_batch == 1 { a.gemm_k } else { (k_begin + a.k_per_batch).min(a.gemm_k) };
+    let (tm, tn) = (tile % a.gemm.tiles_m, tile / a.gemm.tiles_m);
+    let (g, kb) = (block[2] / a.gemm.k_batch, block[2] % a.gemm.k_batch);
+    let k_begin = kb * a.gemm.k_per_batch;
+    let k_end = if a.gemm.k_batch == 1 { a.gemm.k } else { (k_begin + a.gemm.k_per_batch).min(a.gemm.k) };
     let mode = mode(a);
     Coord { g, kb, range: BlockRange { m0: tm * bm, n0: tn * bn, k_begin, k_end }, mode }
 }
@@ -69,9 +69,9 @@ pub fn coord(a: &ConvArgs, block: [u32; 3], bm: u32, bn: u32) -> Coord {
 /// Workspace index of element `(m, n)` of group `g`'s partial from batch `kb`.
 #[inline(always)]
 pub fn ws_index(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: u32) -> usize {
-    let inner = ((g as usize * a.gemm_m as usize) + m as usize) * a.gemm_n as usize + n as usize;
+    let inner = ((g as usize * a.gemm.m as usize) + m as usize) * a.gemm.n as usize + n as usize;
     match mode {
-        PartialMode::Store => kb as usize * a.partial_elems as usize + inner,
+        PartialMode::Store => kb as usize * a.gemm.partial_elems as usize + inner,
         _ => inner,
     }
 }
@@ -95,7 +95,7 @@ pub unsafe fn put(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: u
 /// on the H200 one element at a time.
 ///
 /// # Safety
-/// As [`put`]; `gemm_n` and `n` multiples of 4 (16-byte aligned in the workspace).
+/// As [`put`]; `gemm.n` and `n` multiples of 4 (16-byte aligned in the workspace).
 #[inline(always)]
 pub unsafe fn put4(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: u32, v: [f32; 4]) {
     let (ws, i) = (a.ws as *mut f32, ws_index(a, mode, kb, g, m, n));
@@ -108,8 +108,8 @@ pub unsafe fn put4(a: &ConvArgs, mode: PartialMode, kb: u32, g: u32, m: u32, n: 
 /// Workspace elements (f32) that hold partials; the tiles' arrival counters follow.
 #[inline(always)]
 pub fn partials_len(a: &ConvArgs) -> usize {
-    let batches = if a.flags & flags::SPLITK_STORE != 0 { a.k_batch as usize } else { 1 };
-    batches * a.partial_elems as usize
+    let batches = if a.flags & flags::SPLITK_STORE != 0 { a.gemm.k_batch as usize } else { 1 };
+    batches * a.gemm.partial_elems as usize
 }
 
 /// With split-K, counts this workgroup's arrival at `tile` once its
@@ -132,7 +132,7 @@ pub unsafe fn last_arrival(a: &ConvArgs, tile: u32) -> bool {
     arch::barrier();
     if arch::thread_id() == 0 {
         let counters = (a.ws as *mut f32).wrapping_add(partials_len(a)) as *mut u32;
-        let last = unsafe { arch::arrive(counters, tile as usize) } == a.k_batch - 1;
+        let last = unsafe { arch::arrive(counters, tile as usize) } == a.gemm.k_batch - 1;
         if last {
             unsafe { arch::st(counters, tile as usize, 0) };
         }
@@ -157,8 +157,8 @@ pub unsafe fn take(a: &ConvArgs, g: u32, m: u32, n: u32) -> f32 {
     let (ws, i) = (a.ws as *mut f32, ws_index(a, PartialMode::Atomic, 0, g, m, n));
     if a.flags & flags::SPLITK_STORE != 0 {
         let mut v = 0.0f32;
-        for kb in 0..a.k_batch as usize {
-            v += unsafe { arch::ld(ws, kb * a.partial_elems as usize + i) };
+        for kb in 0..a.gemm.k_batch as usize {
+            v += unsafe { arch::ld(ws, kb * a.gemm.partial_elems as usize + i) };
         }
         v
     } else {
@@ -169,7 +169,7 @@ pub unsafe fn take(a: &ConvArgs, g: u32, m: u32, n: u32) -> f32 {
 }
 
 /// The whole reduction of `len` (at most [`RUN`]) consecutive elements from
-/// `idx` (a multiple of [`RUN`] into a row of `gemm_n`), for the last
+/// `idx` (a multiple of [`RUN`] into a row of `gemm.n`), for the last
 /// workgroup of their tile: every batch's partials in batch order, or the
 /// atomic sums, zeroed for the next call as they are read; 16-byte accesses
 /// when the rows are whole quads.
@@ -180,11 +180,11 @@ pub unsafe fn take(a: &ConvArgs, g: u32, m: u32, n: u32) -> f32 {
 pub unsafe fn take_run(a: &ConvArgs, idx: usize, len: u32) -> [f32; RUN] {
     let ws = a.ws as *mut f32;
     let stored = a.flags & flags::SPLITK_STORE != 0;
-    let batches = if stored { a.k_batch as usize } else { 1 };
-    let quads = a.gemm_n.is_multiple_of(4);
+    let batches = if stored { a.gemm.k_batch as usize } else { 1 };
+    let quads = a.gemm.n.is_multiple_of(4);
     let mut v = [0.0f32; RUN];
     for kb in 0..batches {
-        let base = kb * a.partial_elems as usize + idx;
+        let base = kb * a.gemm.partial_elems as usize + idx;
         for q in 0..RUN / 4 {
             if (4 * q as u32) >= len {
                 continue;

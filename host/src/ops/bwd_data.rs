@@ -10,7 +10,7 @@ pub use super::{LaunchSpec, OpError, Unsupported};
 use super::{check_buffer, fold, select};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{Family, Op};
-use convgrad_types::params::{ConvArgs, FastDiv, vec_mode};
+use convgrad_types::params::{ConvArgs, DirectPart, FastDiv, GemmPart, SlicePart, vec_mode};
 use convgrad_types::contract::bwd_data_direct::{KV, RUN};
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
@@ -324,25 +324,30 @@ fn plan_on(
         x_strides: dx.strides_u32(),
         w_strides: w.strides_u32(),
         dy_strides: dy.strides_u32(),
-        gemm_m: gm as u32,
-        gemm_n: gn as u32,
-        gemm_k: (class_taps(p) * p.k as u64) as u32,
-        k_batch: 1,
-        tiles_m,
-        tiles_n,
-        partial_elems: total as u32,
+        gemm: GemmPart {
+            m: gm as u32,
+            n: gn as u32,
+            k: (class_taps(p) * p.k as u64) as u32,
+            k_batch: 1,
+            tiles_m,
+            tiles_n,
+            ..Default::default()
+        },
+        direct: DirectPart { dx_elems: total as u32, ..Default::default() },
         epi: chain,
         div_c: FastDiv::new(p.c as u32),
         div_g: FastDiv::new(p.g as u32),
-        tilde: u3(tl),
-        tap_step: std::array::from_fn(|d| tap_step(p, d) as u32),
-        slices: slices as u32,
-        slice_rows: u3(slice_rows),
-        div_slice_rows: slice_rows.map(|r| FastDiv::new(r as u32)),
-        div_stride: p.strides.map(|s| FastDiv::new(s as u32)),
+        slices: SlicePart {
+            tilde: u3(tl),
+            tap_step: std::array::from_fn(|d| tap_step(p, d) as u32),
+            count: slices as u32,
+            rows: u3(slice_rows),
+            div_rows: slice_rows.map(|r| FastDiv::new(r as u32)),
+            div_stride: p.strides.map(|s| FastDiv::new(s as u32)),
+            div_k: FastDiv::new(p.k as u32),
+            div_dot: [dot(false), dot(true)],
+        },
         div_in: p.input.map(|i| FastDiv::new(i as u32)),
-        div_k: FastDiv::new(p.k as u32),
-        div_dot: [dot(false), dot(true)],
         div_x: FastDiv::new(p.filter[2] as u32),
         ..Default::default()
     };
@@ -357,9 +362,9 @@ fn plan_on(
     let fast = (direct && inst.op == Op::BwdDataDirect)
         .then(|| super::direct_vec_mode(p, cfg.types.act().bytes(), &dx, &dy))
         .flatten()
-        .filter(|&(mode, vw)| mode & vec_mode::DW != 0 || super::lane_axis(&w, 2, vw))
+        .filter(|&(mode, vw)| mode & vec_mode::DEPTHWISE != 0 || super::lane_axis(&w, 2, vw))
         .map(|(mode, vw)| {
-            let lanes = mode & vec_mode::DW == 0;
+            let lanes = mode & vec_mode::DEPTHWISE == 0;
             let kvec = if lanes && super::lane_axis(&dy, 2, KV) { vec_mode::DY_KVEC } else { 0 };
             let vectors = (p.g * p.c / vw) as u64;
             let runs = slice_rows[2].div_ceil(RUN) as u64;
@@ -379,9 +384,9 @@ fn plan_on(
             None => dw_strip_count(slice_rows[1], per_strip, inst.threads(family) as u64, round),
         };
         let threads = per_strip * strips as u64;
-        args.div_strip = FastDiv::new(strips as u32);
-        args.strip_rows = rows as u32;
-        Some((vec_mode::ON | vec_mode::DW | vec_mode::HALF, vectors, runs, threads))
+        args.strips.div_strips = FastDiv::new(strips as u32);
+        args.strips.rows = rows as u32;
+        Some((vec_mode::ON | vec_mode::DEPTHWISE | vec_mode::HALF, vectors, runs, threads))
     });
     if inst.op == Op::BwdDataDepthwise && fast.is_none_or(|f| f.3 > limit) {
         return Err(OpError::Desc(DescError::TooLarge {
@@ -392,9 +397,9 @@ fn plan_on(
     }
     let fast = fast.filter(|f| f.3 <= limit);
     if let Some((mode, vectors, runs, _)) = fast {
-        args.vec_mode = mode;
-        args.div_vec = FastDiv::new(vectors as u32);
-        args.div_run = FastDiv::new(runs as u32);
+        args.direct.vec_mode = mode;
+        args.direct.div_vec = FastDiv::new(vectors as u32);
+        args.direct.div_runs = FastDiv::new(runs as u32);
     }
     let grid = if let Some(h) = halo_rows {
         h.set(&mut args);
@@ -424,11 +429,11 @@ impl BwdDataPlan {
     /// What runs, in one line: the kernel and how the problem maps onto it.
     pub fn describe(&self) -> String {
         let a = &self.args_template;
-        let how = if a.halo_rows > 0 {
-            let [hp, wp] = a.div_halo.map(|d| d.div);
-            format!("tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.halo_rows)
-        } else if a.strip_rows > 0 {
-            format!("depthwise strips of {} slice rows (direct kernel)", a.strip_rows)
+        let how = if a.tap_shift.halo_rows > 0 {
+            let [hp, wp] = a.tap_shift.div_halo.map(|d| d.div);
+            format!("tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.tap_shift.halo_rows)
+        } else if a.strips.rows > 0 {
+            format!("depthwise strips of {} slice rows (direct kernel)", a.strips.rows)
         } else if self.slices == 0 {
             "stride slices 0 (direct kernel)".into()
         } else {

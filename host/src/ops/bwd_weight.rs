@@ -7,7 +7,7 @@ use convgrad_types::epilogue::{EpiChain, MAX_D};
 use super::{fold, select};
 use convgrad_types::instance::{Family, Op};
 use convgrad_types::contract::bwd_weight_direct::{SEG, TAP_BLOCK};
-use convgrad_types::params::{ConvArgs, FastDiv, flags, vec_mode};
+use convgrad_types::params::{ConvArgs, FastDiv, GemmPart, flags, vec_mode};
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 pub use super::{LaunchSpec, OpError, Unsupported};
@@ -312,14 +312,17 @@ fn plan_on(
         x_strides: x.strides_u32(),
         w_strides: dw.strides_u32(),
         dy_strides: dy.strides_u32(),
-        gemm_m: gm as u32,
-        gemm_n: gn as u32,
-        gemm_k: gk as u32,
-        k_batch,
-        k_per_batch,
-        tiles_m,
-        tiles_n,
-        partial_elems: partial as u32,
+        gemm: GemmPart {
+            m: gm as u32,
+            n: gn as u32,
+            k: gk as u32,
+            k_batch,
+            k_per_batch,
+            tiles_m,
+            tiles_n,
+            partial_elems: partial as u32,
+            div_n: FastDiv::new(gn as u32),
+        },
         epi: chain,
         div_out: p.output().map(|o| FastDiv::new(o as u32)),
         div_c: FastDiv::new(p.c as u32),
@@ -327,25 +330,27 @@ fn plan_on(
         div_y: FastDiv::new(p.filter[1] as u32),
         div_zyx: FastDiv::new(p.filter_taps() as u32),
         div_g: FastDiv::new(p.g as u32),
-        div_gemm_n: FastDiv::new(gn as u32),
         ..Default::default()
     };
     for (i, d) in ds.iter().enumerate().take(MAX_D) {
         args.d_strides[i] = d.strides_u32();
     }
     if let Some((f, _)) = &fast {
-        args.vec_mode = f.mode | if f.rows { vec_mode::ROWS } else { 0 };
-        args.vec_cols = f.cols as u32;
-        args.vec_block_cols = f.block_cols as u32;
-        args.vec_stream_len = f.len as u32;
-        args.div_vec = FastDiv::new(f.vectors as u32);
-        args.div_run = FastDiv::new(f.block_cols as u32);
-        args.div_tap_blocks = FastDiv::new(f.tap_blocks as u32);
-        args.div_segs = FastDiv::new(f.segs as u32);
+        args.gemm.k_per_batch = 0;
+        args.direct.vec_mode = f.mode | if f.rows { vec_mode::ROWS } else { 0 };
+        args.direct.cols = f.cols as u32;
+        args.direct.block_cols = f.block_cols as u32;
+        args.direct.stream_len = f.len as u32;
+        args.direct.div_vec = FastDiv::new(f.vectors as u32);
+        args.direct.div_block_cols = FastDiv::new(f.block_cols as u32);
+        args.direct.div_tap_blocks = FastDiv::new(f.tap_blocks as u32);
+        args.direct.div_segs = FastDiv::new(f.segs as u32);
     }
     if let Some(h) = &halo {
         h.set(&mut args);
-        args.tiles_m = h.tiles as u32;
+        args.tap_shift.tiles = h.tiles as u32;
+        args.tap_shift.tiles_per_batch = k_per_batch;
+        args.gemm.k_per_batch = 0;
         args.div_in[0] = FastDiv::new(p.input[0] as u32);
     }
     let grid = if halo.is_some() {
@@ -409,9 +414,9 @@ impl BwdWeightPlan {
             (_, false) => "deterministic",
         };
         let a = &self.args_template;
-        let shifts = if a.halo_rows > 0 {
-            let [hp, wp] = a.div_halo.map(|d| d.div);
-            format!(" ; tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.halo_rows)
+        let shifts = if a.tap_shift.halo_rows > 0 {
+            let [hp, wp] = a.tap_shift.div_halo.map(|d| d.div);
+            format!(" ; tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.tap_shift.halo_rows)
         } else {
             String::new()
         };

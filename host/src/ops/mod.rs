@@ -155,7 +155,7 @@ pub(crate) fn direct_vec_mode(
     let lanes = (16 / bytes).min(convgrad_types::contract::bwd_data_direct::LANES);
     for (vw, half) in [(lanes, 0), (lanes / 2, vec_mode::HALF)] {
         if p.c == 1 && p.k == 1 && lane_axis(x, 0, vw) && lane_axis(dy, 0, vw) {
-            return Some((vec_mode::ON | vec_mode::DW | half, vw));
+            return Some((vec_mode::ON | vec_mode::DEPTHWISE | half, vw));
         }
         if lane_axis(x, 2, vw) {
             return Some((vec_mode::ON | half, vw));

@@ -321,8 +321,8 @@ impl HaloFit {
     /// Stores the grid in the argument block.
     pub fn set(&self, args: &mut convgrad_types::params::ConvArgs) {
         use convgrad_types::params::FastDiv;
-        args.halo_rows = self.rows as u32;
-        args.div_halo = [FastDiv::new(self.hp as u32), FastDiv::new(self.wp as u32)];
+        args.tap_shift.halo_rows = self.rows as u32;
+        args.tap_shift.div_halo = [FastDiv::new(self.hp as u32), FastDiv::new(self.wp as u32)];
     }
 }
 

@@ -7,7 +7,7 @@
 //! [`convgrad_types::instance`]): `D (M x N, f32) = A (M x K) * B (K x N)`,
 //! A and B f16 row-major, D row-major, for exactly one matrix atom computed by
 //! one wave. Argument block: [`ConvArgs`] with `x` = A, `w` = B, `dy` = D,
-//! `gemm_m/n/k` = M/N/K, `abi` = [`ConvArgs::ABI`]. Grid `[1, 1, 1]`, block =
+//! `gemm.m/n/k` = M/N/K, `abi` = [`ConvArgs::ABI`]. Grid `[1, 1, 1]`, block =
 //! the instance's threads (one wave), LDS = the instance's `lds_bytes()`
 //! (`(M + N) * K * 2`).
 //!
@@ -20,7 +20,7 @@
 use super::error::Result;
 use super::{Device, DeviceBuffer};
 use convgrad_types::instance::{self, Family};
-use convgrad_types::params::ConvArgs;
+use convgrad_types::params::{ConvArgs, GemmPart};
 use half::f16;
 
 /// The launch shape of a family's smoke kernel.
@@ -74,9 +74,7 @@ pub fn args(
         w: b.device_addr(),
         dy: d.device_addr(),
         abi: ConvArgs::ABI,
-        gemm_m: s.m as u32,
-        gemm_n: s.n as u32,
-        gemm_k: s.k as u32,
+        gemm: GemmPart { m: s.m as u32, n: s.n as u32, k: s.k as u32, ..GemmPart::default() },
         g: 1,
         ..ConvArgs::default()
     }

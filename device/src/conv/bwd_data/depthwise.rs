@@ -5,7 +5,7 @@
 //! reaches and every weight: three `dy` windows and nine weight gathers per
 //! 32 outputs at 3x3 (H200, G=144 56x56 f16: 61 instructions per output, 9 of
 //! them multiply-adds). Here a thread owns a strip of
-//! [`ConvArgs::strip_rows`] consecutive rows of one stride slice (the same
+//! [`StripPart::rows`] consecutive rows of one stride slice (the same
 //! run of [`RUN`] pixels and [`VW`] groups in each): its weights are read once,
 //! and it walks down the `dy` rows the strip reaches, reading each once and
 //! adding it to the (at most [`DEPTH`]) rows in flight through their taps.
@@ -23,6 +23,7 @@
 //! [`Op::BwdDataDepthwise`]: convgrad_types::instance::Op::BwdDataDepthwise
 //! [`bwd_data_direct`]: super::direct
 //! [`tap_window`]: crate::conv::tap_window
+//! [`StripPart::rows`]: convgrad_types::params::StripPart::rows
 
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
@@ -58,23 +59,23 @@ pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
 #[inline(always)]
 unsafe fn columns<In: Elem, Out: Elem>(a: &ConvArgs) {
     let idx = arch::block_id()[0] * THREADS + arch::thread_id();
-    let (t, v) = a.div_vec.divmod(idx);
-    let (t, run) = a.div_run.divmod(t);
-    let (t, rx) = a.div_stride[2].divmod(t);
-    let (t, strip) = a.div_strip.divmod(t);
-    let (t, ry) = a.div_stride[1].divmod(t);
+    let (t, v) = a.direct.div_vec.divmod(idx);
+    let (t, run) = a.direct.div_runs.divmod(t);
+    let (t, rx) = a.slices.div_stride[2].divmod(t);
+    let (t, strip) = a.strips.div_strips.divmod(t);
+    let (t, ry) = a.slices.div_stride[1].divmod(t);
     let (n, iz) = a.div_in[0].divmod(t);
     if n >= a.n {
         return;
     }
-    let (qz, rz) = a.div_stride[0].divmod(iz);
+    let (qz, rz) = a.slices.div_stride[0].divmod(iz);
     let (cz, cy, cx) = (class_of(a, 0, rz), class_of(a, 1, ry), class_of(a, 2, rx));
     let g = v * VW as u32;
     let (ys, ws, out) = (&a.dy_strides, &a.w_strides, &a.output);
     // z: one tap at most (host), x: one window of the class's taps.
     let oz = qz.wrapping_add(cz.base);
     let live = cz.dot != 0 && oz < out[0] && cx.dot != 0;
-    let ts = a.tap_step[2];
+    let ts = a.slices.tap_step[2];
     let last = cx.dot.max(1) - 1;
     let qx0 = run * RUN as u32;
     let origin = qx0.wrapping_add(cx.base).wrapping_sub(last * ts);
@@ -85,7 +86,7 @@ unsafe fn columns<In: Elem, Out: Elem>(a: &ConvArgs) {
     let w_g = g * ws[0] + cz.t * ws[3];
     unroll!(jy in [0, 1, 2] => {
         if live && (jy as u32) < cy.dot {
-            let fy = cy.t + a.tilde[1] * jy as u32;
+            let fy = cy.t + a.slices.tilde[1] * jy as u32;
             let win = Window { y_row: 0, w_row: w_g + fy * ws[4], origin, last, tx: cx.t, mask, used };
             wt[jy] = unsafe { window_weights::<In, VW, true>(a, &win, 0) };
         }
@@ -104,8 +105,8 @@ unsafe fn columns<In: Elem, Out: Elem>(a: &ConvArgs) {
         iz,
         ry,
         ix0: rx + a.stride[2] * qx0,
-        qy0: strip * a.strip_rows,
-        vy0: (strip * a.strip_rows).wrapping_add(cy.base),
+        qy0: strip * a.strips.rows,
+        vy0: (strip * a.strips.rows).wrapping_add(cy.base),
         y_plane: g * ys[0] + n * ys[1] + oz * ys[3],
         taps: if live { cy.dot } else { 0 },
         mask,
@@ -157,7 +158,7 @@ unsafe fn walk<In: Elem, Out: Elem, const FULL: bool>(
     st: &Strip,
     wt: &[[[f32; VW]; HALO + 1]; DEPTH],
 ) {
-    let (ys, rows) = (&a.dy_strides, a.strip_rows);
+    let (ys, rows) = (&a.dy_strides, a.strips.rows);
     let mask = if FULL { 0b111 } else { st.mask };
     let dy = a.dy as *const In;
     let mut acc = [[[0.0f32; VW]; RUN]; DEPTH];

@@ -1,7 +1,7 @@
 //! Direct backward-data for tiny per-group GEMMs (depthwise, small C and K),
 //! where matrix tiles would be almost all padding.
 //!
-//! Two paths, chosen by the host through [`ConvArgs::vec_mode`]:
+//! Two paths, chosen by the host through [`DirectPart::vec_mode`]:
 //!
 //! - **Channel vectors** (channels-last `dx`, vector-aligned channel runs):
 //!   one thread writes `VW` consecutive channels ([`LANES`] or half as many)
@@ -21,6 +21,8 @@
 //! Each thread visits only the taps of its pixel's stride class (the same
 //! decomposition as the GEMM path) and writes every element once, through the
 //! epilogue, reached by a tap or not.
+//!
+//! [`DirectPart::vec_mode`]: convgrad_types::params::DirectPart::vec_mode
 
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
@@ -68,27 +70,27 @@ pub unsafe fn kernel<In: Elem, Out: Elem>(args: *const ConvArgs) {
 /// (per `k`), applying every tap of the group to each: a 3x3 filter reads 10
 /// `dy` vectors per row instead of 24.
 #[inline(always)]
-unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs) {
+unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DEPTHWISE: bool>(a: &ConvArgs) {
     let idx = arch::block_id()[0] * THREADS + arch::thread_id();
-    let (t, v) = a.div_vec.divmod(idx);
-    let (t, run) = a.div_run.divmod(t);
-    let (t, rx) = a.div_stride[2].divmod(t);
+    let (t, v) = a.direct.div_vec.divmod(idx);
+    let (t, run) = a.direct.div_runs.divmod(t);
+    let (t, rx) = a.slices.div_stride[2].divmod(t);
     let (t, iy) = a.div_in[1].divmod(t);
     let (n, iz) = a.div_in[0].divmod(t);
     if n >= a.n {
         return;
     }
-    let (qz, rz) = a.div_stride[0].divmod(iz);
-    let (qy, ry) = a.div_stride[1].divmod(iy);
+    let (qz, rz) = a.slices.div_stride[0].divmod(iz);
+    let (qy, ry) = a.slices.div_stride[1].divmod(iy);
     let (cz, cy, cx) = (class_of(a, 0, rz), class_of(a, 1, ry), class_of(a, 2, rx));
     let qx0 = run * RUN as u32;
     let (vz, vy, vx) = (qz.wrapping_add(cz.base), qy.wrapping_add(cy.base), qx0.wrapping_add(cx.base));
-    // Lane 0: group g, channel c; lanes step along G (DW) or C.
-    let (g, c) = if DW { (v * VW as u32, 0) } else { a.div_c.divmod(v * VW as u32) };
+    // Lane 0: group g, channel c; lanes step along G (DEPTHWISE) or C.
+    let (g, c) = if DEPTHWISE { (v * VW as u32, 0) } else { a.div_c.divmod(v * VW as u32) };
     let (ys, ws) = (&a.dy_strides, &a.w_strides);
     let y_n = g * ys[0] + n * ys[1];
     let w_g = g * ws[0] + c * ws[2];
-    let (out, st, tl) = (&a.output, &a.tap_step, &a.tilde);
+    let (out, st, tl) = (&a.output, &a.slices.tap_step, &a.slices.tilde);
     // Taps per group: shifts 0, ts, 2ts, ... up to HALO.
     let ts = st[2];
     // (HALO / ts + 1 without a division: HALO is 2.)
@@ -125,17 +127,17 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
                     // unguarded multiply-adds.
                     let (mask, used) = (0b111, (RUN + HALO) as u32);
                     let win = Window { y_row, w_row, origin, last, tx: cx.t, mask, used };
-                    unsafe { window_taps::<In, VW, DW, true>(a, &win, &mut acc) };
+                    unsafe { window_taps::<In, VW, DEPTHWISE, true>(a, &win, &mut acc) };
                 } else {
                     let mask = tap_mask(span, ts);
                     let win = Window { y_row, w_row, origin, last, tx: cx.t, mask, used: RUN as u32 + span };
-                    unsafe { window_taps::<In, VW, DW, false>(a, &win, &mut acc) };
+                    unsafe { window_taps::<In, VW, DEPTHWISE, false>(a, &win, &mut acc) };
                 }
                 j0 = last + 1;
             }
         }
     }
-    unsafe { store_dx_run::<Out, VW, DW>(a, g, n, c, [iz, iy, rx + a.stride[2] * qx0], &acc) }
+    unsafe { store_dx_run::<Out, VW, DEPTHWISE>(a, g, n, c, [iz, iy, rx + a.stride[2] * qx0], &acc) }
 }
 
 /// Applies the taps of one window to the run, for every `k`.
@@ -153,7 +155,7 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
 /// # Safety
 /// As the kernel.
 #[inline(always)]
-unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool, const FULL: bool>(
+unsafe fn window_taps<In: Elem, const VW: usize, const DEPTHWISE: bool, const FULL: bool>(
     a: &ConvArgs,
     win: &Window,
     acc: &mut [[f32; VW]; RUN],
@@ -162,8 +164,8 @@ unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool, const FULL: boo
     // 3-tap channel-lane windows wholly inside dY need no zeroing selects
     // (whose ten lane masks stay live across the k loop on AMD). Depthwise
     // lanes keep one copy: a second one cost G=144 14% on the H200.
-    let whole = FULL && !DW && win.origin < a.output[2] && win.origin + ((RUN + HALO - 1) as u32) < a.output[2];
-    if whole && a.vec_mode & vec_mode::DY_KVEC != 0 {
+    let whole = FULL && !DEPTHWISE && win.origin < a.output[2] && win.origin + ((RUN + HALO - 1) as u32) < a.output[2];
+    if whole && a.direct.vec_mode & vec_mode::DY_KVEC != 0 {
         let mut kb = 0;
         while kb < a.k {
             let mut raw = [[In::default(); KV]; RUN + HALO];
@@ -176,7 +178,7 @@ unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool, const FULL: boo
                 for e in 0..RUN + HALO {
                     px[e] = [raw[e][kk].to_f32(); VW];
                 }
-                let wt = unsafe { window_weights::<In, VW, DW>(a, win, kb + kk as u32) };
+                let wt = unsafe { window_weights::<In, VW, DEPTHWISE>(a, win, kb + kk as u32) };
                 window_fma(&px, &wt, win.mask, acc);
             });
             kb += KV as u32;
@@ -184,9 +186,9 @@ unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool, const FULL: boo
         return;
     }
     if whole {
-        unsafe { k_loop::<In, VW, DW, false>(a, win, acc) }
+        unsafe { k_loop::<In, VW, DEPTHWISE, false>(a, win, acc) }
     } else {
-        unsafe { k_loop::<In, VW, DW, true>(a, win, acc) }
+        unsafe { k_loop::<In, VW, DEPTHWISE, true>(a, win, acc) }
     }
 }
 
@@ -196,7 +198,7 @@ unsafe fn window_taps<In: Elem, const VW: usize, const DW: bool, const FULL: boo
 /// # Safety
 /// As the kernel.
 #[inline(always)]
-unsafe fn k_loop<In: Elem, const VW: usize, const DW: bool, const EDGE: bool>(
+unsafe fn k_loop<In: Elem, const VW: usize, const DEPTHWISE: bool, const EDGE: bool>(
     a: &ConvArgs,
     win: &Window,
     acc: &mut [[f32; VW]; RUN],
@@ -204,13 +206,13 @@ unsafe fn k_loop<In: Elem, const VW: usize, const DW: bool, const EDGE: bool>(
     let (ys, dy) = (&a.dy_strides, a.dy as *const In);
     let inside = |e: u32| !EDGE || (e < win.used && win.origin.wrapping_add(e) < a.output[2]);
     for k in 0..a.k {
-        let wt = unsafe { window_weights::<In, VW, DW>(a, win, k) };
+        let wt = unsafe { window_weights::<In, VW, DEPTHWISE>(a, win, k) };
         let y_k = win.y_row + k * ys[2];
         let mut px = [[0.0f32; VW]; RUN + HALO];
         unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] => {
             let ox = win.origin.wrapping_add(e as u32);
             let off = (y_k + if inside(e as u32) { ox } else { 0 } * ys[5]) as usize;
-            let v = if DW {
+            let v = if DEPTHWISE {
                 unsafe { ld_lanes::<In, VW>(dy, off) }
             } else {
                 [unsafe { arch::ld(dy, off) }.to_f32(); VW]
@@ -228,7 +230,7 @@ unsafe fn k_loop<In: Elem, const VW: usize, const DW: bool, const EDGE: bool>(
 #[inline(always)]
 unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
     let idx = arch::block_id()[0] * THREADS + arch::thread_id();
-    if idx >= a.partial_elems {
+    if idx >= a.direct.dx_elems {
         return;
     }
     let (g, n, c, i) = if a.x_strides[2] == 1 {
@@ -246,9 +248,9 @@ unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
         let (n, g) = a.div_g.divmod(t);
         (g, n, c, [iz, iy, ix])
     };
-    let (q0, r0) = a.div_stride[0].divmod(i[0]);
-    let (q1, r1) = a.div_stride[1].divmod(i[1]);
-    let (q2, r2) = a.div_stride[2].divmod(i[2]);
+    let (q0, r0) = a.slices.div_stride[0].divmod(i[0]);
+    let (q1, r1) = a.slices.div_stride[1].divmod(i[1]);
+    let (q2, r2) = a.slices.div_stride[2].divmod(i[2]);
     let s = Slice::new(a, [r0, r1, r2]);
     // Output pixel of tap j = 0, per dim (wrapping below zero).
     let v = [q0.wrapping_add(s.base[0]), q1.wrapping_add(s.base[1]), q2.wrapping_add(s.base[2])];
@@ -256,23 +258,23 @@ unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
     let (dy, w) = (a.dy as *const In, a.w as *const In);
     let mut acc = 0.0f32;
     for jz in 0..s.dot[0] {
-        let oz = v[0].wrapping_sub(jz * a.tap_step[0]);
+        let oz = v[0].wrapping_sub(jz * a.slices.tap_step[0]);
         if oz >= a.output[0] {
             continue;
         }
-        let fz = s.t[0] + a.tilde[0] * jz;
+        let fz = s.t[0] + a.slices.tilde[0] * jz;
         for jy in 0..s.dot[1] {
-            let oy = v[1].wrapping_sub(jy * a.tap_step[1]);
+            let oy = v[1].wrapping_sub(jy * a.slices.tap_step[1]);
             if oy >= a.output[1] {
                 continue;
             }
-            let fy = s.t[1] + a.tilde[1] * jy;
+            let fy = s.t[1] + a.slices.tilde[1] * jy;
             for jx in 0..s.dot[2] {
-                let ox = v[2].wrapping_sub(jx * a.tap_step[2]);
+                let ox = v[2].wrapping_sub(jx * a.slices.tap_step[2]);
                 if ox >= a.output[2] {
                     continue;
                 }
-                let fx = s.t[2] + a.tilde[2] * jx;
+                let fx = s.t[2] + a.slices.tilde[2] * jx;
                 let y_off = g * ys[0] + n * ys[1] + oz * ys[3] + oy * ys[4] + ox * ys[5];
                 let w_off = g * ws[0] + c * ws[2] + fz * ws[3] + fy * ws[4] + fx * ws[5];
                 for k in 0..a.k {

@@ -7,7 +7,7 @@
 //! take the same class of taps, `f = t + tilde*j` (`tilde = S / gcd(S, D)`),
 //! and tap `j` reads output pixel `o = q + base - j*tap_step` for
 //! `i = r + S*q`. Each residue combination is a *slice*, one GEMM per group:
-//! - M: rows `(n, q_z, q_y, q_x)`, `slice_rows` per dim (rows past the input
+//! - M: rows `(n, q_z, q_y, q_x)`, `slices.rows` per dim (rows past the input
 //!   are skipped),
 //! - N: input channels `c`,
 //! - reduction: `(j_z, j_y, j_x, k)`, k fastest, `dot` taps per dim.
@@ -39,7 +39,7 @@ impl TapPos {
     /// Position of reduction index `rk`.
     #[inline(always)]
     fn at(a: &ConvArgs, s: &Slice, rk: u32) -> TapPos {
-        let (j, k) = a.div_k.divmod(rk);
+        let (j, k) = a.slices.div_k.divmod(rk);
         TapPos { j: s.split_tap(j), k }
     }
     /// Position of `rk_next = rk + delta`; `None` when the channel stays in
@@ -80,7 +80,7 @@ pub struct TapK {
 impl<T: Elem> DyGather<'_, T> {
     #[inline(always)]
     fn tap_k(&self, pos: TapPos) -> TapK {
-        let (j, st, s) = (&pos.j, &self.a.tap_step, &self.a.dy_strides);
+        let (j, st, s) = (&pos.j, &self.a.slices.tap_step, &self.a.dy_strides);
         let shift = [j[0] * st[0], j[1] * st[1], j[2] * st[2]];
         TapK { off: (pos.k * s[2]).wrapping_sub(spatial_off(shift, s)), shift, pos }
     }
@@ -117,7 +117,7 @@ impl<T: Elem> Operand for DyGather<'_, T> {
     #[inline(always)]
     fn row(&self, m: u32) -> PixRow {
         let (n, q) = Slice::split_row(self.a, m);
-        let valid = m < self.a.gemm_m && self.s.pixel(self.a, q).is_some();
+        let valid = m < self.a.gemm.m && self.s.pixel(self.a, q).is_some();
         let (b, s) = (&self.s.base, &self.a.dy_strides);
         let v = [q[0].wrapping_add(b[0]), q[1].wrapping_add(b[1]), q[2].wrapping_add(b[2])];
         PixRow {
@@ -160,7 +160,7 @@ pub struct WTaps<'a> {
 impl WTaps<'_> {
     #[inline(always)]
     fn ctx(&self, pos: TapPos) -> (u32, TapPos) {
-        let (ws, t, tl, j) = (&self.a.w_strides, &self.s.t, &self.a.tilde, &pos.j);
+        let (ws, t, tl, j) = (&self.a.w_strides, &self.s.t, &self.a.slices.tilde, &pos.j);
         let off = pos.k * ws[1] + (t[0] + tl[0] * j[0]) * ws[3] + (t[1] + tl[1] * j[1]) * ws[4] + (t[2] + tl[2] * j[2]) * ws[5];
         (off, pos)
     }
@@ -206,7 +206,7 @@ pub unsafe fn kernel<
 ) {
     let a = unsafe { load_args(args) };
     let [tile, s, g] = arch::block_id();
-    let (tm, tn) = (tile % a.tiles_m, tile / a.tiles_m);
+    let (tm, tn) = (tile % a.gemm.tiles_m, tile / a.gemm.tiles_m);
     let slice = Slice::of_launch(a, s);
     let dy = DyGather { a, s: slice, p: a.dy as *const At::In, g_off: g * a.dy_strides[0] };
     // B operand: `W[g]` of the slice's taps, transposed: `C x (taps * K)`.
@@ -228,7 +228,7 @@ pub unsafe fn kernel<
         let m = r.m0 + i as u32;
         let (n, q) = Slice::split_row(a, m);
         match slice.pixel(a, q) {
-            Some(px) if m < a.gemm_m => crate::conv::offset(xs, [g, n, 0, px[0], px[1], px[2]]) as u64,
+            Some(px) if m < a.gemm.m => crate::conv::offset(xs, [g, n, 0, px[0], px[1], px[2]]) as u64,
             _ => NONE,
         }
     };

@@ -19,7 +19,7 @@
 //! rows, `N = C`, reduction `K`, all accumulating into one tile. Grid rows
 //! past the image (`j >= W`, `i >= H`) are computed and dropped.
 //!
-//! A workgroup takes [`ConvArgs::halo_rows`] image rows (`halo_rows * Wp <=
+//! A workgroup takes [`TapShiftPart::halo_rows`] image rows (`halo_rows * Wp <=
 //! BM` grid rows; the host checks that the largest shift is at most
 //! [`TileConfig::HALO_SLACK`], the halo rows staged past `BM`), and wave
 //! column `wn` computes group `g0 + wn`: grid `x` = row tiles, `y` = group
@@ -28,6 +28,7 @@
 //!
 //! [`Op::BwdDataHalo`]: convgrad_types::instance::Op::BwdDataHalo
 //! [`bwd_data`]: super::gemm
+//! [`TapShiftPart::halo_rows`]: convgrad_types::params::TapShiftPart::halo_rows
 
 use crate::conv::tap_grid::{Grid, Staged, Window};
 use crate::conv::epilogue::{self, BiasRun, RUN, store_run_at};
@@ -88,7 +89,7 @@ pub unsafe fn kernel<
     // dropped grid rows) are zeroed.
     let oy = a.lpad[1].wrapping_sub((a.filter[1] - 1) * a.dilation[1]);
     let ox = a.lpad[2].wrapping_sub((a.filter[2] - 1) * a.dilation[2]);
-    let need = a.halo_rows * a.div_halo[1].div + Grid::max_shift(a);
+    let need = a.tap_shift.halo_rows * a.tap_shift.div_halo[1].div + Grid::max_shift(a);
     let dy = Staged { p: a.dy as *const At::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
     let rows = BM + TileConfig::HALO_SLACK as usize;
     let win = Window { add: [oy, ox], hw: [a.output[1], a.output[2]], limit: need };
@@ -211,8 +212,8 @@ unsafe fn epilogue<
     // Tile row -> (n, z, y, x) of dX, if it is an input pixel.
     let pixel = |m: usize| -> Option<(u32, u32, u32, u32)> {
         let [n, z, y, x] = h.grid.at(a, m as u32)?;
-        let dr = a.div_halo[1].div(m as u32);
-        (dr < a.halo_rows && y < a.input[1] && x < a.input[2]).then_some((n, z, y, x))
+        let dr = a.tap_shift.div_halo[1].div(m as u32);
+        (dr < a.tap_shift.halo_rows && y < a.input[1] && x < a.input[2]).then_some((n, z, y, x))
     };
     let row = |m: usize| match pixel(m) {
         Some((n, z, y, x)) => offset(xs, [g0, n, 0, z, y, x]) as u64,

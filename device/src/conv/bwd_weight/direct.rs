@@ -1,17 +1,17 @@
 //! Direct backward-weight for tiny per-group GEMMs (depthwise, small C and
 //! K), where matrix tiles would be almost all padding.
 //!
-//! Two paths, chosen by the host through [`ConvArgs::vec_mode`]:
+//! Two paths, chosen by the host through [`DirectPart::vec_mode`]:
 //!
 //! - **Channel vectors** (channels-last `x`, vector-aligned channel runs): a
 //!   thread *column* is `(channel vector, k, tap block)`: `VW` consecutive
 //!   channels (groups for depthwise `C = K = 1`, else channels of one group)
 //!   times up to [`TAP_BLOCK`] filter taps, accumulated in registers. A
-//!   workgroup holds `vec_block_cols` columns (tap block fastest, then
+//!   workgroup holds `block_cols` columns (tap block fastest, then
 //!   vector: the blocks of one vector read the same `dy` in one wave
 //!   instruction, and a wave reads contiguous channel runs) times
-//!   `256 / vec_block_cols` *streams*; each stream walks its own run of
-//!   `vec_stream_len` output pixels `(n, o)` (with carries, no divisions),
+//!   `256 / block_cols` *streams*; each stream walks its own run of
+//!   `stream_len` output pixels `(n, o)` (with carries, no divisions),
 //!   loading `dy` once per pixel (a vector for depthwise, else one scalar)
 //!   and one `x` vector per tap, or, for 3-wide filters at unit stride and
 //!   dilation along x, row segments down the output's columns that read each
@@ -26,6 +26,8 @@
 //! (grid x) over the k-batches sums them and writes the block's weights; or
 //! they go straight through the epilogue without split-K. No float atomics
 //! in deterministic mode.
+//!
+//! [`DirectPart::vec_mode`]: convgrad_types::params::DirectPart::vec_mode
 
 // Lane loops index several same-length arrays by one index, as the GPU code wants.
 #![allow(clippy::needless_range_loop)]
@@ -71,23 +73,23 @@ unsafe fn finisher(a: &ConvArgs) -> bool {
 /// Column `col` -> `(g, c, k, first tap)` of its lane 0: tap blocks
 /// fastest, then channel vectors, then `k`.
 #[inline(always)]
-fn column<const VW: usize, const DW: bool>(a: &ConvArgs, col: u32) -> (u32, u32, u32, u32) {
-    let (t, tb) = a.div_tap_blocks.divmod(col);
-    let (k, v) = a.div_vec.divmod(t);
-    let (g, c) = if DW { (v * VW as u32, 0) } else { a.div_c.divmod(v * VW as u32) };
+fn column<const VW: usize, const DEPTHWISE: bool>(a: &ConvArgs, col: u32) -> (u32, u32, u32, u32) {
+    let (t, tb) = a.direct.div_tap_blocks.divmod(col);
+    let (k, v) = a.direct.div_vec.divmod(t);
+    let (g, c) = if DEPTHWISE { (v * VW as u32, 0) } else { a.div_c.divmod(v * VW as u32) };
     (g, c, k, tb * TAP_BLOCK as u32)
 }
 
 /// The channel-vector path (module docs).
 #[inline(always)]
-unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs) {
+unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DEPTHWISE: bool>(a: &ConvArgs) {
     let tid = arch::thread_id();
     let [bx, _, kb] = arch::block_id();
-    let cb = a.vec_block_cols;
-    let streams = a.div_run.div(THREADS);
-    let (s, cl) = a.div_run.divmod(tid);
+    let cb = a.direct.block_cols;
+    let streams = a.direct.div_block_cols.div(THREADS);
+    let (s, cl) = a.direct.div_block_cols.divmod(tid);
     let col = bx * cb + cl;
-    let (g, c, k, tap0) = column::<VW, DW>(a, col);
+    let (g, c, k, tap0) = column::<VW, DEPTHWISE>(a, col);
     let taps = a.div_zyx.div;
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
     let dil = &a.dilation;
@@ -104,24 +106,24 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
     let nt = taps.saturating_sub(tap0);
     let mut acc = [[0.0f32; VW]; TAP_BLOCK];
     let stream = kb * streams + s;
-    let rows = a.vec_mode & vec_mode::ROWS != 0;
+    let rows = a.direct.vec_mode & vec_mode::ROWS != 0;
     // The reduction's units: row segments or pixels.
-    let units = if rows { a.n * a.output[0] * a.div_segs.div * a.output[1] } else { a.gemm_k };
-    let r0 = stream * a.vec_stream_len;
-    let r1 = (r0 + a.vec_stream_len).min(units);
-    if col < a.vec_cols && s < streams && r0 < r1 {
+    let units = if rows { a.n * a.output[0] * a.direct.div_segs.div * a.output[1] } else { a.gemm.k };
+    let r0 = stream * a.direct.stream_len;
+    let r1 = (r0 + a.direct.stream_len).min(units);
+    if col < a.direct.cols && s < streams && r0 < r1 {
         let x_g = g * xs[0] + c * xs[2];
         let y_g = g * ys[0] + k * ys[2];
         let st = Stream { r0, r1, x_g, y_g, tap, tap_off, nt };
         if rows {
-            unsafe { row_segments::<In, VW, DW>(a, &st, &mut acc) };
+            unsafe { row_segments::<In, VW, DEPTHWISE>(a, &st, &mut acc) };
         } else {
-            unsafe { pixels::<In, VW, DW>(a, &st, &mut acc) };
+            unsafe { pixels::<In, VW, DEPTHWISE>(a, &st, &mut acc) };
         }
     }
-    unsafe { sum_streams::<Out, VW, DW>(a, &acc) };
+    unsafe { sum_streams::<Out, VW, DEPTHWISE>(a, &acc) };
     if unsafe { finisher(a) } {
-        unsafe { finish_columns::<Out, VW, DW>(a) }
+        unsafe { finish_columns::<Out, VW, DEPTHWISE>(a) }
     }
 }
 
@@ -131,18 +133,18 @@ unsafe fn vectors<In: Elem, Out: Elem, const VW: usize, const DW: bool>(a: &Conv
 /// # Safety
 /// As the kernel, after [`finisher`] returned true.
 #[inline(always)]
-unsafe fn finish_columns<Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs) {
-    let cb = a.vec_block_cols;
+unsafe fn finish_columns<Out: Elem, const VW: usize, const DEPTHWISE: bool>(a: &ConvArgs) {
+    let cb = a.direct.block_cols;
     let lanes = cb * VW as u32;
     let mut e = arch::thread_id();
     while e < lanes * TAP_BLOCK as u32 {
         let (j, r) = (e / lanes, e % lanes);
         let (cl, l) = (r / VW as u32, r % VW as u32);
         let col = arch::block_id()[0] * cb + cl;
-        let (g, c, k, tap0) = column::<VW, DW>(a, col);
+        let (g, c, k, tap0) = column::<VW, DEPTHWISE>(a, col);
         let t = tap0 + j;
-        if col < a.vec_cols && t < a.div_zyx.div {
-            let (g, c) = if DW { (g + l, c) } else { (g, c + l) };
+        if col < a.direct.cols && t < a.div_zyx.div {
+            let (g, c) = if DEPTHWISE { (g + l, c) } else { (g, c + l) };
             let n = filter_col(a, c, t);
             unsafe { write_dw::<Out>(a, g, k, n, splitk::take(a, g, k, n)) };
         }
@@ -172,14 +174,14 @@ struct Stream {
 /// # Safety
 /// As the kernel.
 #[inline(always)]
-unsafe fn pixels<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &Stream, acc: &mut [[f32; VW]; TAP_BLOCK]) {
+unsafe fn pixels<In: Elem, const VW: usize, const DEPTHWISE: bool>(a: &ConvArgs, st: &Stream, acc: &mut [[f32; VW]; TAP_BLOCK]) {
     let Stream { r0, r1, x_g, y_g, ref tap, ref tap_off, nt } = *st;
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
     let (dy, x) = (a.dy as *const In, a.x as *const In);
     let (mut n, mut o) = split_out_pixel(a, r0);
     for _ in r0..r1 {
         let y_off = (y_g + n * ys[1] + o[0] * ys[3] + o[1] * ys[4] + o[2] * ys[5]) as usize;
-        let yv: [f32; VW] = if DW {
+        let yv: [f32; VW] = if DEPTHWISE {
             unsafe { ld_lanes::<In, VW>(dy, y_off) }
         } else {
             [unsafe { arch::ld(dy, y_off) }.to_f32(); VW]
@@ -237,11 +239,11 @@ const _: () = assert!(SEG == 8 && TAP_BLOCK == 3);
 /// # Safety
 /// As [`pixels`].
 #[inline(always)]
-unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, st: &Stream, acc: &mut [[f32; VW]; TAP_BLOCK]) {
+unsafe fn row_segments<In: Elem, const VW: usize, const DEPTHWISE: bool>(a: &ConvArgs, st: &Stream, acc: &mut [[f32; VW]; TAP_BLOCK]) {
     let Stream { r0, r1, x_g, y_g, ref tap, nt, .. } = *st;
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
     let (t, mut oy) = a.div_out[1].divmod(r0);
-    let (t, mut seg) = a.div_segs.divmod(t);
+    let (t, mut seg) = a.direct.div_segs.divmod(t);
     let (mut n, mut oz) = a.div_out[0].divmod(t);
     for _ in r0..r1 {
         let o = [oz, oy, seg * SEG as u32];
@@ -258,9 +260,9 @@ unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
             };
             let w = a.input[2];
             if len == SEG as u32 && org[2].wrapping_add(1) < w && org[2].wrapping_add(SEG as u32) < w {
-                unsafe { segment::<In, VW, DW, true>(a, &sg, acc) };
+                unsafe { segment::<In, VW, DEPTHWISE, true>(a, &sg, acc) };
             } else {
-                unsafe { segment::<In, VW, DW, false>(a, &sg, acc) };
+                unsafe { segment::<In, VW, DEPTHWISE, false>(a, &sg, acc) };
             }
         }
         // Down one row, with carries to the next segment, depth and image.
@@ -268,7 +270,7 @@ unsafe fn row_segments<In: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
         if oy == a.output[1] {
             oy = 0;
             seg += 1;
-            if seg == a.div_segs.div {
+            if seg == a.direct.div_segs.div {
                 seg = 0;
                 oz += 1;
                 if oz == a.output[0] {
@@ -300,14 +302,14 @@ struct Segment {
 /// # Safety
 /// As [`pixels`].
 #[inline(always)]
-unsafe fn segment<In: Elem, const VW: usize, const DW: bool, const WHOLE: bool>(a: &ConvArgs, sg: &Segment, acc: &mut [[f32; VW]; TAP_BLOCK]) {
+unsafe fn segment<In: Elem, const VW: usize, const DEPTHWISE: bool, const WHOLE: bool>(a: &ConvArgs, sg: &Segment, acc: &mut [[f32; VW]; TAP_BLOCK]) {
     let (xs, ys) = (&a.x_strides, &a.dy_strides);
     let (dy, x) = (a.dy as *const In, a.x as *const In);
     let mut yv = [[0.0f32; VW]; SEG];
     unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
         let on = WHOLE || (p as u32) < sg.len;
         let off = (sg.y_px + if on { p as u32 * ys[5] } else { 0 }) as usize;
-        let v = if DW {
+        let v = if DEPTHWISE {
             unsafe { ld_lanes::<In, VW>(dy, off) }
         } else {
             [unsafe { arch::ld(dy, off) }.to_f32(); VW]
@@ -337,11 +339,11 @@ unsafe fn segment<In: Elem, const VW: usize, const DW: bool, const WHOLE: bool>(
 /// # Safety
 /// As the kernel; every thread of the workgroup calls it.
 #[inline(always)]
-unsafe fn sum_streams<Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, acc: &[[f32; VW]; TAP_BLOCK]) {
+unsafe fn sum_streams<Out: Elem, const VW: usize, const DEPTHWISE: bool>(a: &ConvArgs, acc: &[[f32; VW]; TAP_BLOCK]) {
     let tid = arch::thread_id();
     let [bx, _, kb] = arch::block_id();
-    let cb = a.vec_block_cols;
-    let streams = a.div_run.div(THREADS);
+    let cb = a.direct.block_cols;
+    let streams = a.direct.div_block_cols.div(THREADS);
     let taps = a.div_zyx.div;
     // Sum the streams of each column, one tap at a time, in stream order.
     let lanes = cb * VW as u32;
@@ -358,14 +360,14 @@ unsafe fn sum_streams<Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
         while e < lanes {
             let (cl, l) = (e / VW as u32, e % VW as u32);
             let col = bx * cb + cl;
-            let (g, c, k, tap0) = column::<VW, DW>(a, col);
+            let (g, c, k, tap0) = column::<VW, DEPTHWISE>(a, col);
             let t = tap0 + j as u32;
-            if col < a.vec_cols && t < taps {
+            if col < a.direct.cols && t < taps {
                 let mut v = 0.0f32;
                 for s in 0..streams {
                     v += unsafe { arch::lds_ld::<f32>(((s * cb + cl) as usize * VW + l as usize) * 4) };
                 }
-                let (g, c) = if DW { (g + l, c) } else { (g, c + l) };
+                let (g, c) = if DEPTHWISE { (g + l, c) } else { (g, c + l) };
                 unsafe { put_dw::<Out>(a, kb, g, k, c, t, v) };
             }
             e += THREADS;
@@ -378,9 +380,9 @@ unsafe fn sum_streams<Out: Elem, const VW: usize, const DW: bool>(a: &ConvArgs, 
 unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
     let idx = arch::block_id()[0] * THREADS + arch::thread_id();
     // Threads past the weights still take part in the split-K arrival.
-    let elem = (idx < a.g * a.gemm_m * a.gemm_n).then(|| {
+    let elem = (idx < a.g * a.gemm.m * a.gemm.n).then(|| {
         let (t, g) = a.div_g.divmod(idx);
-        let (m, col) = a.div_gemm_n.divmod(t);
+        let (m, col) = a.gemm.div_n.divmod(t);
         (g, m, col)
     });
     let kb = arch::block_id()[2];
@@ -400,8 +402,8 @@ unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
 #[inline(always)]
 unsafe fn scalar_sum<In: Elem>(a: &ConvArgs, kb: u32, g: u32, m: u32, col: u32) -> f32 {
     let (c, f) = split_filter_col(a, col);
-    let k_begin = kb * a.k_per_batch;
-    let k_end = if a.k_batch == 1 { a.gemm_k } else { (k_begin + a.k_per_batch).min(a.gemm_k) };
+    let k_begin = kb * a.gemm.k_per_batch;
+    let k_end = if a.gemm.k_batch == 1 { a.gemm.k } else { (k_begin + a.gemm.k_per_batch).min(a.gemm.k) };
 
     let (dy, x) = (a.dy as *const In, a.x as *const In);
     let (ys, xs) = (&a.dy_strides, &a.x_strides);

@@ -78,7 +78,7 @@ impl<T: Elem> Operand for XCols<'_, T> {
         XRow {
             off: (self.g_off + c * xs[2]).wrapping_add(spatial_off(tap, xs)),
             tap,
-            valid: row < self.a.gemm_n,
+            valid: row < self.a.gemm.n,
         }
     }
     #[inline(always)]
@@ -153,14 +153,14 @@ pub unsafe fn kernel<
     let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
     let store = |i: usize, j0: usize, v: [f32; RUN]| {
         let (m, n0) = (at.range.m0 + i as u32, at.range.n0 + j0 as u32);
-        if m >= a.gemm_m || n0 >= a.gemm_n {
+        if m >= a.gemm.m || n0 >= a.gemm.n {
             return;
         }
-        let len = (a.gemm_n - n0).min(RUN as u32);
+        let len = (a.gemm.n - n0).min(RUN as u32);
         match at.mode {
             PartialMode::Direct => unsafe { write_dw_run::<Out>(a, g, m, n0, len, v) },
             // Workspace rows of whole quads: the run (from a multiple of RUN) in 16-byte pieces.
-            _ if a.gemm_n.is_multiple_of(4) => {
+            _ if a.gemm.n.is_multiple_of(4) => {
                 for q in 0..RUN / 4 {
                     if ((4 * q) as u32) < len {
                         let v4 = [v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]];
@@ -173,7 +173,7 @@ pub unsafe fn kernel<
     };
     unsafe { epilogue::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
     // The result tile in LDS has been read.
-    if unsafe { splitk::last_arrival(a, g * a.tiles_m * a.tiles_n + arch::block_id()[0]) } {
+    if unsafe { splitk::last_arrival(a, g * a.gemm.tiles_m * a.gemm.tiles_n + arch::block_id()[0]) } {
         let (r, threads) = (at.range, (WM * WN * At::WAVE) as u32);
         unsafe { finish_tile::<Out>(a, g, [r.m0, r.n0], [BM as u32, BN as u32], threads) };
     }

@@ -13,12 +13,15 @@
 //! registers (a tap loop put them in local memory: 504 B on sm_90).
 //!
 //! Grid: `x` = group sets, `z` = k-batches (runs of
-//! [`ConvArgs::k_per_batch`] row tiles of the [`ConvArgs::tiles_m`]). Each
-//! workgroup's sums leave as split-K partials, and the last workgroup of a
-//! group set sums them and writes the set's weights (or its sums go straight
-//! through the epilogue without split-K), as the direct kernel's do.
+//! [`TapShiftPart::tiles_per_batch`] of the [`TapShiftPart::tiles`] row
+//! tiles). Each workgroup's sums leave as split-K partials, and the last
+//! workgroup of a group set sums them and writes the set's weights (or its
+//! sums go straight through the epilogue without split-K), as the direct
+//! kernel's do.
 //!
 //! [`Op::BwdWeightHalo`]: convgrad_types::instance::Op::BwdWeightHalo
+//! [`TapShiftPart::tiles_per_batch`]: convgrad_types::params::TapShiftPart::tiles_per_batch
+//! [`TapShiftPart::tiles`]: convgrad_types::params::TapShiftPart::tiles
 
 use crate::conv::filter_cols::{finish_tile, put_dw};
 use crate::conv::tap_grid::{Grid, Staged, Window};
@@ -81,13 +84,13 @@ pub unsafe fn kernel<
     let x = Staged { p: a.x as *const At::In, s: a.x_strides, chans: a.c, g0, groups: a.g };
     // dY at the grid positions of the tile's image rows; the X halo they
     // reach, from the top-left corner of the padding.
-    let rows = a.halo_rows * a.div_halo[1].div;
+    let rows = a.tap_shift.halo_rows * a.tap_shift.div_halo[1].div;
     let dy_win = Window { add: [0, 0], hw: [a.output[1], a.output[2]], limit: rows };
     let add = [0u32.wrapping_sub(a.lpad[1]), 0u32.wrapping_sub(a.lpad[2])];
     let x_win = Window { add, hw: [a.input[1], a.input[2]], limit: rows + Grid::max_shift(a) };
     let mut acc = [[[<At::C>::default(); FC]; FR]; TAPS];
-    let first = kb * a.k_per_batch;
-    let last = (first + a.k_per_batch).min(a.tiles_m);
+    let first = kb * a.tap_shift.tiles_per_batch;
+    let last = (first + a.tap_shift.tiles_per_batch).min(a.tap_shift.tiles);
     for t in first..last {
         let grid = Grid::tile(a, t);
         unsafe {
@@ -172,7 +175,7 @@ pub unsafe fn kernel<
 /// As the kernel, after [`splitk::last_arrival`] returned true for the set.
 #[inline(always)]
 unsafe fn finish_set<Out: Elem, const WN: usize>(a: &ConvArgs, g0: u32, threads: u32) {
-    let cols = a.gemm_n.next_multiple_of(RUN as u32);
+    let cols = a.gemm.n.next_multiple_of(RUN as u32);
     for g in g0..(g0 + WN as u32).min(a.g) {
         unsafe { finish_tile::<Out>(a, g, [0, 0], [a.k, cols], threads) };
     }
