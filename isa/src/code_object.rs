@@ -5,8 +5,8 @@
 //! Metadata", "Initial Kernel Execution State"); nothing here is taken from a
 //! loader's source.
 
-use crate::arch::Arch;
 use crate::Error;
+use crate::arch::Arch;
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 use std::collections::BTreeMap;
 
@@ -71,7 +71,10 @@ impl KernelDescriptor {
     /// Decodes the 64 bytes of a `.kd` symbol.
     pub fn parse(b: &[u8]) -> Result<Self, Error> {
         if b.len() < 64 {
-            return Err(Error::CodeObject(format!("kernel descriptor of {} bytes (64 expected)", b.len())));
+            return Err(Error::CodeObject(format!(
+                "kernel descriptor of {} bytes (64 expected)",
+                b.len()
+            )));
         }
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
         let u16_at = |o: usize| u16::from_le_bytes(b[o..o + 2].try_into().unwrap());
@@ -114,7 +117,11 @@ impl KernelDescriptor {
     }
     /// rsrc2 `ENABLE_SGPR_WORKGROUP_ID_X/Y/Z` (bits 7, 8, 9).
     pub fn workgroup_id_enabled(&self) -> [bool; 3] {
-        [self.rsrc2 >> 7 & 1 != 0, self.rsrc2 >> 8 & 1 != 0, self.rsrc2 >> 9 & 1 != 0]
+        [
+            self.rsrc2 >> 7 & 1 != 0,
+            self.rsrc2 >> 8 & 1 != 0,
+            self.rsrc2 >> 9 & 1 != 0,
+        ]
     }
     /// rsrc2 `ENABLE_SGPR_WORKGROUP_INFO` (bit 10).
     pub fn workgroup_info_enabled(&self) -> bool {
@@ -140,12 +147,20 @@ impl KernelDescriptor {
     /// The user SGPRs enabled by the kernel code properties (bits 0..6), in order.
     pub fn user_sgprs(&self) -> Vec<UserSgpr> {
         use UserSgpr::*;
-        [PrivateSegmentBuffer, DispatchPtr, QueuePtr, KernargSegmentPtr, DispatchId, FlatScratchInit, PrivateSegmentSize]
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| self.code_properties >> i & 1 != 0)
-            .map(|(_, u)| u)
-            .collect()
+        [
+            PrivateSegmentBuffer,
+            DispatchPtr,
+            QueuePtr,
+            KernargSegmentPtr,
+            DispatchId,
+            FlatScratchInit,
+            PrivateSegmentSize,
+        ]
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| self.code_properties >> i & 1 != 0)
+        .map(|(_, u)| u)
+        .collect()
     }
     /// Kernarg preload length in SGPRs (gfx940+; 0 elsewhere).
     pub fn kernarg_preload_len(&self) -> u32 {
@@ -230,8 +245,12 @@ impl CodeObject {
             return Err(bad(format!("ELF machine {e_machine}, not EM_AMDGPU (224)")));
         }
         let e_flags = u32::from_le_bytes(bytes[48..52].try_into().unwrap());
-        let arch = Arch::from_elf_mach(e_flags)
-            .ok_or_else(|| bad(format!("unsupported AMDGPU machine 0x{:x} in e_flags", e_flags & 0xff)))?;
+        let arch = Arch::from_elf_mach(e_flags).ok_or_else(|| {
+            bad(format!(
+                "unsupported AMDGPU machine 0x{:x} in e_flags",
+                e_flags & 0xff
+            ))
+        })?;
 
         // Bytes at a virtual address, from the section containing it.
         let read_at = |addr: u64, len: u64| -> Result<Vec<u8>, Error> {
@@ -278,14 +297,25 @@ impl CodeObject {
             };
             let code = read_at(entry, size)?;
             let meta = meta.get(name).cloned().unwrap_or_default();
-            kernels.push(Kernel { name: name.clone(), entry, code, descriptor, meta });
+            kernels.push(Kernel {
+                name: name.clone(),
+                entry,
+                code,
+                descriptor,
+                meta,
+            });
         }
-        Ok(CodeObject { arch, target, kernels })
+        Ok(CodeObject {
+            arch,
+            target,
+            kernels,
+        })
     }
 
     /// Reads and parses a code object file.
     pub fn load(path: &std::path::Path) -> Result<CodeObject, Error> {
-        let bytes = std::fs::read(path).map_err(|e| Error::CodeObject(format!("{}: {e}", path.display())))?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::CodeObject(format!("{}: {e}", path.display())))?;
         Self::parse(&bytes)
     }
 
@@ -297,7 +327,9 @@ impl CodeObject {
 
 /// Walks ELF notes (namesz, descsz, type, name padded to 4, desc padded to 4) and
 /// decodes the `AMDGPU` / `NT_AMDGPU_METADATA` one.
-fn parse_metadata_notes(data: &[u8]) -> Result<(BTreeMap<String, KernelMeta>, Option<String>), Error> {
+fn parse_metadata_notes(
+    data: &[u8],
+) -> Result<(BTreeMap<String, KernelMeta>, Option<String>), Error> {
     let mut o = 0usize;
     let rd = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap()) as usize;
     let pad = |n: usize| n.div_ceil(4) * 4;
@@ -317,12 +349,20 @@ fn parse_metadata_notes(data: &[u8]) -> Result<(BTreeMap<String, KernelMeta>, Op
 fn parse_metadata(desc: &[u8]) -> Result<(BTreeMap<String, KernelMeta>, Option<String>), Error> {
     use rmpv::Value;
     let mut rd = desc;
-    let v = rmpv::decode::read_value(&mut rd).map_err(|e| Error::CodeObject(format!("metadata msgpack: {e}")))?;
+    let v = rmpv::decode::read_value(&mut rd)
+        .map_err(|e| Error::CodeObject(format!("metadata msgpack: {e}")))?;
     let get = |m: &Value, k: &str| -> Option<Value> {
-        m.as_map()?.iter().find(|(kk, _)| kk.as_str() == Some(k)).map(|(_, v)| v.clone())
+        m.as_map()?
+            .iter()
+            .find(|(kk, _)| kk.as_str() == Some(k))
+            .map(|(_, v)| v.clone())
     };
     let num = |m: &Value, k: &str| get(m, k).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-    let string = |m: &Value, k: &str| get(m, k).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let string = |m: &Value, k: &str| {
+        get(m, k)
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
     let target = get(&v, "amdhsa.target").and_then(|t| t.as_str().map(str::to_string));
     let mut out = BTreeMap::new();
     if let Some(Value::Array(ks)) = get(&v, "amdhsa.kernels") {
@@ -330,7 +370,11 @@ fn parse_metadata(desc: &[u8]) -> Result<(BTreeMap<String, KernelMeta>, Option<S
             let args = match get(k, ".args") {
                 Some(Value::Array(a)) => a
                     .iter()
-                    .map(|a| KernelArg { offset: num(a, ".offset"), size: num(a, ".size"), value_kind: string(a, ".value_kind") })
+                    .map(|a| KernelArg {
+                        offset: num(a, ".offset"),
+                        size: num(a, ".size"),
+                        value_kind: string(a, ".value_kind"),
+                    })
                     .collect(),
                 _ => Vec::new(),
             };

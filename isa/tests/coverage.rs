@@ -35,7 +35,15 @@ fn mnemonic_coverage_report_only_does_not_fail_yet() {
             used.len() - missing.len(),
             used.len(),
             n_insts - n_missing,
-            if missing.is_empty() { "none".to_string() } else { missing.iter().map(|(n, c)| format!("{n} ({c})")).collect::<Vec<_>>().join(", ") }
+            if missing.is_empty() {
+                "none".to_string()
+            } else {
+                missing
+                    .iter()
+                    .map(|(n, c)| format!("{n} ({c})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
         );
         if !missing.is_empty() {
             gaps.push(format!("{arch}: {}", missing.len()));

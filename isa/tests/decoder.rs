@@ -20,14 +20,33 @@ fn objdump(arch: Arch) -> HashMap<u64, Line> {
         .arg(common::hsaco_path(arch))
         .output()
         .expect("running llvm-objdump");
-    assert!(out.status.success(), "llvm-objdump failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "llvm-objdump failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut m = HashMap::new();
     for l in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some((text, tail)) = l.rsplit_once("// ") else { continue };
-        let Some((addr, words)) = tail.split_once(": ") else { continue };
-        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else { continue };
-        let words = words.split_whitespace().take_while(|w| w.len() == 8 && u32::from_str_radix(w, 16).is_ok()).count();
-        m.insert(addr, Line { text: text.trim().to_string(), words });
+        let Some((text, tail)) = l.rsplit_once("// ") else {
+            continue;
+        };
+        let Some((addr, words)) = tail.split_once(": ") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
+        let words = words
+            .split_whitespace()
+            .take_while(|w| w.len() == 8 && u32::from_str_radix(w, 16).is_ok())
+            .count();
+        m.insert(
+            addr,
+            Line {
+                text: text.trim().to_string(),
+                words,
+            },
+        );
     }
     m
 }
@@ -55,7 +74,10 @@ fn printed_registers(arch: Arch, text: &str) -> Vec<Operand> {
             "null" => Some(Operand::Sgpr(124)),
             _ => {
                 let (kind, body) = t.split_at(t.len().min(1));
-                let first = body.strip_prefix('[').map(|b| b.split(':').next().unwrap_or("")).unwrap_or(body);
+                let first = body
+                    .strip_prefix('[')
+                    .map(|b| b.split(':').next().unwrap_or(""))
+                    .unwrap_or(body);
                 match (kind, num(first)) {
                     ("s", Some(n)) => Some(Operand::Sgpr(n as u8)),
                     ("v", Some(n)) => Some(Operand::Vgpr(n)),
@@ -70,7 +92,10 @@ fn printed_registers(arch: Arch, text: &str) -> Vec<Operand> {
 }
 
 fn decoded_registers(i: &Inst) -> BTreeSet<String> {
-    let mut s: BTreeSet<String> = [i.dst, i.sdst, i.src[0], i.src[1], i.src[2], i.saddr].iter().map(|o| format!("{o:?}")).collect();
+    let mut s: BTreeSet<String> = [i.dst, i.sdst, i.src[0], i.src[1], i.src[2], i.saddr]
+        .iter()
+        .map(|o| format!("{o:?}"))
+        .collect();
     if let Some(y) = &i.vopd_y {
         for o in [y.dst, y.src[0], y.src[1]] {
             s.insert(format!("{o:?}"));
@@ -91,29 +116,51 @@ fn check_arch(arch: Arch) -> (usize, usize) {
     let (mut n, mut operand_checked) = (0usize, 0usize);
     let mut bad = Vec::new();
     for k in &co.kernels {
-        let insts = decode_all(arch, &k.code, k.entry).unwrap_or_else(|e| panic!("{arch} {}: {e}", k.name));
+        let insts =
+            decode_all(arch, &k.code, k.entry).unwrap_or_else(|e| panic!("{arch} {}: {e}", k.name));
         let mut covered = BTreeSet::new();
         for i in &insts {
             n += 1;
             covered.insert(i.addr);
             let Some(l) = dis.get(&i.addr) else {
-                bad.push(format!("{arch} {} 0x{:x}: decoded {} but objdump has no instruction there", k.name, i.addr, i.mnemonic()));
+                bad.push(format!(
+                    "{arch} {} 0x{:x}: decoded {} but objdump has no instruction there",
+                    k.name,
+                    i.addr,
+                    i.mnemonic()
+                ));
                 continue;
             };
             let theirs = l.text.split_whitespace().next().unwrap_or("");
             let mut ok = theirs == i.mnemonic() && l.words * 4 == i.len as usize;
             if let Some(y) = &i.vopd_y {
-                let ty = l.text.split(":: ").nth(1).and_then(|t| t.split_whitespace().next()).unwrap_or("");
+                let ty = l
+                    .text
+                    .split(":: ")
+                    .nth(1)
+                    .and_then(|t| t.split_whitespace().next())
+                    .unwrap_or("");
                 ok &= ty == y.name;
             }
             if !ok {
-                bad.push(format!("{arch} {} 0x{:x}: objdump `{}` ({} bytes), decoder `{}` ({} bytes)", k.name, i.addr, l.text, l.words * 4, i, i.len));
+                bad.push(format!(
+                    "{arch} {} 0x{:x}: objdump `{}` ({} bytes), decoder `{}` ({} bytes)",
+                    k.name,
+                    i.addr,
+                    l.text,
+                    l.words * 4,
+                    i,
+                    i.len
+                ));
                 continue;
             }
             let mine = decoded_registers(i);
             for r in printed_registers(arch, &l.text) {
                 if !mine.contains(&format!("{r:?}")) {
-                    bad.push(format!("{arch} {} 0x{:x}: objdump `{}` names {r:?}, decoder `{}`", k.name, i.addr, l.text, i));
+                    bad.push(format!(
+                        "{arch} {} 0x{:x}: objdump `{}` names {r:?}, decoder `{}`",
+                        k.name, i.addr, l.text, i
+                    ));
                 }
             }
             operand_checked += 1;
@@ -122,16 +169,25 @@ fn check_arch(arch: Arch) -> (usize, usize) {
         let end = k.entry + k.code.len() as u64;
         for (&a, l) in dis.iter().filter(|(a, _)| (k.entry..end).contains(*a)) {
             if !covered.contains(&a) {
-                bad.push(format!("{arch} {} 0x{a:x}: objdump `{}` not decoded", k.name, l.text));
+                bad.push(format!(
+                    "{arch} {} 0x{a:x}: objdump `{}` not decoded",
+                    k.name, l.text
+                ));
             }
         }
     }
     if !bad.is_empty() {
         let total = bad.len();
         bad.truncate(40);
-        panic!("{arch}: {total} disagreements with llvm-objdump, first ones:\n{}", bad.join("\n"));
+        panic!(
+            "{arch}: {total} disagreements with llvm-objdump, first ones:\n{}",
+            bad.join("\n")
+        );
     }
-    println!("{arch}: {n} instructions in {} kernels agree with llvm-objdump (mnemonic, length, {operand_checked} with register operands)", co.kernels.len());
+    println!(
+        "{arch}: {n} instructions in {} kernels agree with llvm-objdump (mnemonic, length, {operand_checked} with register operands)",
+        co.kernels.len()
+    );
     (n, operand_checked)
 }
 
@@ -154,14 +210,33 @@ fn decoder_agrees_with_llvm_objdump_gfx1100() {
 fn code_objects_have_descriptors_and_metadata() {
     for arch in Arch::ALL {
         let co = common::load(arch);
-        assert!(co.target.as_deref().is_some_and(|t| t.contains(arch.name())), "{arch}: target {:?}", co.target);
+        assert!(
+            co.target
+                .as_deref()
+                .is_some_and(|t| t.contains(arch.name())),
+            "{arch}: target {:?}",
+            co.target
+        );
         for k in &co.kernels {
             let d = &k.descriptor;
             assert_eq!(k.meta.name, k.name, "{arch}: metadata for {}", k.name);
-            assert_eq!(d.kernarg_size, k.meta.kernarg_segment_size, "{arch} {}", k.name);
-            assert_eq!(d.group_segment_fixed_size, k.meta.group_segment_fixed_size, "{arch} {}", k.name);
+            assert_eq!(
+                d.kernarg_size, k.meta.kernarg_segment_size,
+                "{arch} {}",
+                k.name
+            );
+            assert_eq!(
+                d.group_segment_fixed_size, k.meta.group_segment_fixed_size,
+                "{arch} {}",
+                k.name
+            );
             assert_eq!(d.wave32(), k.meta.wavefront_size == 32, "{arch} {}", k.name);
-            assert!(d.user_sgprs().contains(&convgrad_isa::code_object::UserSgpr::KernargSegmentPtr), "{arch} {}", k.name);
+            assert!(
+                d.user_sgprs()
+                    .contains(&convgrad_isa::code_object::UserSgpr::KernargSegmentPtr),
+                "{arch} {}",
+                k.name
+            );
             assert!(!d.private_segment(), "{arch} {}: scratch", k.name);
         }
     }

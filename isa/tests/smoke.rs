@@ -16,7 +16,10 @@ use half::f16;
 fn abi_of(arch: Arch, co: &CodeObject, kernel: &str) -> u32 {
     let k = co.kernel(kernel).unwrap();
     let insts = decode_all(arch, &k.code, k.entry).unwrap();
-    let p = insts.iter().position(|i| i.name.starts_with("s_load") && i.imm == 0x40).expect("load of ConvArgs::abi");
+    let p = insts
+        .iter()
+        .position(|i| i.name.starts_with("s_load") && i.imm == 0x40)
+        .expect("load of ConvArgs::abi");
     insts[p..]
         .iter()
         .find_map(|i| match (i.name.starts_with("s_cmp"), i.src) {
@@ -37,8 +40,22 @@ struct Case {
 
 fn case(arch: Arch) -> Case {
     match arch {
-        Arch::Gfx1100 => Case { arch, kernel: "smoke_wmma", m: 16, n: 16, k: 16, block: 32 },
-        _ => Case { arch, kernel: "smoke_mfma", m: 32, n: 32, k: 8, block: 64 },
+        Arch::Gfx1100 => Case {
+            arch,
+            kernel: "smoke_wmma",
+            m: 16,
+            n: 16,
+            k: 16,
+            block: 32,
+        },
+        _ => Case {
+            arch,
+            kernel: "smoke_mfma",
+            m: 32,
+            n: 32,
+            k: 8,
+            block: 64,
+        },
     }
 }
 
@@ -60,14 +77,32 @@ fn bytes<T: Copy>(v: &[T]) -> Vec<u8> {
 }
 
 /// Sets up memory and runs the smoke kernel; `tweak` may alter the setup.
-fn launch(c: &Case, tweak: impl Fn(&mut Setup)) -> (Result<Counters, convgrad_isa::exec::ExecError>, Memory, u64, Vec<f16>, Vec<f16>) {
+fn launch(
+    c: &Case,
+    tweak: impl Fn(&mut Setup),
+) -> (
+    Result<Counters, convgrad_isa::exec::ExecError>,
+    Memory,
+    u64,
+    Vec<f16>,
+    Vec<f16>,
+) {
     let co = common::load(c.arch);
     let prog = Program::new(c.arch, co.kernel(c.kernel).expect("smoke kernel")).unwrap();
     let (a, b) = inputs(c);
-    let mut s = Setup { abi: abi_of(c.arch, &co, c.kernel), d_bytes: c.m * c.n * 4, write_a: true, args_bytes: 1024 };
+    let mut s = Setup {
+        abi: abi_of(c.arch, &co, c.kernel),
+        d_bytes: c.m * c.n * 4,
+        write_a: true,
+        args_bytes: 1024,
+    };
     tweak(&mut s);
     let mut mem = Memory::new();
-    let pa = if s.write_a { mem.upload("A", &bytes(&a)) } else { mem.alloc("A", a.len() * 2) };
+    let pa = if s.write_a {
+        mem.upload("A", &bytes(&a))
+    } else {
+        mem.alloc("A", a.len() * 2)
+    };
     let pb = mem.upload("B", &bytes(&b));
     let pd = mem.alloc("D", s.d_bytes);
     // ConvArgs: x (A) at 0, w (B) at 8, dy (D) at 16, abi at 0x40; the rest zero.
@@ -100,16 +135,29 @@ fn smoke(arch: Arch) {
     let mut worst = 0f64;
     for i in 0..c.m {
         for j in 0..c.n {
-            let want: f64 = (0..c.k).map(|k| a[i * c.k + k].to_f64() * b[k * c.n + j].to_f64()).sum();
+            let want: f64 = (0..c.k)
+                .map(|k| a[i * c.k + k].to_f64() * b[k * c.n + j].to_f64())
+                .sum();
             let got = f32::from_le_bytes(out[4 * (i * c.n + j)..][..4].try_into().unwrap()) as f64;
             let err = (got - want).abs();
             worst = worst.max(err);
-            assert!(err <= 1e-5 * (1.0 + want.abs()), "{arch} D[{i}][{j}] = {got}, expected {want}");
+            assert!(
+                err <= 1e-5 * (1.0 + want.abs()),
+                "{arch} D[{i}][{j}] = {got}, expected {want}"
+            );
         }
     }
-    let matrix = counters.by_class.get("mfma").or(counters.by_class.get("wmma")).copied().unwrap_or(0);
+    let matrix = counters
+        .by_class
+        .get("mfma")
+        .or(counters.by_class.get("wmma"))
+        .copied()
+        .unwrap_or(0);
     assert_eq!(matrix, 1, "{arch}: one matrix instruction per smoke launch");
-    assert!(counters.matrix_cycles > 0 && counters.global_bytes_written == (c.m * c.n * 4) as u64, "{counters:?}");
+    assert!(
+        counters.matrix_cycles > 0 && counters.global_bytes_written == (c.m * c.n * 4) as u64,
+        "{counters:?}"
+    );
     println!(
         "{arch} {}: {} instructions ({:?}), max |error| {worst:.2e}, matrix cycles {}, LDS bank conflicts {}, global bytes read {} written {}",
         c.kernel,
@@ -140,7 +188,12 @@ fn smoke_wmma_gfx1100_matches_f64_product() {
 #[test]
 fn checks_fire_on_gfx942() {
     let c = case(Arch::Gfx942);
-    let err = |t: fn(&mut Setup)| launch(&c, t).0.expect_err("the launch must fail").to_string();
+    let err = |t: fn(&mut Setup)| {
+        launch(&c, t)
+            .0
+            .expect_err("the launch must fail")
+            .to_string()
+    };
     let e = err(|s| s.d_bytes -= 4);
     assert!(e.contains("out-of-bounds") && e.contains("`D`"), "{e}");
     let e = err(|s| s.write_a = false);

@@ -226,7 +226,11 @@ impl fmt::Display for Inst {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.mnemonic())?;
         let mut sep = " ";
-        for o in [&self.dst, &self.sdst].into_iter().chain(self.src.iter()).chain([&self.saddr]) {
+        for o in [&self.dst, &self.sdst]
+            .into_iter()
+            .chain(self.src.iter())
+            .chain([&self.saddr])
+        {
             if *o != Operand::None {
                 write!(f, "{sep}{o}")?;
                 sep = ", ";
@@ -281,7 +285,12 @@ impl Words<'_> {
             .filter_map(|i| self.bytes.get(self.pos + 4 * i..self.pos + 4 * i + 4))
             .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
             .collect();
-        DecodeError { arch: self.arch, addr: self.addr(), words, what: what.to_string() }
+        DecodeError {
+            arch: self.arch,
+            addr: self.addr(),
+            words,
+            what: what.to_string(),
+        }
     }
     pub fn unknown(&self, enc: &str, op: u32) -> DecodeError {
         self.err(&format!("unknown {enc} opcode {op} (0x{op:x})"))
@@ -290,7 +299,12 @@ impl Words<'_> {
 
 /// Decodes the instruction at byte offset `pos` of `bytes` (loaded at address `base`).
 pub fn decode_at(arch: Arch, bytes: &[u8], base: u64, pos: usize) -> Result<Inst, DecodeError> {
-    let w = Words { arch, bytes, pos, base };
+    let w = Words {
+        arch,
+        bytes,
+        pos,
+        base,
+    };
     let w0 = w.word(0)?;
     let mut inst = match arch.family() {
         Family::Gfx9 => decode_gfx9(&w, w0)?,

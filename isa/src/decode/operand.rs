@@ -106,11 +106,24 @@ impl fmt::Display for Operand {
 pub(crate) fn take_literal(w: &Words, inst: &mut Inst) -> Result<(), DecodeError> {
     let own = inst.len as usize / 4;
     let mut needs = inst.src.iter().any(Operand::is_literal)
-        || inst.vopd_y.as_ref().is_some_and(|y| y.src.iter().any(Operand::is_literal));
+        || inst
+            .vopd_y
+            .as_ref()
+            .is_some_and(|y| y.src.iter().any(Operand::is_literal));
     let k_form = matches!(
         inst.name,
-        "v_madmk_f32" | "v_madak_f32" | "v_fmamk_f32" | "v_fmaak_f32" | "v_madmk_f16" | "v_madak_f16" | "v_fmamk_f16" | "v_fmaak_f16"
-    ) || inst.vopd_y.as_ref().is_some_and(|y| matches!(y.name, "v_dual_fmamk_f32" | "v_dual_fmaak_f32"))
+        "v_madmk_f32"
+            | "v_madak_f32"
+            | "v_fmamk_f32"
+            | "v_fmaak_f32"
+            | "v_madmk_f16"
+            | "v_madak_f16"
+            | "v_fmamk_f16"
+            | "v_fmaak_f16"
+    ) || inst
+        .vopd_y
+        .as_ref()
+        .is_some_and(|y| matches!(y.name, "v_dual_fmamk_f32" | "v_dual_fmaak_f32"))
         || matches!(inst.name, "v_dual_fmamk_f32" | "v_dual_fmaak_f32")
         || inst.name == "s_setreg_imm32_b32";
     if inst.enc == Enc::Vop3 && w.arch.family() == Family::Gfx9 && needs {

@@ -10,19 +10,40 @@ use super::{DecodeError, Enc, Inst, Operand, Words};
 use crate::arch::Family;
 
 const GFX9_SMEM: Table = &[
-    (0, "s_load_dword"), (1, "s_load_dwordx2"), (2, "s_load_dwordx4"), (3, "s_load_dwordx8"),
-    (4, "s_load_dwordx16"), (8, "s_buffer_load_dword"), (9, "s_buffer_load_dwordx2"),
-    (10, "s_buffer_load_dwordx4"), (11, "s_buffer_load_dwordx8"), (12, "s_buffer_load_dwordx16"),
-    (16, "s_store_dword"), (17, "s_store_dwordx2"), (18, "s_store_dwordx4"),
-    (32, "s_dcache_inv"), (33, "s_dcache_wb"), (34, "s_dcache_inv_vol"), (35, "s_dcache_wb_vol"),
-    (36, "s_memtime"), (37, "s_memrealtime"),
+    (0, "s_load_dword"),
+    (1, "s_load_dwordx2"),
+    (2, "s_load_dwordx4"),
+    (3, "s_load_dwordx8"),
+    (4, "s_load_dwordx16"),
+    (8, "s_buffer_load_dword"),
+    (9, "s_buffer_load_dwordx2"),
+    (10, "s_buffer_load_dwordx4"),
+    (11, "s_buffer_load_dwordx8"),
+    (12, "s_buffer_load_dwordx16"),
+    (16, "s_store_dword"),
+    (17, "s_store_dwordx2"),
+    (18, "s_store_dwordx4"),
+    (32, "s_dcache_inv"),
+    (33, "s_dcache_wb"),
+    (34, "s_dcache_inv_vol"),
+    (35, "s_dcache_wb_vol"),
+    (36, "s_memtime"),
+    (37, "s_memrealtime"),
 ];
 
 const GFX11_SMEM: Table = &[
-    (0, "s_load_b32"), (1, "s_load_b64"), (2, "s_load_b128"), (3, "s_load_b256"),
-    (4, "s_load_b512"), (8, "s_buffer_load_b32"), (9, "s_buffer_load_b64"),
-    (10, "s_buffer_load_b128"), (11, "s_buffer_load_b256"), (12, "s_buffer_load_b512"),
-    (32, "s_gl1_inv"), (33, "s_dcache_inv"),
+    (0, "s_load_b32"),
+    (1, "s_load_b64"),
+    (2, "s_load_b128"),
+    (3, "s_load_b256"),
+    (4, "s_load_b512"),
+    (8, "s_buffer_load_b32"),
+    (9, "s_buffer_load_b64"),
+    (10, "s_buffer_load_b128"),
+    (11, "s_buffer_load_b256"),
+    (12, "s_buffer_load_b512"),
+    (32, "s_gl1_inv"),
+    (33, "s_dcache_inv"),
 ];
 
 pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {

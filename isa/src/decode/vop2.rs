@@ -6,37 +6,117 @@ use super::{DecodeError, Enc, Inst, Operand, Sdwa, Variant, Words};
 use crate::arch::{Arch, Family};
 
 pub(super) const GFX9_VOP2: Table = &[
-    (0, "v_cndmask_b32"), (1, "v_add_f32"), (2, "v_sub_f32"), (3, "v_subrev_f32"),
-    (4, "v_mul_legacy_f32"), (5, "v_mul_f32"), (6, "v_mul_i32_i24"), (7, "v_mul_hi_i32_i24"),
-    (8, "v_mul_u32_u24"), (9, "v_mul_hi_u32_u24"), (10, "v_min_f32"), (11, "v_max_f32"),
-    (12, "v_min_i32"), (13, "v_max_i32"), (14, "v_min_u32"), (15, "v_max_u32"),
-    (16, "v_lshrrev_b32"), (17, "v_ashrrev_i32"), (18, "v_lshlrev_b32"), (19, "v_and_b32"),
-    (20, "v_or_b32"), (21, "v_xor_b32"), (22, "v_mac_f32"), (23, "v_madmk_f32"),
-    (24, "v_madak_f32"), (25, "v_add_co_u32"), (26, "v_sub_co_u32"), (27, "v_subrev_co_u32"),
-    (28, "v_addc_co_u32"), (29, "v_subb_co_u32"), (30, "v_subbrev_co_u32"), (31, "v_add_f16"),
-    (32, "v_sub_f16"), (33, "v_subrev_f16"), (34, "v_mul_f16"), (35, "v_mac_f16"),
-    (36, "v_madmk_f16"), (37, "v_madak_f16"), (38, "v_add_u16"), (39, "v_sub_u16"),
-    (40, "v_subrev_u16"), (41, "v_mul_lo_u16"), (42, "v_lshlrev_b16"), (43, "v_lshrrev_b16"),
-    (44, "v_ashrrev_i16"), (45, "v_max_f16"), (46, "v_min_f16"), (47, "v_max_u16"),
-    (48, "v_max_i16"), (49, "v_min_u16"), (50, "v_min_i16"), (51, "v_ldexp_f16"),
-    (52, "v_add_u32"), (53, "v_sub_u32"), (54, "v_subrev_u32"), (55, "v_dot2c_f32_f16"),
-    (56, "v_dot2c_i32_i16"), (57, "v_dot4c_i32_i8"), (58, "v_dot8c_i32_i4"), (59, "v_fmac_f32"),
-    (60, "v_pk_fmac_f16"), (61, "v_xnor_b32"),
+    (0, "v_cndmask_b32"),
+    (1, "v_add_f32"),
+    (2, "v_sub_f32"),
+    (3, "v_subrev_f32"),
+    (4, "v_mul_legacy_f32"),
+    (5, "v_mul_f32"),
+    (6, "v_mul_i32_i24"),
+    (7, "v_mul_hi_i32_i24"),
+    (8, "v_mul_u32_u24"),
+    (9, "v_mul_hi_u32_u24"),
+    (10, "v_min_f32"),
+    (11, "v_max_f32"),
+    (12, "v_min_i32"),
+    (13, "v_max_i32"),
+    (14, "v_min_u32"),
+    (15, "v_max_u32"),
+    (16, "v_lshrrev_b32"),
+    (17, "v_ashrrev_i32"),
+    (18, "v_lshlrev_b32"),
+    (19, "v_and_b32"),
+    (20, "v_or_b32"),
+    (21, "v_xor_b32"),
+    (22, "v_mac_f32"),
+    (23, "v_madmk_f32"),
+    (24, "v_madak_f32"),
+    (25, "v_add_co_u32"),
+    (26, "v_sub_co_u32"),
+    (27, "v_subrev_co_u32"),
+    (28, "v_addc_co_u32"),
+    (29, "v_subb_co_u32"),
+    (30, "v_subbrev_co_u32"),
+    (31, "v_add_f16"),
+    (32, "v_sub_f16"),
+    (33, "v_subrev_f16"),
+    (34, "v_mul_f16"),
+    (35, "v_mac_f16"),
+    (36, "v_madmk_f16"),
+    (37, "v_madak_f16"),
+    (38, "v_add_u16"),
+    (39, "v_sub_u16"),
+    (40, "v_subrev_u16"),
+    (41, "v_mul_lo_u16"),
+    (42, "v_lshlrev_b16"),
+    (43, "v_lshrrev_b16"),
+    (44, "v_ashrrev_i16"),
+    (45, "v_max_f16"),
+    (46, "v_min_f16"),
+    (47, "v_max_u16"),
+    (48, "v_max_i16"),
+    (49, "v_min_u16"),
+    (50, "v_min_i16"),
+    (51, "v_ldexp_f16"),
+    (52, "v_add_u32"),
+    (53, "v_sub_u32"),
+    (54, "v_subrev_u32"),
+    (55, "v_dot2c_f32_f16"),
+    (56, "v_dot2c_i32_i16"),
+    (57, "v_dot4c_i32_i8"),
+    (58, "v_dot8c_i32_i4"),
+    (59, "v_fmac_f32"),
+    (60, "v_pk_fmac_f16"),
+    (61, "v_xnor_b32"),
 ];
 
 pub(super) const GFX11_VOP2: Table = &[
-    (1, "v_cndmask_b32"), (2, "v_dot2acc_f32_f16"), (3, "v_add_f32"), (4, "v_sub_f32"),
-    (5, "v_subrev_f32"), (6, "v_fmac_dx9_zero_f32"), (7, "v_mul_dx9_zero_f32"), (8, "v_mul_f32"),
-    (9, "v_mul_i32_i24"), (10, "v_mul_hi_i32_i24"), (11, "v_mul_u32_u24"),
-    (12, "v_mul_hi_u32_u24"), (15, "v_min_f32"), (16, "v_max_f32"), (17, "v_min_i32"),
-    (18, "v_max_i32"), (19, "v_min_u32"), (20, "v_max_u32"), (24, "v_lshlrev_b32"),
-    (25, "v_lshrrev_b32"), (26, "v_ashrrev_i32"), (27, "v_and_b32"), (28, "v_or_b32"),
-    (29, "v_xor_b32"), (30, "v_xnor_b32"), (32, "v_add_co_ci_u32"), (33, "v_sub_co_ci_u32"),
-    (34, "v_subrev_co_ci_u32"), (37, "v_add_nc_u32"), (38, "v_sub_nc_u32"),
-    (39, "v_subrev_nc_u32"), (43, "v_fmac_f32"), (44, "v_fmamk_f32"), (45, "v_fmaak_f32"),
-    (47, "v_cvt_pk_rtz_f16_f32"), (50, "v_add_f16"), (51, "v_sub_f16"), (52, "v_subrev_f16"),
-    (53, "v_mul_f16"), (54, "v_fmac_f16"), (55, "v_fmamk_f16"), (56, "v_fmaak_f16"),
-    (57, "v_max_f16"), (58, "v_min_f16"), (59, "v_ldexp_f16"), (60, "v_pk_fmac_f16"),
+    (1, "v_cndmask_b32"),
+    (2, "v_dot2acc_f32_f16"),
+    (3, "v_add_f32"),
+    (4, "v_sub_f32"),
+    (5, "v_subrev_f32"),
+    (6, "v_fmac_dx9_zero_f32"),
+    (7, "v_mul_dx9_zero_f32"),
+    (8, "v_mul_f32"),
+    (9, "v_mul_i32_i24"),
+    (10, "v_mul_hi_i32_i24"),
+    (11, "v_mul_u32_u24"),
+    (12, "v_mul_hi_u32_u24"),
+    (15, "v_min_f32"),
+    (16, "v_max_f32"),
+    (17, "v_min_i32"),
+    (18, "v_max_i32"),
+    (19, "v_min_u32"),
+    (20, "v_max_u32"),
+    (24, "v_lshlrev_b32"),
+    (25, "v_lshrrev_b32"),
+    (26, "v_ashrrev_i32"),
+    (27, "v_and_b32"),
+    (28, "v_or_b32"),
+    (29, "v_xor_b32"),
+    (30, "v_xnor_b32"),
+    (32, "v_add_co_ci_u32"),
+    (33, "v_sub_co_ci_u32"),
+    (34, "v_subrev_co_ci_u32"),
+    (37, "v_add_nc_u32"),
+    (38, "v_sub_nc_u32"),
+    (39, "v_subrev_nc_u32"),
+    (43, "v_fmac_f32"),
+    (44, "v_fmamk_f32"),
+    (45, "v_fmaak_f32"),
+    (47, "v_cvt_pk_rtz_f16_f32"),
+    (50, "v_add_f16"),
+    (51, "v_sub_f16"),
+    (52, "v_subrev_f16"),
+    (53, "v_mul_f16"),
+    (54, "v_fmac_f16"),
+    (55, "v_fmamk_f16"),
+    (56, "v_fmaak_f16"),
+    (57, "v_max_f16"),
+    (58, "v_min_f16"),
+    (59, "v_ldexp_f16"),
+    (60, "v_pk_fmac_f16"),
 ];
 
 /// The VOP2 mnemonic for an opcode (also used for VOP2 ops in VOP3 encoding).
@@ -69,7 +149,11 @@ pub(super) fn sdwa_dpp(w: &Words, i: &mut Inst) -> Result<(), DecodeError> {
             let s0 = w1 >> 23 & 1 != 0;
             let s1 = w1 >> 31 & 1 != 0;
             let r0 = w1 & 0xff;
-            i.src[0] = if s0 { Operand::Sgpr(r0 as u8) } else { Operand::Vgpr(r0 as u16) };
+            i.src[0] = if s0 {
+                Operand::Sgpr(r0 as u8)
+            } else {
+                Operand::Vgpr(r0 as u16)
+            };
             if let (true, Operand::Vgpr(r)) = (s1, i.src[1]) {
                 i.src[1] = Operand::Sgpr(r as u8);
             }
@@ -89,8 +173,16 @@ pub(super) fn sdwa_dpp(w: &Words, i: &mut Inst) -> Result<(), DecodeError> {
             i.mods.omod = ((w1 >> 14) & 3) as u8;
             if i.enc == Enc::Vopc {
                 // VOPC SDWA: sdst in [14:8] when bit 15 is set, else VCC.
-                i.dst = if w1 >> 15 & 1 != 0 { Operand::Sgpr(((w1 >> 8) & 0x7f) as u8) } else { Operand::Sgpr(106) };
-                i.mods.sdwa = Some(Sdwa { dst_sel: 6, dst_unused: 0, ..sd });
+                i.dst = if w1 >> 15 & 1 != 0 {
+                    Operand::Sgpr(((w1 >> 8) & 0x7f) as u8)
+                } else {
+                    Operand::Sgpr(106)
+                };
+                i.mods.sdwa = Some(Sdwa {
+                    dst_sel: 6,
+                    dst_unused: 0,
+                    ..sd
+                });
             } else {
                 i.mods.sdwa = Some(sd);
             }
@@ -98,7 +190,9 @@ pub(super) fn sdwa_dpp(w: &Words, i: &mut Inst) -> Result<(), DecodeError> {
             i.len = 8;
             Ok(())
         }
-        Operand::Special(250) | Operand::Special(233) | Operand::Special(234) => Err(w.err("a DPP instruction (not decoded yet)")),
+        Operand::Special(250) | Operand::Special(233) | Operand::Special(234) => {
+            Err(w.err("a DPP instruction (not decoded yet)"))
+        }
         _ => Ok(()),
     }
 }

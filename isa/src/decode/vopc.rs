@@ -13,18 +13,29 @@ use super::tables::intern;
 use super::{DecodeError, Enc, Inst, Operand, Variant, Words};
 use crate::arch::Family;
 
-const F_CONDS9: [&str; 16] = ["f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq", "nlt", "tru"];
-const F_CONDS11: [&str; 16] = ["f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq", "nlt", "t"];
+const F_CONDS9: [&str; 16] = [
+    "f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq", "nlt",
+    "tru",
+];
+const F_CONDS11: [&str; 16] = [
+    "f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq", "nlt",
+    "t",
+];
 const I_CONDS: [&str; 8] = ["f", "lt", "eq", "le", "gt", "ne", "ge", "t"];
 
 /// The VOPC mnemonic for an opcode (also the VOP3 opcodes 0..=255).
 pub(super) fn name(fam: Family, op: u32) -> Option<&'static str> {
-    let mk = |x: bool, cond: &str, ty: &str| intern(format!("v_cmp{}_{cond}_{ty}", if x { "x" } else { "" }));
+    let mk = |x: bool, cond: &str, ty: &str| {
+        intern(format!("v_cmp{}_{cond}_{ty}", if x { "x" } else { "" }))
+    };
     match fam {
         Family::Gfx9 => match op {
             0x10..=0x15 => {
                 let ty = ["f32", "f64", "f16"][((op - 0x10) / 2) as usize];
-                Some(intern(format!("v_cmp{}_class_{ty}", if op & 1 == 1 { "x" } else { "" })))
+                Some(intern(format!(
+                    "v_cmp{}_class_{ty}",
+                    if op & 1 == 1 { "x" } else { "" }
+                )))
             }
             0x20..=0x7f => {
                 let ty = ["f16", "f32", "f64"][((op - 0x20) / 0x20) as usize];
@@ -33,8 +44,18 @@ pub(super) fn name(fam: Family, op: u32) -> Option<&'static str> {
             0xa0..=0xff => {
                 let blk = (op - 0xa0) / 8;
                 let (x, ty) = [
-                    (false, "i16"), (false, "u16"), (true, "i16"), (true, "u16"), (false, "i32"), (false, "u32"),
-                    (true, "i32"), (true, "u32"), (false, "i64"), (false, "u64"), (true, "i64"), (true, "u64"),
+                    (false, "i16"),
+                    (false, "u16"),
+                    (true, "i16"),
+                    (true, "u16"),
+                    (false, "i32"),
+                    (false, "u32"),
+                    (true, "i32"),
+                    (true, "u32"),
+                    (false, "i64"),
+                    (false, "u64"),
+                    (true, "i64"),
+                    (true, "u64"),
                 ][blk as usize];
                 Some(mk(x, I_CONDS[(op & 7) as usize], ty))
             }
@@ -44,13 +65,21 @@ pub(super) fn name(fam: Family, op: u32) -> Option<&'static str> {
             let x = op & 0x80 != 0;
             let o = op & 0x7f;
             match o {
-                0x00..=0x2f => Some(mk(x, F_CONDS11[(o & 0xf) as usize], ["f16", "f32", "f64"][(o >> 4) as usize])),
+                0x00..=0x2f => Some(mk(
+                    x,
+                    F_CONDS11[(o & 0xf) as usize],
+                    ["f16", "f32", "f64"][(o >> 4) as usize],
+                )),
                 0x30..=0x3f => {
                     let c = o & 7;
                     if c == 0 || c == 7 {
                         return None;
                     }
-                    Some(mk(x, I_CONDS[c as usize], if o < 0x38 { "i16" } else { "u16" }))
+                    Some(mk(
+                        x,
+                        I_CONDS[c as usize],
+                        if o < 0x38 { "i16" } else { "u16" },
+                    ))
                 }
                 0x40..=0x5f => {
                     let ty = ["i32", "u32", "i64", "u64"][((o - 0x40) / 8) as usize];
@@ -58,7 +87,10 @@ pub(super) fn name(fam: Family, op: u32) -> Option<&'static str> {
                 }
                 0x7d..=0x7f => {
                     let ty = ["f16", "f32", "f64"][(o - 0x7d) as usize];
-                    Some(intern(format!("v_cmp{}_class_{ty}", if x { "x" } else { "" })))
+                    Some(intern(format!(
+                        "v_cmp{}_class_{ty}",
+                        if x { "x" } else { "" }
+                    )))
                 }
                 _ => None,
             }

@@ -22,7 +22,11 @@ enum Kind {
     Store { n: usize, hi: bool },
     /// Load `n` bytes into dst: `ext` sign-extends sub-dword loads; d16: `Some(hi)`
     /// writes one half and keeps the other.
-    Load { n: usize, sext: bool, d16: Option<bool> },
+    Load {
+        n: usize,
+        sext: bool,
+        d16: Option<bool>,
+    },
     /// Two-address store of `n`-byte elements (stride multiplier `st`).
     Store2 { n: usize, st: u64 },
     /// Two-address load.
@@ -149,18 +153,102 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("ds_write2st64_b32", ds!(Kind::Store2 { n: 4, st: 64 })),
     ("ds_write2_b64", ds!(Kind::Store2 { n: 8, st: 1 })),
     ("ds_write2st64_b64", ds!(Kind::Store2 { n: 8, st: 64 })),
-    ("ds_read_b32", ds!(Kind::Load { n: 4, sext: false, d16: None })),
-    ("ds_read_b64", ds!(Kind::Load { n: 8, sext: false, d16: None })),
-    ("ds_read_b96", ds!(Kind::Load { n: 12, sext: false, d16: None })),
-    ("ds_read_b128", ds!(Kind::Load { n: 16, sext: false, d16: None })),
-    ("ds_read_u8", ds!(Kind::Load { n: 1, sext: false, d16: None })),
-    ("ds_read_i8", ds!(Kind::Load { n: 1, sext: true, d16: None })),
-    ("ds_read_u16", ds!(Kind::Load { n: 2, sext: false, d16: None })),
-    ("ds_read_i16", ds!(Kind::Load { n: 2, sext: true, d16: None })),
-    ("ds_read_u16_d16", ds!(Kind::Load { n: 2, sext: false, d16: Some(false) })),
-    ("ds_read_u16_d16_hi", ds!(Kind::Load { n: 2, sext: false, d16: Some(true) })),
-    ("ds_read_u8_d16", ds!(Kind::Load { n: 1, sext: false, d16: Some(false) })),
-    ("ds_read_u8_d16_hi", ds!(Kind::Load { n: 1, sext: false, d16: Some(true) })),
+    (
+        "ds_read_b32",
+        ds!(Kind::Load {
+            n: 4,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_read_b64",
+        ds!(Kind::Load {
+            n: 8,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_read_b96",
+        ds!(Kind::Load {
+            n: 12,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_read_b128",
+        ds!(Kind::Load {
+            n: 16,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_read_u8",
+        ds!(Kind::Load {
+            n: 1,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_read_i8",
+        ds!(Kind::Load {
+            n: 1,
+            sext: true,
+            d16: None
+        }),
+    ),
+    (
+        "ds_read_u16",
+        ds!(Kind::Load {
+            n: 2,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_read_i16",
+        ds!(Kind::Load {
+            n: 2,
+            sext: true,
+            d16: None
+        }),
+    ),
+    (
+        "ds_read_u16_d16",
+        ds!(Kind::Load {
+            n: 2,
+            sext: false,
+            d16: Some(false)
+        }),
+    ),
+    (
+        "ds_read_u16_d16_hi",
+        ds!(Kind::Load {
+            n: 2,
+            sext: false,
+            d16: Some(true)
+        }),
+    ),
+    (
+        "ds_read_u8_d16",
+        ds!(Kind::Load {
+            n: 1,
+            sext: false,
+            d16: Some(false)
+        }),
+    ),
+    (
+        "ds_read_u8_d16_hi",
+        ds!(Kind::Load {
+            n: 1,
+            sext: false,
+            d16: Some(true)
+        }),
+    ),
     ("ds_read2_b32", ds!(Kind::Load2 { n: 4, st: 1 })),
     ("ds_read2st64_b32", ds!(Kind::Load2 { n: 4, st: 64 })),
     ("ds_read2_b64", ds!(Kind::Load2 { n: 8, st: 1 })),
@@ -174,21 +262,103 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("ds_store_b16_d16_hi", ds!(Kind::Store { n: 2, hi: true })),
     ("ds_store_b8_d16_hi", ds!(Kind::Store { n: 1, hi: true })),
     ("ds_store_2addr_b32", ds!(Kind::Store2 { n: 4, st: 1 })),
-    ("ds_store_2addr_stride64_b32", ds!(Kind::Store2 { n: 4, st: 64 })),
+    (
+        "ds_store_2addr_stride64_b32",
+        ds!(Kind::Store2 { n: 4, st: 64 }),
+    ),
     ("ds_store_2addr_b64", ds!(Kind::Store2 { n: 8, st: 1 })),
-    ("ds_store_2addr_stride64_b64", ds!(Kind::Store2 { n: 8, st: 64 })),
-    ("ds_load_b32", ds!(Kind::Load { n: 4, sext: false, d16: None })),
-    ("ds_load_b64", ds!(Kind::Load { n: 8, sext: false, d16: None })),
-    ("ds_load_b96", ds!(Kind::Load { n: 12, sext: false, d16: None })),
-    ("ds_load_b128", ds!(Kind::Load { n: 16, sext: false, d16: None })),
-    ("ds_load_u8", ds!(Kind::Load { n: 1, sext: false, d16: None })),
-    ("ds_load_i8", ds!(Kind::Load { n: 1, sext: true, d16: None })),
-    ("ds_load_u16", ds!(Kind::Load { n: 2, sext: false, d16: None })),
-    ("ds_load_i16", ds!(Kind::Load { n: 2, sext: true, d16: None })),
-    ("ds_load_u16_d16", ds!(Kind::Load { n: 2, sext: false, d16: Some(false) })),
-    ("ds_load_u16_d16_hi", ds!(Kind::Load { n: 2, sext: false, d16: Some(true) })),
+    (
+        "ds_store_2addr_stride64_b64",
+        ds!(Kind::Store2 { n: 8, st: 64 }),
+    ),
+    (
+        "ds_load_b32",
+        ds!(Kind::Load {
+            n: 4,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_load_b64",
+        ds!(Kind::Load {
+            n: 8,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_load_b96",
+        ds!(Kind::Load {
+            n: 12,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_load_b128",
+        ds!(Kind::Load {
+            n: 16,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_load_u8",
+        ds!(Kind::Load {
+            n: 1,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_load_i8",
+        ds!(Kind::Load {
+            n: 1,
+            sext: true,
+            d16: None
+        }),
+    ),
+    (
+        "ds_load_u16",
+        ds!(Kind::Load {
+            n: 2,
+            sext: false,
+            d16: None
+        }),
+    ),
+    (
+        "ds_load_i16",
+        ds!(Kind::Load {
+            n: 2,
+            sext: true,
+            d16: None
+        }),
+    ),
+    (
+        "ds_load_u16_d16",
+        ds!(Kind::Load {
+            n: 2,
+            sext: false,
+            d16: Some(false)
+        }),
+    ),
+    (
+        "ds_load_u16_d16_hi",
+        ds!(Kind::Load {
+            n: 2,
+            sext: false,
+            d16: Some(true)
+        }),
+    ),
     ("ds_load_2addr_b32", ds!(Kind::Load2 { n: 4, st: 1 })),
-    ("ds_load_2addr_stride64_b32", ds!(Kind::Load2 { n: 4, st: 64 })),
+    (
+        "ds_load_2addr_stride64_b32",
+        ds!(Kind::Load2 { n: 4, st: 64 }),
+    ),
     ("ds_load_2addr_b64", ds!(Kind::Load2 { n: 8, st: 1 })),
-    ("ds_load_2addr_stride64_b64", ds!(Kind::Load2 { n: 8, st: 64 })),
+    (
+        "ds_load_2addr_stride64_b64",
+        ds!(Kind::Load2 { n: 8, st: 64 }),
+    ),
 ];

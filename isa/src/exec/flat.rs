@@ -10,8 +10,15 @@ use crate::decode::{Inst, Operand};
 
 #[derive(Clone, Copy)]
 enum Kind {
-    Load { n: usize, sext: bool, d16: Option<bool> },
-    Store { n: usize, hi: bool },
+    Load {
+        n: usize,
+        sext: bool,
+        d16: Option<bool>,
+    },
+    Store {
+        n: usize,
+        hi: bool,
+    },
     Atomic(Op),
 }
 
@@ -37,7 +44,9 @@ fn address(c: &Ctx, i: &Inst, l: usize) -> Result<u64, String> {
     }
     let base = match i.saddr {
         Operand::None => c.v64(i.src[0], l, Ty::U64)?,
-        s => c.s64(s, Ty::U64)?.wrapping_add(c.v32(i.src[0], l, Ty::B32)? as u64),
+        s => c
+            .s64(s, Ty::U64)?
+            .wrapping_add(c.v32(i.src[0], l, Ty::B32)? as u64),
     };
     Ok(base.wrapping_add(i.imm as u64))
 }
@@ -54,7 +63,12 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
                 c.counters.global_bytes_read += n as u64;
                 if n >= 4 {
                     for d in 0..n / 4 {
-                        c.set_v32k(i.dst, d, l, u32::from_le_bytes(b[4 * d..4 * d + 4].try_into().unwrap()))?;
+                        c.set_v32k(
+                            i.dst,
+                            d,
+                            l,
+                            u32::from_le_bytes(b[4 * d..4 * d + 4].try_into().unwrap()),
+                        )?;
                     }
                 } else {
                     let raw = u32::from_le_bytes(b[..4].try_into().unwrap());
@@ -123,7 +137,11 @@ macro_rules! f {
 }
 
 const fn ld(n: usize) -> Kind {
-    Kind::Load { n, sext: false, d16: None }
+    Kind::Load {
+        n,
+        sext: false,
+        d16: None,
+    }
 }
 const fn st(n: usize) -> Kind {
     Kind::Store { n, hi: false }

@@ -31,7 +31,11 @@ fn elem(c: &Ctx, o: Operand, lane: usize, e: usize, ty: In) -> Result<f64, Strin
         In::F16 | In::Bf16 => {
             let w = c.v32k(o, e / 2, lane, Ty::B32)?;
             let h = (w >> (16 * (e % 2))) as u16;
-            if ty == In::F16 { half::f16::from_bits(h).to_f64() } else { f32::from_bits((h as u32) << 16) as f64 }
+            if ty == In::F16 {
+                half::f16::from_bits(h).to_f64()
+            } else {
+                f32::from_bits((h as u32) << 16) as f64
+            }
         }
     })
 }
@@ -47,9 +51,25 @@ fn acc_in(c: &Ctx, o: Operand, lane: usize, g: usize) -> Result<f32, String> {
 fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
     let n = i.name;
     let (mn, k, ty) = if n.contains("32x32x8") {
-        (32, 8, if n.contains("bf16") { In::Bf16 } else { In::F16 })
+        (
+            32,
+            8,
+            if n.contains("bf16") {
+                In::Bf16
+            } else {
+                In::F16
+            },
+        )
     } else if n.contains("16x16x16") {
-        (16, 16, if n.contains("bf16") { In::Bf16 } else { In::F16 })
+        (
+            16,
+            16,
+            if n.contains("bf16") {
+                In::Bf16
+            } else {
+                In::F16
+            },
+        )
     } else if n.contains("32x32x2") && n.ends_with("f32") {
         (32, 2, In::F32)
     } else if n.contains("16x16x4") && n.ends_with("f32") && !n.contains("4b") {
@@ -61,12 +81,19 @@ fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
         return Err(format!("{n} with cbsz/abid/blgp modifiers is not modelled"));
     }
     if c.wave.exec() != c.wave.lane_mask() {
-        return Err(format!("{n} with a partial EXEC mask 0x{:x}", c.wave.exec()));
+        return Err(format!(
+            "{n} with a partial EXEC mask 0x{:x}",
+            c.wave.exec()
+        ));
     }
     let e = if ty == In::F32 { 1 } else { 4 };
     let a_at = |r: usize, kk: usize| (r + mn * (kk / e), kk % e);
     let d_at = |r: usize, col: usize| {
-        if mn == 32 { (4 * (r / 8) + r % 4, col + 32 * ((r / 4) % 2)) } else { (r % 4, col + 16 * (r / 4)) }
+        if mn == 32 {
+            (4 * (r / 8) + r % 4, col + 32 * ((r / 4) % 2))
+        } else {
+            (r % 4, col + 16 * (r / 4))
+        }
     };
     let mut d = vec![0f32; mn * mn];
     for r in 0..mn {
@@ -104,7 +131,10 @@ fn wmma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
         return Err(format!("{n} with neg modifiers is not modelled"));
     }
     if c.wave.lanes != 32 || c.wave.exec() != c.wave.lane_mask() {
-        return Err(format!("{n} needs a full wave32 (EXEC 0x{:x})", c.wave.exec()));
+        return Err(format!(
+            "{n} needs a full wave32 (EXEC 0x{:x})",
+            c.wave.exec()
+        ));
     }
     // The replicas of A rows / B columns (lanes r and r+16) must agree.
     for r in 0..16 {
@@ -112,7 +142,10 @@ fn wmma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
             for (s, what) in [(i.src[0], "A row"), (i.src[1], "B column")] {
                 let (x, y) = (elem(c, s, r, kk, ty)?, elem(c, s, r + 16, kk, ty)?);
                 if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
-                    return Err(format!("{n}: {what} {r} element {kk} differs between lane {r} ({x}) and its replica lane {} ({y})", r + 16));
+                    return Err(format!(
+                        "{n}: {what} {r} element {kk} differs between lane {r} ({x}) and its replica lane {} ({y})",
+                        r + 16
+                    ));
                 }
             }
         }

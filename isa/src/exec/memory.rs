@@ -7,23 +7,51 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// No buffer holds the range.
-    OutOfBounds { addr: u64, len: usize, near: Option<(String, u64, usize)> },
+    OutOfBounds {
+        addr: u64,
+        len: usize,
+        near: Option<(String, u64, usize)>,
+    },
     /// A byte of the range was never written (neither by the host nor by a kernel).
-    Unwritten { addr: u64, len: usize, buffer: String, offset: usize },
+    Unwritten {
+        addr: u64,
+        len: usize,
+        buffer: String,
+        offset: usize,
+    },
 }
 
 impl std::fmt::Display for Fault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Fault::OutOfBounds { addr, len, near: Some((n, base, size)) } => write!(
+            Fault::OutOfBounds {
+                addr,
+                len,
+                near: Some((n, base, size)),
+            } => write!(
                 f,
                 "out-of-bounds access of {len} bytes at 0x{addr:x} (nearest buffer `{n}` is 0x{base:x}..0x{:x}, offset {})",
                 base + *size as u64,
                 *addr as i128 - *base as i128
             ),
-            Fault::OutOfBounds { addr, len, near: None } => write!(f, "out-of-bounds access of {len} bytes at 0x{addr:x} (no buffer)"),
-            Fault::Unwritten { addr, len, buffer, offset } => {
-                write!(f, "read of {len} bytes at 0x{addr:x} (buffer `{buffer}` offset {offset}) that were never written")
+            Fault::OutOfBounds {
+                addr,
+                len,
+                near: None,
+            } => write!(
+                f,
+                "out-of-bounds access of {len} bytes at 0x{addr:x} (no buffer)"
+            ),
+            Fault::Unwritten {
+                addr,
+                len,
+                buffer,
+                offset,
+            } => {
+                write!(
+                    f,
+                    "read of {len} bytes at 0x{addr:x} (buffer `{buffer}` offset {offset}) that were never written"
+                )
             }
         }
     }
@@ -55,7 +83,10 @@ const GAP: u64 = 0x1_0000;
 impl Memory {
     /// Empty memory.
     pub fn new() -> Self {
-        Memory { bufs: BTreeMap::new(), next: BASE }
+        Memory {
+            bufs: BTreeMap::new(),
+            next: BASE,
+        }
     }
 
     /// Allocates `size` bytes (unwritten) and returns the device address.
@@ -65,7 +96,14 @@ impl Memory {
         }
         let addr = self.next;
         self.next = (addr + size as u64 + GAP).next_multiple_of(GAP);
-        self.bufs.insert(addr, Buffer { name: name.to_string(), data: vec![0; size], written: vec![false; size] });
+        self.bufs.insert(
+            addr,
+            Buffer {
+                name: name.to_string(),
+                data: vec![0; size],
+                written: vec![false; size],
+            },
+        );
         addr
     }
 
@@ -95,7 +133,11 @@ impl Memory {
             .iter()
             .min_by_key(|(b, buf)| {
                 let end = **b + buf.data.len() as u64;
-                if addr < **b { **b - addr } else { addr.saturating_sub(end) }
+                if addr < **b {
+                    **b - addr
+                } else {
+                    addr.saturating_sub(end)
+                }
             })
             .map(|(b, buf)| (buf.name.clone(), *b, buf.data.len()));
         Err(Fault::OutOfBounds { addr, len, near })
@@ -106,7 +148,12 @@ impl Memory {
         let (base, off) = self.locate(addr, out.len())?;
         let b = &self.bufs[&base];
         if let Some(k) = b.written[off..off + out.len()].iter().position(|w| !w) {
-            return Err(Fault::Unwritten { addr, len: out.len(), buffer: b.name.clone(), offset: off + k });
+            return Err(Fault::Unwritten {
+                addr,
+                len: out.len(),
+                buffer: b.name.clone(),
+                offset: off + k,
+            });
         }
         out.copy_from_slice(&b.data[off..off + out.len()]);
         Ok(())
@@ -145,16 +192,28 @@ pub struct Lds {
 impl Lds {
     /// `size` bytes, unwritten.
     pub fn new(size: usize) -> Self {
-        Lds { data: vec![0; size], written: vec![false; size] }
+        Lds {
+            data: vec![0; size],
+            written: vec![false; size],
+        }
     }
     /// Checked read.
     pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), String> {
         let a = addr as usize;
         if addr > u32::MAX as u64 || a + out.len() > self.data.len() {
-            return Err(format!("LDS access of {} bytes at offset {addr} outside the {} bytes allocated", out.len(), self.data.len()));
+            return Err(format!(
+                "LDS access of {} bytes at offset {addr} outside the {} bytes allocated",
+                out.len(),
+                self.data.len()
+            ));
         }
         if let Some(k) = self.written[a..a + out.len()].iter().position(|w| !w) {
-            return Err(format!("read of LDS bytes {}..{} that were never written (first: {})", a, a + out.len(), a + k));
+            return Err(format!(
+                "read of LDS bytes {}..{} that were never written (first: {})",
+                a,
+                a + out.len(),
+                a + k
+            ));
         }
         out.copy_from_slice(&self.data[a..a + out.len()]);
         Ok(())
@@ -163,7 +222,11 @@ impl Lds {
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), String> {
         let a = addr as usize;
         if addr > u32::MAX as u64 || a + bytes.len() > self.data.len() {
-            return Err(format!("LDS access of {} bytes at offset {addr} outside the {} bytes allocated", bytes.len(), self.data.len()));
+            return Err(format!(
+                "LDS access of {} bytes at offset {addr} outside the {} bytes allocated",
+                bytes.len(),
+                self.data.len()
+            ));
         }
         self.data[a..a + bytes.len()].copy_from_slice(bytes);
         self.written[a..a + bytes.len()].fill(true);

@@ -14,12 +14,12 @@ pub mod memory;
 pub mod wave;
 
 mod ds;
-mod valu;
 mod flat;
 mod matrix;
 mod mubuf;
 mod smem;
 mod sop;
+mod valu;
 mod vop1;
 mod vop2;
 mod vop3;
@@ -55,7 +55,11 @@ pub struct ExecError {
 impl fmt::Display for ExecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let [x, y, z] = self.workgroup;
-        write!(f, "kernel {}, workgroup ({x},{y},{z}), wave {}, at 0x{:x} `{}`: {}", self.kernel, self.wave, self.pc, self.inst, self.msg)
+        write!(
+            f,
+            "kernel {}, workgroup ({x},{y},{z}), wave {}, at 0x{:x} `{}`: {}",
+            self.kernel, self.wave, self.pc, self.inst, self.msg
+        )
     }
 }
 
@@ -97,6 +101,9 @@ pub struct Counters {
     pub lds_bytes: u64,
     /// Barriers completed (per workgroup).
     pub barriers: u64,
+    /// Barriers completed with the waves at different `s_barrier` instructions, or
+    /// with some waves already ended (only counted when `Launch::strict_barriers` is off).
+    pub divergent_barriers: u64,
 }
 
 impl Counters {
@@ -128,7 +135,19 @@ fn registry() -> &'static HashMap<&'static str, Handler> {
     static R: OnceLock<HashMap<&'static str, Handler>> = OnceLock::new();
     R.get_or_init(|| {
         let mut m = HashMap::new();
-        for t in [sop::HANDLERS, smem::HANDLERS, vop1::HANDLERS, vop2::HANDLERS, vop3::HANDLERS, vopc::HANDLERS, vop3p::HANDLERS, matrix::HANDLERS, ds::HANDLERS, flat::HANDLERS, mubuf::HANDLERS] {
+        for t in [
+            sop::HANDLERS,
+            smem::HANDLERS,
+            vop1::HANDLERS,
+            vop2::HANDLERS,
+            vop3::HANDLERS,
+            vopc::HANDLERS,
+            vop3p::HANDLERS,
+            matrix::HANDLERS,
+            ds::HANDLERS,
+            flat::HANDLERS,
+            mubuf::HANDLERS,
+        ] {
             for &(n, h) in t {
                 m.insert(n, h);
             }
@@ -165,11 +184,20 @@ pub struct Program {
 impl Program {
     /// Decodes a kernel.
     pub fn new(arch: Arch, kernel: &Kernel) -> Result<Program, crate::Error> {
-        let insts = decode_all(arch, &kernel.code, kernel.entry)
-            .map_err(|err| crate::Error::Decode { kernel: kernel.name.clone(), err })?;
+        let insts =
+            decode_all(arch, &kernel.code, kernel.entry).map_err(|err| crate::Error::Decode {
+                kernel: kernel.name.clone(),
+                err,
+            })?;
         let handlers = insts.iter().map(|i| handler(i.name)).collect();
         let index = insts.iter().enumerate().map(|(k, i)| (i.addr, k)).collect();
-        Ok(Program { arch, kernel: kernel.clone(), insts, handlers, index })
+        Ok(Program {
+            arch,
+            kernel: kernel.clone(),
+            insts,
+            handlers,
+            index,
+        })
     }
 
     /// Mnemonics (with suffix) that have no semantics yet, with their counts.
@@ -197,12 +225,24 @@ pub struct Launch {
     pub dynamic_lds: u32,
     /// Instruction budget per wave (a runaway loop stops with an error).
     pub max_wave_instructions: u64,
+    /// Barrier divergence (waves of a workgroup waiting at different `s_barrier`
+    /// instructions, or ending while others wait) is an error; when off, the barrier
+    /// releases as the hardware's does (every live wave waits at some barrier) and
+    /// `Counters::divergent_barriers` counts it.
+    pub strict_barriers: bool,
 }
 
 impl Launch {
     /// A 1-D launch.
     pub fn new(grid: u32, block: u32, kernarg: Vec<u8>) -> Launch {
-        Launch { grid: [grid, 1, 1], block: [block, 1, 1], kernarg, dynamic_lds: 0, max_wave_instructions: 50_000_000 }
+        Launch {
+            grid: [grid, 1, 1],
+            block: [block, 1, 1],
+            kernarg,
+            dynamic_lds: 0,
+            max_wave_instructions: 50_000_000,
+            strict_barriers: true,
+        }
     }
 }
 
@@ -242,18 +282,34 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
     let arch = prog.arch;
     let lanes = if d.wave32() { 32 } else { 64 };
     let threads = (launch.block[0] * launch.block[1] * launch.block[2]) as usize;
-    let top = |msg: String| ExecError { kernel: k.name.clone(), workgroup: [0; 3], wave: 0, pc: k.entry, inst: String::new(), msg };
+    let top = |msg: String| ExecError {
+        kernel: k.name.clone(),
+        workgroup: [0; 3],
+        wave: 0,
+        pc: k.entry,
+        inst: String::new(),
+        msg,
+    };
     if threads == 0 || threads > 1024 {
         return Err(top(format!("workgroup of {threads} work-items")));
     }
     if k.meta.max_flat_workgroup_size != 0 && threads > k.meta.max_flat_workgroup_size as usize {
-        return Err(top(format!("workgroup of {threads} work-items exceeds the kernel's max_flat_workgroup_size {}", k.meta.max_flat_workgroup_size)));
+        return Err(top(format!(
+            "workgroup of {threads} work-items exceeds the kernel's max_flat_workgroup_size {}",
+            k.meta.max_flat_workgroup_size
+        )));
     }
     if (launch.kernarg.len() as u32) < d.kernarg_size {
-        return Err(top(format!("{} kernarg bytes given, the kernel's segment is {}", launch.kernarg.len(), d.kernarg_size)));
+        return Err(top(format!(
+            "{} kernarg bytes given, the kernel's segment is {}",
+            launch.kernarg.len(),
+            d.kernarg_size
+        )));
     }
     if d.private_segment() || d.private_segment_fixed_size != 0 {
-        return Err(top("the kernel uses scratch memory, which is not modelled".into()));
+        return Err(top(
+            "the kernel uses scratch memory, which is not modelled".into()
+        ));
     }
     let kernarg = mem.upload("kernarg segment", &launch.kernarg);
     let mut counters = Counters::default();
@@ -269,7 +325,7 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
                     let mut waves: Vec<Wave> = (0..nwaves)
                         .map(|w| init_wave(arch, k, &user, lanes, w, threads, launch, kernarg, wg))
                         .collect();
-                    run_workgroup(prog, mem, &mut lds, &mut waves, &mut counters, wg, launch.max_wave_instructions)?;
+                    run_workgroup(prog, mem, &mut lds, &mut waves, &mut counters, wg, launch)?;
                 }
             }
         }
@@ -280,7 +336,17 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
 }
 
 #[allow(clippy::too_many_arguments)]
-fn init_wave(arch: Arch, k: &Kernel, user: &[UserSgpr], lanes: usize, w: usize, threads: usize, launch: &Launch, kernarg: u64, wg: [u32; 3]) -> Wave {
+fn init_wave(
+    arch: Arch,
+    k: &Kernel,
+    user: &[UserSgpr],
+    lanes: usize,
+    w: usize,
+    threads: usize,
+    launch: &Launch,
+    kernarg: u64,
+    wg: [u32; 3],
+) -> Wave {
     let d = &k.descriptor;
     let mut wave = Wave::new(lanes, w as u32, arch.is_cdna());
     // User SGPRs from s0, in the order the descriptor enables them.
@@ -329,8 +395,17 @@ fn init_wave(arch: Arch, k: &Kernel, user: &[UserSgpr], lanes: usize, w: usize, 
     wave
 }
 
-fn run_workgroup(prog: &Program, mem: &mut Memory, lds: &mut Lds, waves: &mut [Wave], counters: &mut Counters, wg: [u32; 3], budget: u64) -> Result<(), ExecError> {
+fn run_workgroup(
+    prog: &Program,
+    mem: &mut Memory,
+    lds: &mut Lds,
+    waves: &mut [Wave],
+    counters: &mut Counters,
+    wg: [u32; 3],
+    launch: &Launch,
+) -> Result<(), ExecError> {
     let fam = prog.arch.family();
+    let budget = launch.max_wave_instructions;
     loop {
         for wave in waves.iter_mut() {
             if wave.done || wave.at_barrier.is_some() {
@@ -338,20 +413,54 @@ fn run_workgroup(prog: &Program, mem: &mut Memory, lds: &mut Lds, waves: &mut [W
             }
             loop {
                 let Some(inst) = prog.insts.get(wave.pc) else {
-                    return Err(ExecError { kernel: prog.kernel.name.clone(), workgroup: wg, wave: wave.id, pc: prog.kernel.entry + prog.kernel.code.len() as u64, inst: String::new(), msg: "ran past the end of the kernel".into() });
+                    return Err(ExecError {
+                        kernel: prog.kernel.name.clone(),
+                        workgroup: wg,
+                        wave: wave.id,
+                        pc: prog.kernel.entry + prog.kernel.code.len() as u64,
+                        inst: String::new(),
+                        msg: "ran past the end of the kernel".into(),
+                    });
                 };
-                let err = |wave: &Wave, msg: String| ExecError { kernel: prog.kernel.name.clone(), workgroup: wg, wave: wave.id, pc: inst.addr, inst: inst.to_string(), msg };
+                let err = |wave: &Wave, msg: String| ExecError {
+                    kernel: prog.kernel.name.clone(),
+                    workgroup: wg,
+                    wave: wave.id,
+                    pc: inst.addr,
+                    inst: inst.to_string(),
+                    msg,
+                };
                 let Some(h) = prog.handlers[wave.pc] else {
-                    return Err(err(wave, format!("unimplemented instruction {} ({:?} opcode {}) on {}", inst.mnemonic(), inst.enc, inst.op, prog.arch)));
+                    return Err(err(
+                        wave,
+                        format!(
+                            "unimplemented instruction {} ({:?} opcode {}) on {}",
+                            inst.mnemonic(),
+                            inst.enc,
+                            inst.op,
+                            prog.arch
+                        ),
+                    ));
                 };
                 wave.executed += 1;
                 if wave.executed > budget {
-                    return Err(err(wave, format!("more than {budget} instructions executed by one wave")));
+                    return Err(err(
+                        wave,
+                        format!("more than {budget} instructions executed by one wave"),
+                    ));
                 }
                 *counters.by_class.entry(class(inst)).or_insert(0) += 1;
                 *counters.by_mnemonic.entry(inst.mnemonic()).or_insert(0) += 1;
                 let flow = {
-                    let mut ctx = Ctx { arch: prog.arch, family: fam, wave, lds, mem, counters, wg };
+                    let mut ctx = Ctx {
+                        arch: prog.arch,
+                        family: fam,
+                        wave,
+                        lds,
+                        mem,
+                        counters,
+                        wg,
+                    };
                     h(&mut ctx, inst)
                 };
                 let flow = flow.map_err(|m| err(wave, m))?;
@@ -359,7 +468,14 @@ fn run_workgroup(prog: &Program, mem: &mut Memory, lds: &mut Lds, waves: &mut [W
                     Flow::Next => wave.pc += 1,
                     Flow::Jump(a) => match prog.index.get(&a) {
                         Some(&p) => wave.pc = p,
-                        None => return Err(err(wave, format!("branch to 0x{a:x}, which is not an instruction of the kernel"))),
+                        None => {
+                            return Err(err(
+                                wave,
+                                format!(
+                                    "branch to 0x{a:x}, which is not an instruction of the kernel"
+                                ),
+                            ));
+                        }
                     },
                     Flow::End => {
                         wave.done = true;
@@ -379,17 +495,25 @@ fn run_workgroup(prog: &Program, mem: &mut Memory, lds: &mut Lds, waves: &mut [W
         }
         // Every live wave waits at a barrier: they must all wait at the same one.
         let first = live[0].at_barrier;
-        if let Some(w) = live.iter().find(|w| w.at_barrier != first) {
+        let diverged = live.iter().any(|w| w.at_barrier != first) || waves.iter().any(|w| w.done);
+        if diverged && !launch.strict_barriers {
+            counters.divergent_barriers += 1;
+        } else if let Some(w) = live.iter().find(|w| w.at_barrier != first) {
             return Err(ExecError {
                 kernel: prog.kernel.name.clone(),
                 workgroup: wg,
                 wave: w.id,
                 pc: w.at_barrier.unwrap_or(0),
                 inst: "s_barrier".into(),
-                msg: format!("barrier divergence: wave {} waits at 0x{:x}, wave {} at {:?}", live[0].id, first.unwrap_or(0), w.id, w.at_barrier),
+                msg: format!(
+                    "barrier divergence: wave {} waits at 0x{:x}, wave {} at 0x{:x}",
+                    live[0].id,
+                    first.unwrap_or(0),
+                    w.id,
+                    w.at_barrier.unwrap_or(0)
+                ),
             });
-        }
-        if waves.iter().any(|w| w.done) {
+        } else if waves.iter().any(|w| w.done) {
             let done: Vec<u32> = waves.iter().filter(|w| w.done).map(|w| w.id).collect();
             return Err(ExecError {
                 kernel: prog.kernel.name.clone(),
@@ -397,7 +521,9 @@ fn run_workgroup(prog: &Program, mem: &mut Memory, lds: &mut Lds, waves: &mut [W
                 wave: live[0].id,
                 pc: first.unwrap_or(0),
                 inst: "s_barrier".into(),
-                msg: format!("barrier divergence: waves {done:?} ended while the others wait at a barrier"),
+                msg: format!(
+                    "barrier divergence: waves {done:?} ended while the others wait at a barrier"
+                ),
             });
         }
         counters.barriers += 1;

@@ -13,9 +13,13 @@ fn load(c: &mut Ctx, i: &Inst, dwords: usize) -> Result<Flow, String> {
     };
     let addr = base.wrapping_add(i.imm as u64).wrapping_add(soff) & !3;
     let mut buf = vec![0u8; dwords * 4];
-    c.mem.read(addr, &mut buf).map_err(|f| format!("scalar load: {f}"))?;
+    c.mem
+        .read(addr, &mut buf)
+        .map_err(|f| format!("scalar load: {f}"))?;
     c.counters.scalar_bytes_read += buf.len() as u64;
-    let Operand::Sgpr(d) = i.dst else { return Err("scalar load destination".into()) };
+    let Operand::Sgpr(d) = i.dst else {
+        return Err("scalar load destination".into());
+    };
     for k in 0..dwords {
         let v = u32::from_le_bytes(buf[4 * k..4 * k + 4].try_into().unwrap());
         c.set_s32(Operand::Sgpr(d + k as u8), v)?;

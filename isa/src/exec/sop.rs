@@ -21,7 +21,11 @@ fn op2(c: &mut Ctx, i: &Inst, f: fn(u32, u32, bool) -> (u32, Option<bool>)) -> R
 /// 64-bit form; `b32` reads S1 as 32 bits (shift amounts, bfe controls).
 fn op2_64(c: &mut Ctx, i: &Inst, b32: bool, f: fn(u64, u64, bool) -> (u64, Option<bool>)) -> R {
     let a = c.s64(i.src[0], Ty::U64)?;
-    let b = if b32 { c.s32(i.src[1], Ty::B32)? as u64 } else { c.s64(i.src[1], Ty::U64)? };
+    let b = if b32 {
+        c.s32(i.src[1], Ty::B32)? as u64
+    } else {
+        c.s64(i.src[1], Ty::U64)?
+    };
     let (d, scc) = f(a, b, c.wave.scc);
     c.set_s64(i.dst, d)?;
     if let Some(s) = scc {
@@ -69,7 +73,11 @@ fn cmp64(c: &mut Ctx, i: &Inst, f: fn(u64, u64) -> bool) -> R {
 /// SOPK compares: the SGPR in `sdst` against the 16-bit immediate.
 fn cmpk(c: &mut Ctx, i: &Inst, signed: bool, f: fn(i64, i64) -> bool) -> R {
     let s = c.s32(i.dst, Ty::B32)?;
-    let (a, k) = if signed { (s as i32 as i64, i.imm) } else { (s as i64, (i.imm as u16) as i64) };
+    let (a, k) = if signed {
+        (s as i32 as i64, i.imm)
+    } else {
+        (s as i64, (i.imm as u16) as i64)
+    };
     c.wave.scc = f(a, k);
     Ok(Flow::Next)
 }
@@ -86,7 +94,11 @@ fn saveexec(c: &mut Ctx, i: &Inst, wr: bool, f: fn(u64, u64) -> u64) -> R {
 }
 
 fn branch_if(i: &Inst, cond: bool) -> R {
-    Ok(if cond { Flow::Jump(i.branch_target()) } else { Flow::Next })
+    Ok(if cond {
+        Flow::Jump(i.branch_target())
+    } else {
+        Flow::Next
+    })
 }
 
 fn nop(_: &mut Ctx, _: &Inst) -> R {
@@ -101,7 +113,11 @@ fn bfe32(v: u32, ctl: u32, signed: bool) -> u32 {
     }
     let width = width.min(32);
     let x = (v as u64 >> off) & ((1u64 << width) - 1);
-    if signed && width < 32 && x >> (width - 1) & 1 != 0 { (x | !((1u64 << width) - 1)) as u32 } else { x as u32 }
+    if signed && width < 32 && x >> (width - 1) & 1 != 0 {
+        (x | !((1u64 << width) - 1)) as u32
+    } else {
+        x as u32
+    }
 }
 
 fn bfe64(v: u64, ctl: u64, signed: bool) -> u64 {
@@ -110,77 +126,276 @@ fn bfe64(v: u64, ctl: u64, signed: bool) -> u64 {
     if width == 0 {
         return 0;
     }
-    let x = if width == 64 { v >> off } else { (v >> off) & ((1u64 << width) - 1) };
-    if signed && width < 64 && x >> (width - 1) & 1 != 0 { x | !((1u64 << width) - 1) } else { x }
+    let x = if width == 64 {
+        v >> off
+    } else {
+        (v >> off) & ((1u64 << width) - 1)
+    };
+    if signed && width < 64 && x >> (width - 1) & 1 != 0 {
+        x | !((1u64 << width) - 1)
+    } else {
+        x
+    }
 }
 
 pub(super) const HANDLERS: &[(&str, Handler)] = &[
     // SOP2
-    ("s_add_u32", |c, i| op2(c, i, |a, b, _| { let (d, o) = a.overflowing_add(b); (d, Some(o)) })),
-    ("s_sub_u32", |c, i| op2(c, i, |a, b, _| { let (d, o) = a.overflowing_sub(b); (d, Some(o)) })),
-    ("s_add_i32", |c, i| op2(c, i, |a, b, _| { let (d, o) = (a as i32).overflowing_add(b as i32); (d as u32, Some(o)) })),
-    ("s_sub_i32", |c, i| op2(c, i, |a, b, _| { let (d, o) = (a as i32).overflowing_sub(b as i32); (d as u32, Some(o)) })),
-    ("s_addc_u32", |c, i| op2(c, i, |a, b, s| { let t = a as u64 + b as u64 + s as u64; (t as u32, Some(t >> 32 != 0)) })),
-    ("s_subb_u32", |c, i| op2(c, i, |a, b, s| { let t = (a as u64).wrapping_sub(b as u64).wrapping_sub(s as u64); (t as u32, Some((b as u64 + s as u64) > a as u64)) })),
-    ("s_min_i32", |c, i| op2(c, i, |a, b, _| ((a as i32).min(b as i32) as u32, Some((a as i32) < (b as i32))))),
-    ("s_min_u32", |c, i| op2(c, i, |a, b, _| (a.min(b), Some(a < b)))),
-    ("s_max_i32", |c, i| op2(c, i, |a, b, _| ((a as i32).max(b as i32) as u32, Some((a as i32) > (b as i32))))),
-    ("s_max_u32", |c, i| op2(c, i, |a, b, _| (a.max(b), Some(a > b)))),
-    ("s_cselect_b32", |c, i| op2(c, i, |a, b, s| (if s { a } else { b }, None))),
-    ("s_cselect_b64", |c, i| op2_64(c, i, false, |a, b, s| (if s { a } else { b }, None))),
-    ("s_and_b32", |c, i| op2(c, i, |a, b, _| (a & b, Some(a & b != 0)))),
-    ("s_or_b32", |c, i| op2(c, i, |a, b, _| (a | b, Some(a | b != 0)))),
-    ("s_xor_b32", |c, i| op2(c, i, |a, b, _| (a ^ b, Some(a ^ b != 0)))),
-    ("s_andn2_b32", |c, i| op2(c, i, |a, b, _| (a & !b, Some(a & !b != 0)))),
-    ("s_and_not1_b32", |c, i| op2(c, i, |a, b, _| (a & !b, Some(a & !b != 0)))),
-    ("s_orn2_b32", |c, i| op2(c, i, |a, b, _| (a | !b, Some(a | !b != 0)))),
-    ("s_or_not1_b32", |c, i| op2(c, i, |a, b, _| (a | !b, Some(a | !b != 0)))),
-    ("s_nand_b32", |c, i| op2(c, i, |a, b, _| (!(a & b), Some(!(a & b) != 0)))),
-    ("s_nor_b32", |c, i| op2(c, i, |a, b, _| (!(a | b), Some(!(a | b) != 0)))),
-    ("s_xnor_b32", |c, i| op2(c, i, |a, b, _| (!(a ^ b), Some(!(a ^ b) != 0)))),
-    ("s_and_b64", |c, i| op2_64(c, i, false, |a, b, _| (a & b, Some(a & b != 0)))),
-    ("s_or_b64", |c, i| op2_64(c, i, false, |a, b, _| (a | b, Some(a | b != 0)))),
-    ("s_xor_b64", |c, i| op2_64(c, i, false, |a, b, _| (a ^ b, Some(a ^ b != 0)))),
-    ("s_andn2_b64", |c, i| op2_64(c, i, false, |a, b, _| (a & !b, Some(a & !b != 0)))),
-    ("s_and_not1_b64", |c, i| op2_64(c, i, false, |a, b, _| (a & !b, Some(a & !b != 0)))),
-    ("s_orn2_b64", |c, i| op2_64(c, i, false, |a, b, _| (a | !b, Some(a | !b != 0)))),
-    ("s_or_not1_b64", |c, i| op2_64(c, i, false, |a, b, _| (a | !b, Some(a | !b != 0)))),
-    ("s_nand_b64", |c, i| op2_64(c, i, false, |a, b, _| (!(a & b), Some(!(a & b) != 0)))),
-    ("s_nor_b64", |c, i| op2_64(c, i, false, |a, b, _| (!(a | b), Some(!(a | b) != 0)))),
-    ("s_xnor_b64", |c, i| op2_64(c, i, false, |a, b, _| (!(a ^ b), Some(!(a ^ b) != 0)))),
-    ("s_lshl_b32", |c, i| op2(c, i, |a, b, _| (a << (b & 31), Some(a << (b & 31) != 0)))),
-    ("s_lshr_b32", |c, i| op2(c, i, |a, b, _| (a >> (b & 31), Some(a >> (b & 31) != 0)))),
-    ("s_ashr_i32", |c, i| op2(c, i, |a, b, _| { let d = ((a as i32) >> (b & 31)) as u32; (d, Some(d != 0)) })),
-    ("s_lshl_b64", |c, i| op2_64(c, i, true, |a, b, _| (a << (b & 63), Some(a << (b & 63) != 0)))),
-    ("s_lshr_b64", |c, i| op2_64(c, i, true, |a, b, _| (a >> (b & 63), Some(a >> (b & 63) != 0)))),
-    ("s_ashr_i64", |c, i| op2_64(c, i, true, |a, b, _| { let d = ((a as i64) >> (b & 63)) as u64; (d, Some(d != 0)) })),
-    ("s_bfm_b32", |c, i| op2(c, i, |a, b, _| ((((1u64 << (a & 31)) - 1) as u32).wrapping_shl(b & 31), None))),
-    ("s_mul_i32", |c, i| op2(c, i, |a, b, _| (a.wrapping_mul(b), None))),
-    ("s_mul_hi_u32", |c, i| op2(c, i, |a, b, _| (((a as u64 * b as u64) >> 32) as u32, None))),
-    ("s_mul_hi_i32", |c, i| op2(c, i, |a, b, _| (((a as i32 as i64 * b as i32 as i64) >> 32) as u32, None))),
-    ("s_bfe_u32", |c, i| op2(c, i, |a, b, _| { let d = bfe32(a, b, false); (d, Some(d != 0)) })),
-    ("s_bfe_i32", |c, i| op2(c, i, |a, b, _| { let d = bfe32(a, b, true); (d, Some(d != 0)) })),
-    ("s_bfe_u64", |c, i| op2_64(c, i, true, |a, b, _| { let d = bfe64(a, b, false); (d, Some(d != 0)) })),
-    ("s_bfe_i64", |c, i| op2_64(c, i, true, |a, b, _| { let d = bfe64(a, b, true); (d, Some(d != 0)) })),
-    ("s_absdiff_i32", |c, i| op2(c, i, |a, b, _| { let d = (a as i32).wrapping_sub(b as i32).unsigned_abs(); (d, Some(d != 0)) })),
-    ("s_lshl1_add_u32", |c, i| op2(c, i, |a, b, _| { let t = ((a as u64) << 1) + b as u64; (t as u32, Some(t >> 32 != 0)) })),
-    ("s_lshl2_add_u32", |c, i| op2(c, i, |a, b, _| { let t = ((a as u64) << 2) + b as u64; (t as u32, Some(t >> 32 != 0)) })),
-    ("s_lshl3_add_u32", |c, i| op2(c, i, |a, b, _| { let t = ((a as u64) << 3) + b as u64; (t as u32, Some(t >> 32 != 0)) })),
-    ("s_lshl4_add_u32", |c, i| op2(c, i, |a, b, _| { let t = ((a as u64) << 4) + b as u64; (t as u32, Some(t >> 32 != 0)) })),
-    ("s_pack_ll_b32_b16", |c, i| op2(c, i, |a, b, _| ((a & 0xffff) | b << 16, None))),
-    ("s_pack_lh_b32_b16", |c, i| op2(c, i, |a, b, _| ((a & 0xffff) | (b & 0xffff_0000), None))),
-    ("s_pack_hh_b32_b16", |c, i| op2(c, i, |a, b, _| ((a >> 16) | (b & 0xffff_0000), None))),
-    ("s_pack_hl_b32_b16", |c, i| op2(c, i, |a, b, _| ((a >> 16) | b << 16, None))),
+    ("s_add_u32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let (d, o) = a.overflowing_add(b);
+            (d, Some(o))
+        })
+    }),
+    ("s_sub_u32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let (d, o) = a.overflowing_sub(b);
+            (d, Some(o))
+        })
+    }),
+    ("s_add_i32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let (d, o) = (a as i32).overflowing_add(b as i32);
+            (d as u32, Some(o))
+        })
+    }),
+    ("s_sub_i32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let (d, o) = (a as i32).overflowing_sub(b as i32);
+            (d as u32, Some(o))
+        })
+    }),
+    ("s_addc_u32", |c, i| {
+        op2(c, i, |a, b, s| {
+            let t = a as u64 + b as u64 + s as u64;
+            (t as u32, Some(t >> 32 != 0))
+        })
+    }),
+    ("s_subb_u32", |c, i| {
+        op2(c, i, |a, b, s| {
+            let t = (a as u64).wrapping_sub(b as u64).wrapping_sub(s as u64);
+            (t as u32, Some((b as u64 + s as u64) > a as u64))
+        })
+    }),
+    ("s_min_i32", |c, i| {
+        op2(c, i, |a, b, _| {
+            (
+                (a as i32).min(b as i32) as u32,
+                Some((a as i32) < (b as i32)),
+            )
+        })
+    }),
+    ("s_min_u32", |c, i| {
+        op2(c, i, |a, b, _| (a.min(b), Some(a < b)))
+    }),
+    ("s_max_i32", |c, i| {
+        op2(c, i, |a, b, _| {
+            (
+                (a as i32).max(b as i32) as u32,
+                Some((a as i32) > (b as i32)),
+            )
+        })
+    }),
+    ("s_max_u32", |c, i| {
+        op2(c, i, |a, b, _| (a.max(b), Some(a > b)))
+    }),
+    ("s_cselect_b32", |c, i| {
+        op2(c, i, |a, b, s| (if s { a } else { b }, None))
+    }),
+    ("s_cselect_b64", |c, i| {
+        op2_64(c, i, false, |a, b, s| (if s { a } else { b }, None))
+    }),
+    ("s_and_b32", |c, i| {
+        op2(c, i, |a, b, _| (a & b, Some(a & b != 0)))
+    }),
+    ("s_or_b32", |c, i| {
+        op2(c, i, |a, b, _| (a | b, Some(a | b != 0)))
+    }),
+    ("s_xor_b32", |c, i| {
+        op2(c, i, |a, b, _| (a ^ b, Some(a ^ b != 0)))
+    }),
+    ("s_andn2_b32", |c, i| {
+        op2(c, i, |a, b, _| (a & !b, Some(a & !b != 0)))
+    }),
+    ("s_and_not1_b32", |c, i| {
+        op2(c, i, |a, b, _| (a & !b, Some(a & !b != 0)))
+    }),
+    ("s_orn2_b32", |c, i| {
+        op2(c, i, |a, b, _| (a | !b, Some(a | !b != 0)))
+    }),
+    ("s_or_not1_b32", |c, i| {
+        op2(c, i, |a, b, _| (a | !b, Some(a | !b != 0)))
+    }),
+    ("s_nand_b32", |c, i| {
+        op2(c, i, |a, b, _| (!(a & b), Some(!(a & b) != 0)))
+    }),
+    ("s_nor_b32", |c, i| {
+        op2(c, i, |a, b, _| (!(a | b), Some(!(a | b) != 0)))
+    }),
+    ("s_xnor_b32", |c, i| {
+        op2(c, i, |a, b, _| (!(a ^ b), Some(!(a ^ b) != 0)))
+    }),
+    ("s_and_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (a & b, Some(a & b != 0)))
+    }),
+    ("s_or_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (a | b, Some(a | b != 0)))
+    }),
+    ("s_xor_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (a ^ b, Some(a ^ b != 0)))
+    }),
+    ("s_andn2_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (a & !b, Some(a & !b != 0)))
+    }),
+    ("s_and_not1_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (a & !b, Some(a & !b != 0)))
+    }),
+    ("s_orn2_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (a | !b, Some(a | !b != 0)))
+    }),
+    ("s_or_not1_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (a | !b, Some(a | !b != 0)))
+    }),
+    ("s_nand_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (!(a & b), Some(!(a & b) != 0)))
+    }),
+    ("s_nor_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (!(a | b), Some(!(a | b) != 0)))
+    }),
+    ("s_xnor_b64", |c, i| {
+        op2_64(c, i, false, |a, b, _| (!(a ^ b), Some(!(a ^ b) != 0)))
+    }),
+    ("s_lshl_b32", |c, i| {
+        op2(c, i, |a, b, _| (a << (b & 31), Some(a << (b & 31) != 0)))
+    }),
+    ("s_lshr_b32", |c, i| {
+        op2(c, i, |a, b, _| (a >> (b & 31), Some(a >> (b & 31) != 0)))
+    }),
+    ("s_ashr_i32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let d = ((a as i32) >> (b & 31)) as u32;
+            (d, Some(d != 0))
+        })
+    }),
+    ("s_lshl_b64", |c, i| {
+        op2_64(c, i, true, |a, b, _| {
+            (a << (b & 63), Some(a << (b & 63) != 0))
+        })
+    }),
+    ("s_lshr_b64", |c, i| {
+        op2_64(c, i, true, |a, b, _| {
+            (a >> (b & 63), Some(a >> (b & 63) != 0))
+        })
+    }),
+    ("s_ashr_i64", |c, i| {
+        op2_64(c, i, true, |a, b, _| {
+            let d = ((a as i64) >> (b & 63)) as u64;
+            (d, Some(d != 0))
+        })
+    }),
+    ("s_bfm_b32", |c, i| {
+        op2(c, i, |a, b, _| {
+            ((((1u64 << (a & 31)) - 1) as u32).wrapping_shl(b & 31), None)
+        })
+    }),
+    ("s_mul_i32", |c, i| {
+        op2(c, i, |a, b, _| (a.wrapping_mul(b), None))
+    }),
+    ("s_mul_hi_u32", |c, i| {
+        op2(c, i, |a, b, _| (((a as u64 * b as u64) >> 32) as u32, None))
+    }),
+    ("s_mul_hi_i32", |c, i| {
+        op2(c, i, |a, b, _| {
+            (((a as i32 as i64 * b as i32 as i64) >> 32) as u32, None)
+        })
+    }),
+    ("s_bfe_u32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let d = bfe32(a, b, false);
+            (d, Some(d != 0))
+        })
+    }),
+    ("s_bfe_i32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let d = bfe32(a, b, true);
+            (d, Some(d != 0))
+        })
+    }),
+    ("s_bfe_u64", |c, i| {
+        op2_64(c, i, true, |a, b, _| {
+            let d = bfe64(a, b, false);
+            (d, Some(d != 0))
+        })
+    }),
+    ("s_bfe_i64", |c, i| {
+        op2_64(c, i, true, |a, b, _| {
+            let d = bfe64(a, b, true);
+            (d, Some(d != 0))
+        })
+    }),
+    ("s_absdiff_i32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let d = (a as i32).wrapping_sub(b as i32).unsigned_abs();
+            (d, Some(d != 0))
+        })
+    }),
+    ("s_lshl1_add_u32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let t = ((a as u64) << 1) + b as u64;
+            (t as u32, Some(t >> 32 != 0))
+        })
+    }),
+    ("s_lshl2_add_u32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let t = ((a as u64) << 2) + b as u64;
+            (t as u32, Some(t >> 32 != 0))
+        })
+    }),
+    ("s_lshl3_add_u32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let t = ((a as u64) << 3) + b as u64;
+            (t as u32, Some(t >> 32 != 0))
+        })
+    }),
+    ("s_lshl4_add_u32", |c, i| {
+        op2(c, i, |a, b, _| {
+            let t = ((a as u64) << 4) + b as u64;
+            (t as u32, Some(t >> 32 != 0))
+        })
+    }),
+    ("s_pack_ll_b32_b16", |c, i| {
+        op2(c, i, |a, b, _| ((a & 0xffff) | b << 16, None))
+    }),
+    ("s_pack_lh_b32_b16", |c, i| {
+        op2(c, i, |a, b, _| ((a & 0xffff) | (b & 0xffff_0000), None))
+    }),
+    ("s_pack_hh_b32_b16", |c, i| {
+        op2(c, i, |a, b, _| ((a >> 16) | (b & 0xffff_0000), None))
+    }),
+    ("s_pack_hl_b32_b16", |c, i| {
+        op2(c, i, |a, b, _| ((a >> 16) | b << 16, None))
+    }),
     // SOPK
-    ("s_movk_i32", |c, i| { c.set_s32(i.dst, i.imm as i32 as u32)?; Ok(Flow::Next) }),
-    ("s_cmovk_i32", |c, i| { if c.wave.scc { c.set_s32(i.dst, i.imm as i32 as u32)?; } Ok(Flow::Next) }),
+    ("s_movk_i32", |c, i| {
+        c.set_s32(i.dst, i.imm as i32 as u32)?;
+        Ok(Flow::Next)
+    }),
+    ("s_cmovk_i32", |c, i| {
+        if c.wave.scc {
+            c.set_s32(i.dst, i.imm as i32 as u32)?;
+        }
+        Ok(Flow::Next)
+    }),
     ("s_addk_i32", |c, i| {
         let (d, o) = (c.s32(i.dst, Ty::B32)? as i32).overflowing_add(i.imm as i32);
         c.set_s32(i.dst, d as u32)?;
         c.wave.scc = o;
         Ok(Flow::Next)
     }),
-    ("s_mulk_i32", |c, i| { let d = (c.s32(i.dst, Ty::B32)? as i32).wrapping_mul(i.imm as i32); c.set_s32(i.dst, d as u32)?; Ok(Flow::Next) }),
+    ("s_mulk_i32", |c, i| {
+        let d = (c.s32(i.dst, Ty::B32)? as i32).wrapping_mul(i.imm as i32);
+        c.set_s32(i.dst, d as u32)?;
+        Ok(Flow::Next)
+    }),
     ("s_cmpk_eq_i32", |c, i| cmpk(c, i, true, |a, b| a == b)),
     ("s_cmpk_lg_i32", |c, i| cmpk(c, i, true, |a, b| a != b)),
     ("s_cmpk_gt_i32", |c, i| cmpk(c, i, true, |a, b| a > b)),
@@ -201,28 +416,68 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     // SOP1
     ("s_mov_b32", |c, i| op1(c, i, |a, _, _| (a, None))),
     ("s_mov_b64", |c, i| op1_64(c, i, |a, _, _| (a, None))),
-    ("s_cmov_b32", |c, i| op1(c, i, |a, d, s| (if s { a } else { d }, None))),
-    ("s_cmov_b64", |c, i| op1_64(c, i, |a, d, s| (if s { a } else { d }, None))),
+    ("s_cmov_b32", |c, i| {
+        op1(c, i, |a, d, s| (if s { a } else { d }, None))
+    }),
+    ("s_cmov_b64", |c, i| {
+        op1_64(c, i, |a, d, s| (if s { a } else { d }, None))
+    }),
     ("s_not_b32", |c, i| op1(c, i, |a, _, _| (!a, Some(!a != 0)))),
-    ("s_not_b64", |c, i| op1_64(c, i, |a, _, _| (!a, Some(!a != 0)))),
-    ("s_brev_b32", |c, i| op1(c, i, |a, _, _| (a.reverse_bits(), None))),
-    ("s_brev_b64", |c, i| op1_64(c, i, |a, _, _| (a.reverse_bits(), None))),
-    ("s_bcnt0_i32_b32", |c, i| op1(c, i, |a, _, _| (a.count_zeros(), Some(a.count_zeros() != 0)))),
-    ("s_bcnt1_i32_b32", |c, i| op1(c, i, |a, _, _| (a.count_ones(), Some(a.count_ones() != 0)))),
+    ("s_not_b64", |c, i| {
+        op1_64(c, i, |a, _, _| (!a, Some(!a != 0)))
+    }),
+    ("s_brev_b32", |c, i| {
+        op1(c, i, |a, _, _| (a.reverse_bits(), None))
+    }),
+    ("s_brev_b64", |c, i| {
+        op1_64(c, i, |a, _, _| (a.reverse_bits(), None))
+    }),
+    ("s_bcnt0_i32_b32", |c, i| {
+        op1(c, i, |a, _, _| {
+            (a.count_zeros(), Some(a.count_zeros() != 0))
+        })
+    }),
+    ("s_bcnt1_i32_b32", |c, i| {
+        op1(c, i, |a, _, _| (a.count_ones(), Some(a.count_ones() != 0)))
+    }),
     ("s_bcnt1_i32_b64", |c, i| {
         let a = c.s64(i.src[0], Ty::U64)?;
         c.set_s32(i.dst, a.count_ones())?;
         c.wave.scc = a != 0;
         Ok(Flow::Next)
     }),
-    ("s_ff1_i32_b32", |c, i| op1(c, i, |a, _, _| (if a == 0 { u32::MAX } else { a.trailing_zeros() }, None))),
-    ("s_ctz_i32_b32", |c, i| op1(c, i, |a, _, _| (if a == 0 { u32::MAX } else { a.trailing_zeros() }, None))),
-    ("s_flbit_i32_b32", |c, i| op1(c, i, |a, _, _| (if a == 0 { u32::MAX } else { a.leading_zeros() }, None))),
-    ("s_clz_i32_u32", |c, i| op1(c, i, |a, _, _| (if a == 0 { u32::MAX } else { a.leading_zeros() }, None))),
-    ("s_sext_i32_i8", |c, i| op1(c, i, |a, _, _| (a as i8 as i32 as u32, None))),
-    ("s_sext_i32_i16", |c, i| op1(c, i, |a, _, _| (a as i16 as i32 as u32, None))),
-    ("s_bitset0_b32", |c, i| op1(c, i, |a, d, _| (d & !(1 << (a & 31)), None))),
-    ("s_bitset1_b32", |c, i| op1(c, i, |a, d, _| (d | 1 << (a & 31), None))),
+    ("s_ff1_i32_b32", |c, i| {
+        op1(c, i, |a, _, _| {
+            (if a == 0 { u32::MAX } else { a.trailing_zeros() }, None)
+        })
+    }),
+    ("s_ctz_i32_b32", |c, i| {
+        op1(c, i, |a, _, _| {
+            (if a == 0 { u32::MAX } else { a.trailing_zeros() }, None)
+        })
+    }),
+    ("s_flbit_i32_b32", |c, i| {
+        op1(c, i, |a, _, _| {
+            (if a == 0 { u32::MAX } else { a.leading_zeros() }, None)
+        })
+    }),
+    ("s_clz_i32_u32", |c, i| {
+        op1(c, i, |a, _, _| {
+            (if a == 0 { u32::MAX } else { a.leading_zeros() }, None)
+        })
+    }),
+    ("s_sext_i32_i8", |c, i| {
+        op1(c, i, |a, _, _| (a as i8 as i32 as u32, None))
+    }),
+    ("s_sext_i32_i16", |c, i| {
+        op1(c, i, |a, _, _| (a as i16 as i32 as u32, None))
+    }),
+    ("s_bitset0_b32", |c, i| {
+        op1(c, i, |a, d, _| (d & !(1 << (a & 31)), None))
+    }),
+    ("s_bitset1_b32", |c, i| {
+        op1(c, i, |a, d, _| (d | 1 << (a & 31), None))
+    }),
     ("s_bitset0_b64", |c, i| {
         let a = c.s32(i.src[0], Ty::B32)?;
         let d = c.s64(i.dst, Ty::U64)?;
@@ -235,45 +490,109 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
         c.set_s64(i.dst, d | 1u64 << (a & 63))?;
         Ok(Flow::Next)
     }),
-    ("s_abs_i32", |c, i| op1(c, i, |a, _, _| { let d = (a as i32).unsigned_abs(); (d, Some(d != 0)) })),
-    ("s_and_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| s & e)),
-    ("s_or_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| s | e)),
-    ("s_xor_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| s ^ e)),
-    ("s_andn2_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| s & !e)),
-    ("s_orn2_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| s | !e)),
-    ("s_nand_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| !(s & e))),
-    ("s_nor_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| !(s | e))),
-    ("s_xnor_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| !(s ^ e))),
-    ("s_andn1_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| !s & e)),
-    ("s_orn1_saveexec_b64", |c, i| saveexec(c, i, false, |s, e| !s | e)),
-    ("s_andn1_wrexec_b64", |c, i| saveexec(c, i, true, |s, e| !s & e)),
-    ("s_andn2_wrexec_b64", |c, i| saveexec(c, i, true, |s, e| s & !e)),
-    ("s_and_saveexec_b32", |c, i| saveexec(c, i, false, |s, e| s & e)),
-    ("s_or_saveexec_b32", |c, i| saveexec(c, i, false, |s, e| s | e)),
-    ("s_xor_saveexec_b32", |c, i| saveexec(c, i, false, |s, e| s ^ e)),
-    ("s_and_not1_saveexec_b32", |c, i| saveexec(c, i, false, |s, e| s & !e)),
-    ("s_or_not1_saveexec_b32", |c, i| saveexec(c, i, false, |s, e| s | !e)),
-    ("s_and_not0_saveexec_b32", |c, i| saveexec(c, i, false, |s, e| !s & e)),
-    ("s_or_not0_saveexec_b32", |c, i| saveexec(c, i, false, |s, e| !s | e)),
-    ("s_and_not0_wrexec_b32", |c, i| saveexec(c, i, true, |s, e| !s & e)),
-    ("s_and_not1_wrexec_b32", |c, i| saveexec(c, i, true, |s, e| s & !e)),
-    ("s_getpc_b64", |c, i| { c.set_s64(i.dst, i.next())?; Ok(Flow::Next) }),
-    ("s_setpc_b64", |c, i| Ok(Flow::Jump(c.s64(i.src[0], Ty::U64)?))),
+    ("s_abs_i32", |c, i| {
+        op1(c, i, |a, _, _| {
+            let d = (a as i32).unsigned_abs();
+            (d, Some(d != 0))
+        })
+    }),
+    ("s_and_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| s & e)
+    }),
+    ("s_or_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| s | e)
+    }),
+    ("s_xor_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| s ^ e)
+    }),
+    ("s_andn2_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| s & !e)
+    }),
+    ("s_orn2_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| s | !e)
+    }),
+    ("s_nand_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| !(s & e))
+    }),
+    ("s_nor_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| !(s | e))
+    }),
+    ("s_xnor_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| !(s ^ e))
+    }),
+    ("s_andn1_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| !s & e)
+    }),
+    ("s_orn1_saveexec_b64", |c, i| {
+        saveexec(c, i, false, |s, e| !s | e)
+    }),
+    ("s_andn1_wrexec_b64", |c, i| {
+        saveexec(c, i, true, |s, e| !s & e)
+    }),
+    ("s_andn2_wrexec_b64", |c, i| {
+        saveexec(c, i, true, |s, e| s & !e)
+    }),
+    ("s_and_saveexec_b32", |c, i| {
+        saveexec(c, i, false, |s, e| s & e)
+    }),
+    ("s_or_saveexec_b32", |c, i| {
+        saveexec(c, i, false, |s, e| s | e)
+    }),
+    ("s_xor_saveexec_b32", |c, i| {
+        saveexec(c, i, false, |s, e| s ^ e)
+    }),
+    ("s_and_not1_saveexec_b32", |c, i| {
+        saveexec(c, i, false, |s, e| s & !e)
+    }),
+    ("s_or_not1_saveexec_b32", |c, i| {
+        saveexec(c, i, false, |s, e| s | !e)
+    }),
+    ("s_and_not0_saveexec_b32", |c, i| {
+        saveexec(c, i, false, |s, e| !s & e)
+    }),
+    ("s_or_not0_saveexec_b32", |c, i| {
+        saveexec(c, i, false, |s, e| !s | e)
+    }),
+    ("s_and_not0_wrexec_b32", |c, i| {
+        saveexec(c, i, true, |s, e| !s & e)
+    }),
+    ("s_and_not1_wrexec_b32", |c, i| {
+        saveexec(c, i, true, |s, e| s & !e)
+    }),
+    ("s_getpc_b64", |c, i| {
+        c.set_s64(i.dst, i.next())?;
+        Ok(Flow::Next)
+    }),
+    ("s_setpc_b64", |c, i| {
+        Ok(Flow::Jump(c.s64(i.src[0], Ty::U64)?))
+    }),
     // SOPC
     ("s_cmp_eq_i32", |c, i| cmp(c, i, |a, b| a == b)),
     ("s_cmp_lg_i32", |c, i| cmp(c, i, |a, b| a != b)),
-    ("s_cmp_gt_i32", |c, i| cmp(c, i, |a, b| (a as i32) > (b as i32))),
-    ("s_cmp_ge_i32", |c, i| cmp(c, i, |a, b| (a as i32) >= (b as i32))),
-    ("s_cmp_lt_i32", |c, i| cmp(c, i, |a, b| (a as i32) < (b as i32))),
-    ("s_cmp_le_i32", |c, i| cmp(c, i, |a, b| (a as i32) <= (b as i32))),
+    ("s_cmp_gt_i32", |c, i| {
+        cmp(c, i, |a, b| (a as i32) > (b as i32))
+    }),
+    ("s_cmp_ge_i32", |c, i| {
+        cmp(c, i, |a, b| (a as i32) >= (b as i32))
+    }),
+    ("s_cmp_lt_i32", |c, i| {
+        cmp(c, i, |a, b| (a as i32) < (b as i32))
+    }),
+    ("s_cmp_le_i32", |c, i| {
+        cmp(c, i, |a, b| (a as i32) <= (b as i32))
+    }),
     ("s_cmp_eq_u32", |c, i| cmp(c, i, |a, b| a == b)),
     ("s_cmp_lg_u32", |c, i| cmp(c, i, |a, b| a != b)),
     ("s_cmp_gt_u32", |c, i| cmp(c, i, |a, b| a > b)),
     ("s_cmp_ge_u32", |c, i| cmp(c, i, |a, b| a >= b)),
     ("s_cmp_lt_u32", |c, i| cmp(c, i, |a, b| a < b)),
     ("s_cmp_le_u32", |c, i| cmp(c, i, |a, b| a <= b)),
-    ("s_bitcmp0_b32", |c, i| cmp(c, i, |a, b| a >> (b & 31) & 1 == 0)),
-    ("s_bitcmp1_b32", |c, i| cmp(c, i, |a, b| a >> (b & 31) & 1 == 1)),
+    ("s_bitcmp0_b32", |c, i| {
+        cmp(c, i, |a, b| a >> (b & 31) & 1 == 0)
+    }),
+    ("s_bitcmp1_b32", |c, i| {
+        cmp(c, i, |a, b| a >> (b & 31) & 1 == 1)
+    }),
     ("s_bitcmp0_b64", |c, i| {
         let a = c.s64(i.src[0], Ty::U64)?;
         let b = c.s32(i.src[1], Ty::B32)?;
@@ -304,11 +623,24 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_branch", |_, i| Ok(Flow::Jump(i.branch_target()))),
     ("s_cbranch_scc0", |c, i| branch_if(i, !c.wave.scc)),
     ("s_cbranch_scc1", |c, i| branch_if(i, c.wave.scc)),
-    ("s_cbranch_vccz", |c, i| branch_if(i, c.wave.vcc() & c.wave.lane_mask() == 0)),
-    ("s_cbranch_vccnz", |c, i| branch_if(i, c.wave.vcc() & c.wave.lane_mask() != 0)),
+    ("s_cbranch_vccz", |c, i| {
+        branch_if(i, c.wave.vcc() & c.wave.lane_mask() == 0)
+    }),
+    ("s_cbranch_vccnz", |c, i| {
+        branch_if(i, c.wave.vcc() & c.wave.lane_mask() != 0)
+    }),
     ("s_cbranch_execz", |c, i| branch_if(i, c.wave.exec() == 0)),
     ("s_cbranch_execnz", |c, i| branch_if(i, c.wave.exec() != 0)),
-    ("s_trap", |_, i| Err(format!("the kernel trapped (s_trap {}): a device-side assertion or panic", i.imm))),
-    ("s_sethalt", |_, i| Err(format!("the kernel halted (s_sethalt {})", i.imm))),
-    ("s_code_end", |_, _| Err("executed s_code_end padding".into())),
+    ("s_trap", |_, i| {
+        Err(format!(
+            "the kernel trapped (s_trap {}): a device-side assertion or panic",
+            i.imm
+        ))
+    }),
+    ("s_sethalt", |_, i| {
+        Err(format!("the kernel halted (s_sethalt {})", i.imm))
+    }),
+    ("s_code_end", |_, _| {
+        Err("executed s_code_end padding".into())
+    }),
 ];

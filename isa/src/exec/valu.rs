@@ -17,7 +17,11 @@ fn sel(v: u32, sel: u8, sext: bool) -> u32 {
         _ => return v,
     };
     let x = (v >> sh) & ((1 << bits) - 1);
-    if sext && x >> (bits - 1) & 1 != 0 { x | !((1 << bits) - 1) } else { x }
+    if sext && x >> (bits - 1) & 1 != 0 {
+        x | !((1 << bits) - 1)
+    } else {
+        x
+    }
 }
 
 /// Source `k` of lane `lane` as 32 bits (SDWA select applied).
@@ -57,7 +61,8 @@ pub(super) fn mods(i: &Inst, k: usize) -> (bool, bool) {
 /// the low half (after an SDWA select).
 pub(super) fn src16(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<u16, String> {
     let v = src(c, i, k, lane, ty)?;
-    let hi = i.mods.sdwa.is_none() && i.enc != crate::decode::Enc::Vop3p && i.mods.opsel >> k & 1 != 0;
+    let hi =
+        i.mods.sdwa.is_none() && i.enc != crate::decode::Enc::Vop3p && i.mods.opsel >> k & 1 != 0;
     Ok(if hi { (v >> 16) as u16 } else { v as u16 })
 }
 
@@ -143,7 +148,11 @@ pub(super) fn op2(c: &mut Ctx, i: &Inst, f: fn(u32, u32) -> u32) -> R {
 /// `D = f(S0, S1, S2)` on 32-bit integers.
 pub(super) fn op3(c: &mut Ctx, i: &Inst, f: fn(u32, u32, u32) -> u32) -> R {
     for l in c.active() {
-        let (a, b, d) = (src(c, i, 0, l, Ty::B32)?, src(c, i, 1, l, Ty::B32)?, src(c, i, 2, l, Ty::B32)?);
+        let (a, b, d) = (
+            src(c, i, 0, l, Ty::B32)?,
+            src(c, i, 1, l, Ty::B32)?,
+            src(c, i, 2, l, Ty::B32)?,
+        );
         write(c, i, l, f(a, b, d))?;
     }
     Ok(Flow::Next)
@@ -197,7 +206,11 @@ pub(super) fn op2_16(c: &mut Ctx, i: &Inst, f: fn(u16, u16) -> u16) -> R {
 /// 16-bit integer ternary op.
 pub(super) fn op3_16(c: &mut Ctx, i: &Inst, f: fn(u16, u16, u16) -> u16) -> R {
     for l in c.active() {
-        let (a, b, d) = (src16(c, i, 0, l, Ty::B32)?, src16(c, i, 1, l, Ty::B32)?, src16(c, i, 2, l, Ty::B32)?);
+        let (a, b, d) = (
+            src16(c, i, 0, l, Ty::B32)?,
+            src16(c, i, 1, l, Ty::B32)?,
+            src16(c, i, 2, l, Ty::B32)?,
+        );
         write16(c, i, l, f(a, b, d))?;
     }
     Ok(Flow::Next)
@@ -206,12 +219,20 @@ pub(super) fn op3_16(c: &mut Ctx, i: &Inst, f: fn(u16, u16, u16) -> u16) -> R {
 /// The lane mask an instruction reads as its carry-in / select: VCC in the 32-bit and
 /// SDWA forms, the SGPR(s) in src2 in VOP3.
 pub(super) fn mask_in(c: &Ctx, i: &Inst) -> Result<u64, String> {
-    if i.enc == Enc::Vop3 { c.mask(i.src[2]) } else { Ok(c.wave.vcc()) }
+    if i.enc == Enc::Vop3 {
+        c.mask(i.src[2])
+    } else {
+        Ok(c.wave.vcc())
+    }
 }
 
 /// Where a carry-out / compare mask goes: VCC in the 32-bit forms, sdst in VOP3B.
 pub(super) fn set_mask_out(c: &mut Ctx, i: &Inst, m: u64) -> Result<(), String> {
-    let o = if i.enc == Enc::Vop3 { i.sdst } else { crate::decode::Operand::Sgpr(106) };
+    let o = if i.enc == Enc::Vop3 {
+        i.sdst
+    } else {
+        crate::decode::Operand::Sgpr(106)
+    };
     // Lanes outside EXEC read as 0 in the written mask.
     c.set_mask(o, m)
 }

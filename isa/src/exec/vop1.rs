@@ -7,7 +7,11 @@ use crate::decode::Inst;
 
 fn readfirstlane(c: &mut Ctx, i: &Inst) -> R {
     let exec = c.wave.exec();
-    let lane = if exec == 0 { 0 } else { exec.trailing_zeros() as usize };
+    let lane = if exec == 0 {
+        0
+    } else {
+        exec.trailing_zeros() as usize
+    };
     let v = c.v32(i.src[0], lane, Ty::B32)?;
     c.set_s32(i.dst, v)?;
     Ok(Flow::Next)
@@ -64,10 +68,18 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_readfirstlane_b32", readfirstlane),
     ("v_not_b32", |c, i| op1(c, i, |a| !a)),
     ("v_bfrev_b32", |c, i| op1(c, i, |a| a.reverse_bits())),
-    ("v_ffbh_u32", |c, i| op1(c, i, |a| if a == 0 { u32::MAX } else { a.leading_zeros() })),
-    ("v_clz_i32_u32", |c, i| op1(c, i, |a| if a == 0 { u32::MAX } else { a.leading_zeros() })),
-    ("v_ffbl_b32", |c, i| op1(c, i, |a| if a == 0 { u32::MAX } else { a.trailing_zeros() })),
-    ("v_ctz_i32_b32", |c, i| op1(c, i, |a| if a == 0 { u32::MAX } else { a.trailing_zeros() })),
+    ("v_ffbh_u32", |c, i| {
+        op1(c, i, |a| if a == 0 { u32::MAX } else { a.leading_zeros() })
+    }),
+    ("v_clz_i32_u32", |c, i| {
+        op1(c, i, |a| if a == 0 { u32::MAX } else { a.leading_zeros() })
+    }),
+    ("v_ffbl_b32", |c, i| {
+        op1(c, i, |a| if a == 0 { u32::MAX } else { a.trailing_zeros() })
+    }),
+    ("v_ctz_i32_b32", |c, i| {
+        op1(c, i, |a| if a == 0 { u32::MAX } else { a.trailing_zeros() })
+    }),
     ("v_cvt_f32_u32", |c, i| {
         for l in c.active() {
             let a = src(c, i, 0, l, Ty::B32)?;
@@ -98,10 +110,18 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     }),
     ("v_cvt_f32_f16", cvt_f32_f16),
     ("v_cvt_f16_f32", cvt_f16_f32),
-    ("v_cvt_f32_ubyte0", |c, i| f1_int(c, i, |a| (a & 0xff) as f32)),
-    ("v_cvt_f32_ubyte1", |c, i| f1_int(c, i, |a| ((a >> 8) & 0xff) as f32)),
-    ("v_cvt_f32_ubyte2", |c, i| f1_int(c, i, |a| ((a >> 16) & 0xff) as f32)),
-    ("v_cvt_f32_ubyte3", |c, i| f1_int(c, i, |a| (a >> 24) as f32)),
+    ("v_cvt_f32_ubyte0", |c, i| {
+        f1_int(c, i, |a| (a & 0xff) as f32)
+    }),
+    ("v_cvt_f32_ubyte1", |c, i| {
+        f1_int(c, i, |a| ((a >> 8) & 0xff) as f32)
+    }),
+    ("v_cvt_f32_ubyte2", |c, i| {
+        f1_int(c, i, |a| ((a >> 16) & 0xff) as f32)
+    }),
+    ("v_cvt_f32_ubyte3", |c, i| {
+        f1_int(c, i, |a| (a >> 24) as f32)
+    }),
     ("v_rcp_f32", |c, i| f1(c, i, |a| 1.0 / a)),
     ("v_rcp_iflag_f32", |c, i| f1(c, i, |a| 1.0 / a)),
     ("v_rsq_f32", |c, i| f1(c, i, |a| 1.0 / a.sqrt())),

@@ -10,7 +10,11 @@ fn cndmask(c: &mut Ctx, i: &Inst) -> R {
     let m = mask_in(c, i)?;
     for l in c.active() {
         // The select honours abs/neg on float inputs in VOP3; our kernels use none.
-        let v = if m >> l & 1 != 0 { src(c, i, 1, l, Ty::B32)? } else { src(c, i, 0, l, Ty::B32)? };
+        let v = if m >> l & 1 != 0 {
+            src(c, i, 1, l, Ty::B32)?
+        } else {
+            src(c, i, 0, l, Ty::B32)?
+        };
         write(c, i, l, v)?;
     }
     Ok(Flow::Next)
@@ -54,7 +58,16 @@ fn fma_k(c: &mut Ctx, i: &Inst, k_mul: bool) -> R {
     let k = f32::from_bits(i.imm as u32);
     for l in c.active() {
         let (a, b) = (srcf(c, i, 0, l)?, srcf(c, i, 1, l)?);
-        writef(c, i, l, if k_mul { a.mul_add(k, b) } else { a.mul_add(b, k) })?;
+        writef(
+            c,
+            i,
+            l,
+            if k_mul {
+                a.mul_add(k, b)
+            } else {
+                a.mul_add(b, k)
+            },
+        )?;
     }
     Ok(Flow::Next)
 }
@@ -64,7 +77,15 @@ fn mul_u24(a: u32, b: u32) -> u32 {
 }
 
 /// One half of a VOPD pair: its result for one lane.
-fn vopd_half(c: &Ctx, name: &str, dst: Operand, s0: Operand, s1: Operand, k: u32, l: usize) -> Result<u32, String> {
+fn vopd_half(
+    c: &Ctx,
+    name: &str,
+    dst: Operand,
+    s0: Operand,
+    s1: Operand,
+    k: u32,
+    l: usize,
+) -> Result<u32, String> {
     let f = |o: Operand| c.v32(o, l, Ty::F32).map(f32::from_bits);
     let u = |o: Operand| c.v32(o, l, Ty::B32);
     Ok(match name {
@@ -113,15 +134,29 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_mul_f32", |c, i| f2(c, i, |a, b| a * b)),
     ("v_min_f32", |c, i| f2(c, i, f32::min)),
     ("v_max_f32", |c, i| f2(c, i, f32::max)),
-    ("v_mul_i32_i24", |c, i| op2(c, i, |a, b| (((a << 8) as i32 >> 8) as i64 * ((b << 8) as i32 >> 8) as i64) as u32)),
+    ("v_mul_i32_i24", |c, i| {
+        op2(c, i, |a, b| {
+            (((a << 8) as i32 >> 8) as i64 * ((b << 8) as i32 >> 8) as i64) as u32
+        })
+    }),
     ("v_mul_u32_u24", |c, i| op2(c, i, mul_u24)),
-    ("v_mul_hi_u32_u24", |c, i| op2(c, i, |a, b| (((a & 0xff_ffff) as u64 * (b & 0xff_ffff) as u64) >> 32) as u32)),
-    ("v_min_i32", |c, i| op2(c, i, |a, b| (a as i32).min(b as i32) as u32)),
-    ("v_max_i32", |c, i| op2(c, i, |a, b| (a as i32).max(b as i32) as u32)),
+    ("v_mul_hi_u32_u24", |c, i| {
+        op2(c, i, |a, b| {
+            (((a & 0xff_ffff) as u64 * (b & 0xff_ffff) as u64) >> 32) as u32
+        })
+    }),
+    ("v_min_i32", |c, i| {
+        op2(c, i, |a, b| (a as i32).min(b as i32) as u32)
+    }),
+    ("v_max_i32", |c, i| {
+        op2(c, i, |a, b| (a as i32).max(b as i32) as u32)
+    }),
     ("v_min_u32", |c, i| op2(c, i, u32::min)),
     ("v_max_u32", |c, i| op2(c, i, u32::max)),
     ("v_lshrrev_b32", |c, i| op2(c, i, |a, b| b >> (a & 31))),
-    ("v_ashrrev_i32", |c, i| op2(c, i, |a, b| ((b as i32) >> (a & 31)) as u32)),
+    ("v_ashrrev_i32", |c, i| {
+        op2(c, i, |a, b| ((b as i32) >> (a & 31)) as u32)
+    }),
     ("v_lshlrev_b32", |c, i| op2(c, i, |a, b| b << (a & 31))),
     ("v_and_b32", |c, i| op2(c, i, |a, b| a & b)),
     ("v_or_b32", |c, i| op2(c, i, |a, b| a | b)),
@@ -132,16 +167,24 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_subrev_u32", |c, i| op2(c, i, |a, b| b.wrapping_sub(a))),
     ("v_add_nc_u32", |c, i| op2(c, i, u32::wrapping_add)),
     ("v_sub_nc_u32", |c, i| op2(c, i, u32::wrapping_sub)),
-    ("v_subrev_nc_u32", |c, i| op2(c, i, |a, b| b.wrapping_sub(a))),
+    ("v_subrev_nc_u32", |c, i| {
+        op2(c, i, |a, b| b.wrapping_sub(a))
+    }),
     ("v_add_co_u32", |c, i| carry(c, i, false, add_c)),
     ("v_sub_co_u32", |c, i| carry(c, i, false, sub_c)),
-    ("v_subrev_co_u32", |c, i| carry(c, i, false, |a, b, ci| sub_c(b, a, ci))),
+    ("v_subrev_co_u32", |c, i| {
+        carry(c, i, false, |a, b, ci| sub_c(b, a, ci))
+    }),
     ("v_addc_co_u32", |c, i| carry(c, i, true, add_c)),
     ("v_subb_co_u32", |c, i| carry(c, i, true, sub_c)),
-    ("v_subbrev_co_u32", |c, i| carry(c, i, true, |a, b, ci| sub_c(b, a, ci))),
+    ("v_subbrev_co_u32", |c, i| {
+        carry(c, i, true, |a, b, ci| sub_c(b, a, ci))
+    }),
     ("v_add_co_ci_u32", |c, i| carry(c, i, true, add_c)),
     ("v_sub_co_ci_u32", |c, i| carry(c, i, true, sub_c)),
-    ("v_subrev_co_ci_u32", |c, i| carry(c, i, true, |a, b, ci| sub_c(b, a, ci))),
+    ("v_subrev_co_ci_u32", |c, i| {
+        carry(c, i, true, |a, b, ci| sub_c(b, a, ci))
+    }),
     ("v_mac_f32", fmac),
     ("v_fmac_f32", fmac),
     ("v_madmk_f32", |c, i| fma_k(c, i, true)),
@@ -150,7 +193,9 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_fmaak_f32", |c, i| fma_k(c, i, false)),
     ("v_add_u16", |c, i| op2_16(c, i, u16::wrapping_add)),
     ("v_sub_u16", |c, i| op2_16(c, i, u16::wrapping_sub)),
-    ("v_subrev_u16", |c, i| op2_16(c, i, |a, b| b.wrapping_sub(a))),
+    ("v_subrev_u16", |c, i| {
+        op2_16(c, i, |a, b| b.wrapping_sub(a))
+    }),
     ("v_add_nc_u16", |c, i| op2_16(c, i, u16::wrapping_add)),
     ("v_sub_nc_u16", |c, i| op2_16(c, i, u16::wrapping_sub)),
     ("v_mul_lo_u16", |c, i| op2_16(c, i, u16::wrapping_mul)),
@@ -158,8 +203,12 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_lshrrev_b16", |c, i| op2_16(c, i, |a, b| b >> (a & 15))),
     ("v_max_u16", |c, i| op2_16(c, i, u16::max)),
     ("v_min_u16", |c, i| op2_16(c, i, u16::min)),
-    ("v_max_i16", |c, i| op2_16(c, i, |a, b| (a as i16).max(b as i16) as u16)),
-    ("v_min_i16", |c, i| op2_16(c, i, |a, b| (a as i16).min(b as i16) as u16)),
+    ("v_max_i16", |c, i| {
+        op2_16(c, i, |a, b| (a as i16).max(b as i16) as u16)
+    }),
+    ("v_min_i16", |c, i| {
+        op2_16(c, i, |a, b| (a as i16).min(b as i16) as u16)
+    }),
     ("v_and_b16", |c, i| op2_16(c, i, |a, b| a & b)),
     ("v_or_b16", |c, i| op2_16(c, i, |a, b| a | b)),
     ("v_xor_b16", |c, i| op2_16(c, i, |a, b| a ^ b)),

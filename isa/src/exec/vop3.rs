@@ -55,10 +55,34 @@ fn perm(a: u32, b: u32, s: u32) -> u32 {
         let sel = (s >> (8 * k)) & 0xff;
         let byte = match sel {
             0..=7 => (v >> (8 * sel)) as u8,
-            8 => if b >> 15 & 1 != 0 { 0xff } else { 0 },
-            9 => if b >> 31 & 1 != 0 { 0xff } else { 0 },
-            10 => if a >> 15 & 1 != 0 { 0xff } else { 0 },
-            11 => if a >> 31 & 1 != 0 { 0xff } else { 0 },
+            8 => {
+                if b >> 15 & 1 != 0 {
+                    0xff
+                } else {
+                    0
+                }
+            }
+            9 => {
+                if b >> 31 & 1 != 0 {
+                    0xff
+                } else {
+                    0
+                }
+            }
+            10 => {
+                if a >> 15 & 1 != 0 {
+                    0xff
+                } else {
+                    0
+                }
+            }
+            11 => {
+                if a >> 31 & 1 != 0 {
+                    0xff
+                } else {
+                    0
+                }
+            }
             12 => 0,
             _ => 0xff,
         };
@@ -73,12 +97,22 @@ fn bfe(v: u32, off: u32, width: u32, signed: bool) -> u32 {
         return 0;
     }
     let x = (v >> off) & ((1u32 << width) - 1);
-    if signed && x >> (width - 1) & 1 != 0 { x | !((1u32 << width) - 1) } else { x }
+    if signed && x >> (width - 1) & 1 != 0 {
+        x | !((1u32 << width) - 1)
+    } else {
+        x
+    }
 }
 
 fn med3<T: PartialOrd + Copy>(a: T, b: T, c: T) -> T {
     let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-    if c < lo { lo } else if c > hi { hi } else { c }
+    if c < lo {
+        lo
+    } else if c > hi {
+        hi
+    } else {
+        c
+    }
 }
 
 fn pack_b32_f16(c: &mut Ctx, i: &Inst) -> R {
@@ -121,7 +155,11 @@ fn mbcnt(c: &mut Ctx, i: &Inst, hi: bool) -> R {
         let m = c.v32(i.src[0], l, Ty::B32)?;
         let acc = c.v32(i.src[1], l, Ty::B32)?;
         let lanes_below = if hi { l.saturating_sub(32) } else { l.min(32) } as u32;
-        let mask = if lanes_below >= 32 { u32::MAX } else { (1u32 << lanes_below) - 1 };
+        let mask = if lanes_below >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << lanes_below) - 1
+        };
         write(c, i, l, (m & mask).count_ones() + acc)?;
     }
     Ok(Flow::Next)
@@ -130,31 +168,75 @@ fn mbcnt(c: &mut Ctx, i: &Inst, hi: bool) -> R {
 pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_mad_u64_u32", |c, i| mad_u64_u32(c, i, false)),
     ("v_mad_i64_i32", |c, i| mad_u64_u32(c, i, true)),
-    ("v_mul_lo_u32", |c, i| op3(c, i, |a, b, _| a.wrapping_mul(b))),
-    ("v_mul_hi_u32", |c, i| op3(c, i, |a, b, _| ((a as u64 * b as u64) >> 32) as u32)),
-    ("v_mul_hi_i32", |c, i| op3(c, i, |a, b, _| ((a as i32 as i64 * b as i32 as i64) >> 32) as u32)),
-    ("v_mad_u32_u24", |c, i| op3(c, i, |a, b, d| (a & 0xff_ffff).wrapping_mul(b & 0xff_ffff).wrapping_add(d))),
-    ("v_mad_i32_i24", |c, i| op3(c, i, |a, b, d| (((a << 8) as i32 >> 8).wrapping_mul((b << 8) as i32 >> 8) as u32).wrapping_add(d))),
-    ("v_lshl_add_u32", |c, i| op3(c, i, |a, b, d| (a << (b & 31)).wrapping_add(d))),
-    ("v_add_lshl_u32", |c, i| op3(c, i, |a, b, d| a.wrapping_add(b) << (d & 31))),
-    ("v_add3_u32", |c, i| op3(c, i, |a, b, d| a.wrapping_add(b).wrapping_add(d))),
-    ("v_lshl_or_b32", |c, i| op3(c, i, |a, b, d| (a << (b & 31)) | d)),
+    ("v_mul_lo_u32", |c, i| {
+        op3(c, i, |a, b, _| a.wrapping_mul(b))
+    }),
+    ("v_mul_hi_u32", |c, i| {
+        op3(c, i, |a, b, _| ((a as u64 * b as u64) >> 32) as u32)
+    }),
+    ("v_mul_hi_i32", |c, i| {
+        op3(c, i, |a, b, _| {
+            ((a as i32 as i64 * b as i32 as i64) >> 32) as u32
+        })
+    }),
+    ("v_mad_u32_u24", |c, i| {
+        op3(c, i, |a, b, d| {
+            (a & 0xff_ffff).wrapping_mul(b & 0xff_ffff).wrapping_add(d)
+        })
+    }),
+    ("v_mad_i32_i24", |c, i| {
+        op3(c, i, |a, b, d| {
+            (((a << 8) as i32 >> 8).wrapping_mul((b << 8) as i32 >> 8) as u32).wrapping_add(d)
+        })
+    }),
+    ("v_lshl_add_u32", |c, i| {
+        op3(c, i, |a, b, d| (a << (b & 31)).wrapping_add(d))
+    }),
+    ("v_add_lshl_u32", |c, i| {
+        op3(c, i, |a, b, d| a.wrapping_add(b) << (d & 31))
+    }),
+    ("v_add3_u32", |c, i| {
+        op3(c, i, |a, b, d| a.wrapping_add(b).wrapping_add(d))
+    }),
+    ("v_lshl_or_b32", |c, i| {
+        op3(c, i, |a, b, d| (a << (b & 31)) | d)
+    }),
     ("v_and_or_b32", |c, i| op3(c, i, |a, b, d| (a & b) | d)),
     ("v_or3_b32", |c, i| op3(c, i, |a, b, d| a | b | d)),
     ("v_xor3_b32", |c, i| op3(c, i, |a, b, d| a ^ b ^ d)),
-    ("v_xad_u32", |c, i| op3(c, i, |a, b, d| (a ^ b).wrapping_add(d))),
+    ("v_xad_u32", |c, i| {
+        op3(c, i, |a, b, d| (a ^ b).wrapping_add(d))
+    }),
     ("v_perm_b32", |c, i| op3(c, i, perm)),
     ("v_bfe_u32", |c, i| op3(c, i, |a, b, d| bfe(a, b, d, false))),
     ("v_bfe_i32", |c, i| op3(c, i, |a, b, d| bfe(a, b, d, true))),
     ("v_bfi_b32", |c, i| op3(c, i, |a, b, d| (a & b) | (!a & d))),
-    ("v_alignbit_b32", |c, i| op3(c, i, |a, b, d| (((a as u64) << 32 | b as u64) >> (d & 31)) as u32)),
-    ("v_alignbyte_b32", |c, i| op3(c, i, |a, b, d| (((a as u64) << 32 | b as u64) >> (8 * (d & 3))) as u32)),
+    ("v_alignbit_b32", |c, i| {
+        op3(c, i, |a, b, d| {
+            (((a as u64) << 32 | b as u64) >> (d & 31)) as u32
+        })
+    }),
+    ("v_alignbyte_b32", |c, i| {
+        op3(c, i, |a, b, d| {
+            (((a as u64) << 32 | b as u64) >> (8 * (d & 3))) as u32
+        })
+    }),
     ("v_min3_u32", |c, i| op3(c, i, |a, b, d| a.min(b).min(d))),
     ("v_max3_u32", |c, i| op3(c, i, |a, b, d| a.max(b).max(d))),
-    ("v_min3_i32", |c, i| op3(c, i, |a, b, d| (a as i32).min(b as i32).min(d as i32) as u32)),
-    ("v_max3_i32", |c, i| op3(c, i, |a, b, d| (a as i32).max(b as i32).max(d as i32) as u32)),
+    ("v_min3_i32", |c, i| {
+        op3(c, i, |a, b, d| {
+            (a as i32).min(b as i32).min(d as i32) as u32
+        })
+    }),
+    ("v_max3_i32", |c, i| {
+        op3(c, i, |a, b, d| {
+            (a as i32).max(b as i32).max(d as i32) as u32
+        })
+    }),
     ("v_med3_u32", |c, i| op3(c, i, med3)),
-    ("v_med3_i32", |c, i| op3(c, i, |a, b, d| med3(a as i32, b as i32, d as i32) as u32)),
+    ("v_med3_i32", |c, i| {
+        op3(c, i, |a, b, d| med3(a as i32, b as i32, d as i32) as u32)
+    }),
     ("v_max3_u16", |c, i| op3_16(c, i, |a, b, d| a.max(b).max(d))),
     ("v_min3_u16", |c, i| op3_16(c, i, |a, b, d| a.min(b).min(d))),
     ("v_fma_f32", |c, i| f3(c, i, f32::mul_add)),
@@ -163,7 +245,9 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_max3_f32", |c, i| f3(c, i, |a, b, d| a.max(b).max(d))),
     ("v_lshlrev_b64", |c, i| shift64(c, i, |v, s| v << s)),
     ("v_lshrrev_b64", |c, i| shift64(c, i, |v, s| v >> s)),
-    ("v_ashrrev_i64", |c, i| shift64(c, i, |v, s| ((v as i64) >> s) as u64)),
+    ("v_ashrrev_i64", |c, i| {
+        shift64(c, i, |v, s| ((v as i64) >> s) as u64)
+    }),
     ("v_lshl_add_u64", lshl_add_u64),
     ("v_bcnt_u32_b32", |c, i| {
         for l in c.active() {

@@ -10,7 +10,11 @@ use crate::decode::{Inst, Operand};
 
 /// Dword of a 64-bit source for the low (`hi = false`) or high result.
 fn dword(c: &Ctx, i: &Inst, k: usize, l: usize, hi: bool) -> Result<u32, String> {
-    let sel = if hi { i.mods.opsel_hi >> k & 1 } else { i.mods.opsel >> k & 1 };
+    let sel = if hi {
+        i.mods.opsel_hi >> k & 1
+    } else {
+        i.mods.opsel >> k & 1
+    };
     let v = match i.src[k] {
         Operand::Inline(_) | Operand::Literal(_) => {
             let x = c.v32(i.src[k], l, Ty::F32)?;
@@ -55,16 +59,30 @@ fn pk_mov_b32(c: &mut Ctx, i: &Inst) -> R {
 
 /// 16-bit half of a source for the low or high result.
 fn half(c: &Ctx, i: &Inst, k: usize, l: usize, hi: bool, ty: Ty) -> Result<u16, String> {
-    let sel = if hi { i.mods.opsel_hi >> k & 1 } else { i.mods.opsel >> k & 1 };
+    let sel = if hi {
+        i.mods.opsel_hi >> k & 1
+    } else {
+        i.mods.opsel >> k & 1
+    };
     let v = c.v32(i.src[k], l, ty)?;
-    let v = if matches!(i.src[k], Operand::Inline(_) | Operand::Literal(_)) { v & 0xffff | v << 16 } else { v };
+    let v = if matches!(i.src[k], Operand::Inline(_) | Operand::Literal(_)) {
+        v & 0xffff | v << 16
+    } else {
+        v
+    };
     Ok((v >> (16 * sel)) as u16)
 }
 
 fn pk_u16(c: &mut Ctx, i: &Inst, f: fn(u16, u16) -> u16) -> R {
     for l in c.active() {
-        let lo = f(half(c, i, 0, l, false, Ty::B32)?, half(c, i, 1, l, false, Ty::B32)?);
-        let hi = f(half(c, i, 0, l, true, Ty::B32)?, half(c, i, 1, l, true, Ty::B32)?);
+        let lo = f(
+            half(c, i, 0, l, false, Ty::B32)?,
+            half(c, i, 1, l, false, Ty::B32)?,
+        );
+        let hi = f(
+            half(c, i, 0, l, true, Ty::B32)?,
+            half(c, i, 1, l, true, Ty::B32)?,
+        );
         c.set_v32(i.dst, l, lo as u32 | (hi as u32) << 16)?;
     }
     Ok(Flow::Next)

@@ -71,8 +71,14 @@ fn lane_result(c: &Ctx, i: &Inst, cond: &str, ty: &str, l: usize) -> Result<bool
             fcmp(cond, a, b)
         }
         "f16" => {
-            let a = fmod(0, half::f16::from_bits(src16(c, i, 0, l, Ty::F16)?).to_f64());
-            let b = fmod(1, half::f16::from_bits(src16(c, i, 1, l, Ty::F16)?).to_f64());
+            let a = fmod(
+                0,
+                half::f16::from_bits(src16(c, i, 0, l, Ty::F16)?).to_f64(),
+            );
+            let b = fmod(
+                1,
+                half::f16::from_bits(src16(c, i, 1, l, Ty::F16)?).to_f64(),
+            );
             fcmp(cond, a, b)
         }
         "f64" => {
@@ -81,11 +87,31 @@ fn lane_result(c: &Ctx, i: &Inst, cond: &str, ty: &str, l: usize) -> Result<bool
             fcmp(cond, a, b)
         }
         "u32" => icmp(cond, src(c, i, 0, l, Ty::B32)?, src(c, i, 1, l, Ty::B32)?),
-        "i32" => icmp(cond, src(c, i, 0, l, Ty::B32)? as i32, src(c, i, 1, l, Ty::B32)? as i32),
-        "u16" => icmp(cond, src16(c, i, 0, l, Ty::B32)?, src16(c, i, 1, l, Ty::B32)?),
-        "i16" => icmp(cond, src16(c, i, 0, l, Ty::B32)? as i16, src16(c, i, 1, l, Ty::B32)? as i16),
-        "u64" => icmp(cond, c.v64(i.src[0], l, Ty::U64)?, c.v64(i.src[1], l, Ty::U64)?),
-        "i64" => icmp(cond, c.v64(i.src[0], l, Ty::I64)? as i64, c.v64(i.src[1], l, Ty::I64)? as i64),
+        "i32" => icmp(
+            cond,
+            src(c, i, 0, l, Ty::B32)? as i32,
+            src(c, i, 1, l, Ty::B32)? as i32,
+        ),
+        "u16" => icmp(
+            cond,
+            src16(c, i, 0, l, Ty::B32)?,
+            src16(c, i, 1, l, Ty::B32)?,
+        ),
+        "i16" => icmp(
+            cond,
+            src16(c, i, 0, l, Ty::B32)? as i16,
+            src16(c, i, 1, l, Ty::B32)? as i16,
+        ),
+        "u64" => icmp(
+            cond,
+            c.v64(i.src[0], l, Ty::U64)?,
+            c.v64(i.src[1], l, Ty::U64)?,
+        ),
+        "i64" => icmp(
+            cond,
+            c.v64(i.src[0], l, Ty::I64)? as i64,
+            c.v64(i.src[1], l, Ty::I64)? as i64,
+        ),
         _ => None,
     };
     r.ok_or_else(|| format!("unsupported compare {}", i.name))

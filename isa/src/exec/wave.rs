@@ -57,7 +57,11 @@ impl Wave {
             lanes,
             sgpr: [0; 128],
             vgpr: vec![0; NUM_VGPRS * lanes],
-            agpr: if cdna { vec![0; NUM_VGPRS * lanes] } else { Vec::new() },
+            agpr: if cdna {
+                vec![0; NUM_VGPRS * lanes]
+            } else {
+                Vec::new()
+            },
             scc: false,
             pc: 0,
             done: false,
@@ -68,7 +72,11 @@ impl Wave {
     }
     /// The lanes that exist, as a mask.
     pub fn lane_mask(&self) -> u64 {
-        if self.lanes == 64 { u64::MAX } else { (1u64 << self.lanes) - 1 }
+        if self.lanes == 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.lanes) - 1
+        }
     }
     /// EXEC.
     pub fn exec(&self) -> u64 {
@@ -83,7 +91,11 @@ impl Wave {
     }
     /// VCC.
     pub fn vcc(&self) -> u64 {
-        if self.lanes == 64 { self.sgpr[106] as u64 | (self.sgpr[107] as u64) << 32 } else { self.sgpr[106] as u64 }
+        if self.lanes == 64 {
+            self.sgpr[106] as u64 | (self.sgpr[107] as u64) << 32
+        } else {
+            self.sgpr[106] as u64
+        }
     }
 }
 
@@ -129,7 +141,11 @@ fn inline64(code: u8, ty: Ty) -> Option<u64> {
 
 impl Ctx<'_> {
     fn sreg(&self, n: u8) -> u32 {
-        if n == 124 && self.family == Family::Gfx11 { 0 } else { self.wave.sgpr[n as usize] }
+        if n == 124 && self.family == Family::Gfx11 {
+            0
+        } else {
+            self.wave.sgpr[n as usize]
+        }
     }
     fn special(&self, c: u16) -> Result<u32, String> {
         match c {
@@ -157,7 +173,12 @@ impl Ctx<'_> {
                 if n == 124 && self.family == Family::Gfx11 {
                     return Ok(0);
                 }
-                let hi = self.wave.sgpr.get(n as usize + 1).copied().ok_or("SGPR pair out of range")?;
+                let hi = self
+                    .wave
+                    .sgpr
+                    .get(n as usize + 1)
+                    .copied()
+                    .ok_or("SGPR pair out of range")?;
                 Ok(self.sreg(n) as u64 | (hi as u64) << 32)
             }
             Operand::Inline(c) => inline64(c, ty).ok_or_else(|| format!("inline constant {c}")),
@@ -195,17 +216,27 @@ impl Ctx<'_> {
     }
     /// Reads a lane mask held in SGPRs (a pair in wave64, one SGPR in wave32).
     pub fn mask(&self, o: Operand) -> Result<u64, String> {
-        if self.wave.lanes == 64 { self.s64(o, Ty::U64) } else { self.s32(o, Ty::B32).map(|v| v as u64) }
+        if self.wave.lanes == 64 {
+            self.s64(o, Ty::U64)
+        } else {
+            self.s32(o, Ty::B32).map(|v| v as u64)
+        }
     }
     /// Writes a lane mask.
     pub fn set_mask(&mut self, o: Operand, v: u64) -> Result<(), String> {
-        if self.wave.lanes == 64 { self.set_s64(o, v) } else { self.set_s32(o, v as u32) }
+        if self.wave.lanes == 64 {
+            self.set_s64(o, v)
+        } else {
+            self.set_s32(o, v as u32)
+        }
     }
 
     fn vidx(&self, r: u16, k: usize, lane: usize) -> Result<usize, String> {
         let reg = r as usize + k;
         if reg >= NUM_VGPRS {
-            return Err(format!("vector register {reg} beyond the {NUM_VGPRS} modelled"));
+            return Err(format!(
+                "vector register {reg} beyond the {NUM_VGPRS} modelled"
+            ));
         }
         Ok(reg * self.wave.lanes + lane)
     }
@@ -220,7 +251,11 @@ impl Ctx<'_> {
             Operand::Vgpr(r) => Ok(self.wave.vgpr[self.vidx(r, k, lane)?]),
             Operand::Agpr(r) => {
                 let i = self.vidx(r, k, lane)?;
-                self.wave.agpr.get(i).copied().ok_or_else(|| "AccVGPR on an architecture without them".into())
+                self.wave
+                    .agpr
+                    .get(i)
+                    .copied()
+                    .ok_or_else(|| "AccVGPR on an architecture without them".into())
             }
             Operand::Sgpr(n) if k > 0 => self.s32(Operand::Sgpr(n + k as u8), ty),
             o => self.s32(o, ty),
@@ -245,7 +280,11 @@ impl Ctx<'_> {
             }
             Operand::Agpr(r) => {
                 let i = self.vidx(r, k, lane)?;
-                *self.wave.agpr.get_mut(i).ok_or("AccVGPR on an architecture without them")? = v;
+                *self
+                    .wave
+                    .agpr
+                    .get_mut(i)
+                    .ok_or("AccVGPR on an architecture without them")? = v;
                 Ok(())
             }
             o => Err(format!("cannot write vector operand {o}")),

@@ -33,14 +33,27 @@ pub fn load(arch: Arch) -> CodeObject {
 /// `llvm-objdump` of the toolchain's llvm-tools component.
 pub fn llvm_objdump() -> PathBuf {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let out = Command::new(&rustc).args(["--print", "sysroot"]).output().expect("running rustc --print sysroot");
+    let out = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("running rustc --print sysroot");
     let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let vv = Command::new(&rustc).arg("-vV").output().expect("running rustc -vV");
+    let vv = Command::new(&rustc)
+        .arg("-vV")
+        .output()
+        .expect("running rustc -vV");
     let host = String::from_utf8_lossy(&vv.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
         .expect("host triple in rustc -vV");
-    let p = PathBuf::from(sysroot).join("lib/rustlib").join(host).join("bin/llvm-objdump");
-    assert!(p.exists(), "{} is missing (rustup component add llvm-tools)", p.display());
+    let p = PathBuf::from(sysroot)
+        .join("lib/rustlib")
+        .join(host)
+        .join("bin/llvm-objdump");
+    assert!(
+        p.exists(),
+        "{} is missing (rustup component add llvm-tools)",
+        p.display()
+    );
     p
 }
