@@ -233,3 +233,22 @@ fn file_and_api_override() {
     set_env(Some("none"));
     assert_eq!(weight_instance(&p, Family::Hopper, 132), hand);
 }
+
+/// A problem the plans fold (stride == filter along x, ConvNeXt's stem in
+/// small) is looked up under its folded problem, and an entry for that key
+/// is used: the table reaches patchify layers too.
+#[test]
+fn folded_problems_have_a_key() {
+    let _s = Scope::hand_rules();
+    // 2 images of 16x16x3, 96 filters of 4x4, stride 4: folds to C' = 12, X = 1.
+    let p = ConvProblem::from_ck_args(&[2, 1, 2, 96, 3, 4, 4, 16, 16, 4, 4, 1, 1, 0, 0, 0, 0]).unwrap();
+    let hand = data_plan(&p, Family::Hopper).unwrap();
+    assert!(hand.describe().contains("folded"), "{}", hand.describe());
+    let folded = tuned::last_key().expect("the folded problem has a key");
+    assert_eq!((folded.problem.c, folded.problem.filter[2]), (12, 1), "{folded:?}");
+    let other = ["bwdd_direct_f16", "bwdd_f16_128x32x32_mma16x8"].into_iter().find(|&i| i != hand.main.instance.name).unwrap();
+    install(vec![folded.entry("sm_90", other, None)]);
+    let tuned = data_plan(&p, Family::Hopper).unwrap();
+    assert_eq!(tuned.main.instance.name, other, "{}", tuned.describe());
+    assert!(tuned.describe().contains("tuning table"), "{}", tuned.describe());
+}

@@ -204,17 +204,25 @@ impl Run<'_> {
         let (hand_ms, hand_label) = (timed[0].0, timed[0].1.label());
         let hand_launch = (timed[0].1.instance, timed[0].1.launch);
         timed.sort_by(|a, b| a.0.total_cmp(&b.0));
-        // The fastest that computes the right result.
+        // The fastest that beats the hand rules and computes the right result
+        // (the hand rules' own plan is checked by the test suites, not here).
+        let beats = |ms: f64, w: &Way| (w.instance, w.launch) != hand_launch && ms * (1.0 + self.a.min_gain / 100.0) < hand_ms;
         let mut best = None;
         for (ms, w) in &timed {
+            if !beats(*ms, w) {
+                break;
+            }
             if self.check(s, t, w)? {
                 best = Some((*ms, w));
                 break;
             }
             println!("{:<44} {:>5} {} FAILED the reference check: left out", s.name, t.name(), w.label());
         }
-        let Some((ms, w)) = best else { bail!("{} {}: no kernel passed the reference check", s.name, t.name()) };
-        let wins = (w.instance, w.launch) != hand_launch && ms * (1.0 + self.a.min_gain / 100.0) < hand_ms;
+        let (ms, w) = best.unwrap_or_else(|| {
+            let hand = timed.iter().find(|(_, w)| (w.instance, w.launch) == hand_launch).expect("the hand rules' way is timed");
+            (hand.0, &hand.1)
+        });
+        let wins = beats(ms, w);
         println!(
             "{:<44} {:>5} best {:<40} {ms:>9.4} ms ; hand rules {:<40} {hand_ms:>9.4} ms ; {:.3}x{}",
             s.name,
@@ -227,6 +235,16 @@ impl Run<'_> {
         let entry = wins.then(|| Entry { ms: Some(ms), hand_ms: Some(hand_ms), ..key.entry(self.dev.arch(), w.instance, w.split) });
         Ok(Some((key, entry)))
     }
+}
+
+/// Writes `table` to `out`, entries in a stable order.
+fn save(table: &mut Table, out: &std::path::Path, dev: &Device, arch: &str) -> Result<()> {
+    table.entries.sort_by_key(|e| (e.arch.clone(), e.op.name(), e.types.clone(), e.layout.clone(), e.deterministic, e.problem.clone()));
+    table.device = format!("{} ({arch}, {} compute units)", dev.name(), dev.compute_units());
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(out, table.to_json()).with_context(|| format!("writing {}", out.display()))
 }
 
 /// Entry point of `cargo xtask tune`.
@@ -261,14 +279,11 @@ pub fn run(args: &[String]) -> Result<()> {
         shapes += 1;
         won += entry.is_some() as usize;
         table.entries.extend(entry);
+        // Written after every shape: a run stopped by a time limit keeps what it measured.
+        save(&mut table, &out, dev, &arch)?;
     }
     tuned::set_override(None)?;
-    table.entries.sort_by_key(|e| (e.arch.clone(), e.op.name(), e.types.clone(), e.layout.clone(), e.deterministic, e.problem.clone()));
-    table.device = format!("{} ({arch}, {} compute units)", dev.name(), dev.compute_units());
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&out, table.to_json()).with_context(|| format!("writing {}", out.display()))?;
+    save(&mut table, &out, dev, &arch)?;
     println!(
         "{shapes} shapes tuned, {won} where the hand rules lose; {} entries in {}",
         table.entries.len(),

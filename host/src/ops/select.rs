@@ -239,6 +239,21 @@ pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
             (padded - n) * 100 / padded
         };
         tiles.sort_by_key(|i| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
+        // Backward-data has no split-K: where that tile leaves over half the
+        // compute units idle, a smaller tile padding C no more that fills
+        // half of them (the least padded, then largest such), else the one
+        // with the most workgroups.
+        let half = r.compute_units.div_ceil(2) as u64;
+        if let Some(&first) = tiles.first()
+            && data_workgroups(p, first) < half
+        {
+            let class: Vec<_> = tiles.iter().copied().filter(|&i| waste(i) <= waste(first)).collect();
+            let filling = class.iter().copied().find(|&i| data_workgroups(p, i) >= half);
+            let most = class.iter().copied().max_by_key(|&i| (data_workgroups(p, i), i.tile.bm * i.tile.bn));
+            if let Some(i) = filling.or(most) {
+                tiles.insert(0, i);
+            }
+        }
         match tiles.first().copied().or(direct) {
             Some(i) => i,
             None => return Err(no_kernel("bwd-data", "f32, f16 and bf16", r)),
@@ -258,6 +273,14 @@ pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
         choice = c;
     }
     Ok(choice)
+}
+
+/// Workgroups of backward-data's slice GEMM on tile `i`: per group and
+/// stride slice, tiles of the largest slice's pixels by C.
+fn data_workgroups(p: &ConvProblem, i: &Instance) -> u64 {
+    let slice_pixels: u64 = (0..3).map(|d| p.input[d].div_ceil(p.strides[d]) as u64).product::<u64>() * p.n as u64;
+    let slices: u64 = p.strides.iter().map(|&s| s as u64).product();
+    p.g as u64 * slices * slice_pixels.div_ceil(i.tile.bm as u64) * (p.c as u64).div_ceil(i.tile.bn as u64)
 }
 
 fn no_kernel(op: &'static str, served: &'static str, r: &Request<'_>) -> OpError {

@@ -221,7 +221,8 @@ impl Key {
     pub fn of(op: Operation, r: &Request<'_>) -> Option<Key> {
         let p = r.p;
         let packed = |l: ConvLayout| {
-            TensorDesc::packed(p, l, TensorRole::Input) == *r.x && TensorDesc::packed(p, l, TensorRole::Output) == *r.dy
+            same_elements(&TensorDesc::packed(p, l, TensorRole::Input), r.x)
+                && same_elements(&TensorDesc::packed(p, l, TensorRole::Output), r.dy)
         };
         let layout = ConvLayout::ALL.into_iter().find(|&l| packed(l))?;
         let layout = layout.name().split('/').next().expect("a layout name");
@@ -252,6 +253,13 @@ impl Key {
     pub fn matches(&self, e: &Entry) -> bool {
         e.resolve().is_ok_and(|r| r.key.same(self))
     }
+}
+
+/// Whether `a` and `b` address the same elements: equal lengths, and equal
+/// strides on every axis longer than 1 (a folded problem's channels-last
+/// descriptor keeps the caller's stride on its single group).
+fn same_elements(a: &TensorDesc, b: &TensorDesc) -> bool {
+    a.lengths == b.lengths && (0..a.lengths.len()).all(|i| a.lengths[i] == 1 || a.strides[i] == b.strides[i])
 }
 
 /// An entry checked against the instance table.
