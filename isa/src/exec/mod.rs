@@ -392,6 +392,7 @@ fn init_wave(
         wave.vgpr[lane] = x | y << 10 | z << 20;
     }
     wave.set_exec(exec);
+    wave.launch_exec = exec;
     wave
 }
 
@@ -482,6 +483,16 @@ fn run_workgroup(
                         break;
                     }
                     Flow::Barrier => {
+                        if launch.strict_barriers && wave.exec() != wave.launch_exec {
+                            return Err(err(
+                                wave,
+                                format!(
+                                    "barrier in divergent control flow: s_barrier executed with EXEC 0x{:x} while the wave's lanes are 0x{:x} (the other lanes reach a barrier separately, so this wave arrives more often than the others)",
+                                    wave.exec(),
+                                    wave.launch_exec
+                                ),
+                            ));
+                        }
                         wave.at_barrier = Some(inst.addr);
                         wave.pc += 1;
                         break;

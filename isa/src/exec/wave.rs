@@ -48,6 +48,8 @@ pub struct Wave {
     pub id: u32,
     /// Instructions executed.
     pub executed: u64,
+    /// EXEC at launch: the lanes that exist.
+    pub launch_exec: u64,
 }
 
 impl Wave {
@@ -68,6 +70,7 @@ impl Wave {
             at_barrier: None,
             id,
             executed: 0,
+            launch_exec: 0,
         }
     }
     /// The lanes that exist, as a mask.
