@@ -1,6 +1,6 @@
-//! The two operations on DLPack tensors: checks, planning (through the
-//! process-wide [`PlanCache`]), binding memory, and the launch on the
-//! caller's stream.
+//! The module's two operations on DLPack tensors: argument checks,
+//! planning (through the process-wide [`PlanCache`]), binding memory, and
+//! the launch on the caller's stream.
 
 use crate::dlpack::{self, Tensor};
 use crate::epilogue;
@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 /// Reads `stride` / `padding` / `dilation`: an int or a sequence of ints.
-pub fn ints(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+fn ints(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     let vals: Vec<i64> = if let Ok(v) = obj.extract::<i64>() {
         vec![v]
     } else if obj.cast::<PyString>().is_err()
@@ -32,27 +32,59 @@ pub fn ints(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
         .collect()
 }
 
+/// The conv arguments of a call: `stride` / `padding` / `dilation` (each an
+/// int or a sequence of ints) and `groups`.
+fn conv_args(
+    stride: &Bound<'_, PyAny>,
+    padding: &Bound<'_, PyAny>,
+    dilation: &Bound<'_, PyAny>,
+    groups: i64,
+) -> PyResult<ConvArgs> {
+    Ok(ConvArgs {
+        stride: ints("stride", stride)?,
+        padding: ints("padding", padding)?,
+        dilation: ints("dilation", dilation)?,
+        groups: usize::try_from(groups).map_err(|_| errors::value("groups", format!("{groups} is negative")))?,
+    })
+}
+
 /// Whether an epilogue step reads a `D` tensor.
 fn reads_d(op: &EpilogueOp) -> bool {
     matches!(op, EpilogueOp::Add | EpilogueOp::AddRelu | EpilogueOp::ReluMask | EpilogueOp::Bilinear(..))
 }
 
-/// Backward-data: `dx = epilogue(conv_transpose(dy, w), d_tensors...)`,
-/// written into `dx`. Returns a one-line description of the kernel that ran.
+/// conv_backward_data(dy, w, dx, stride, padding, dilation, groups, *, epilogue=None, d_tensors=None, stream=0)
+/// --
+///
+/// Writes the input gradient of a grouped N-d convolution into `dx`:
+/// `dx = epilogue(conv_transpose(dy, w), *d_tensors)`.
+///
+/// Shapes as PyTorch's: `dy` [N, G*K, *out], `w` [G*K, C, *filter], `dx`
+/// [N, G*C, *in]; contiguous or channels_last (the weight contiguous or
+/// channels_last; channels_last activations need a channels_last weight).
+/// `stream`: the CUDA stream (integer handle) to launch on; ignored for CPU
+/// tensors, which run on convgrad's emulator. Returns a description of the
+/// kernel that ran.
+#[pyfunction]
+#[pyo3(signature = (dy, w, dx, stride, padding, dilation, groups, *, epilogue=None, d_tensors=None, stream=0))]
 #[allow(clippy::too_many_arguments)]
-pub fn backward_data(
+pub fn conv_backward_data(
     dy: &Bound<'_, PyAny>,
     w: &Bound<'_, PyAny>,
     dx: &Bound<'_, PyAny>,
-    args: ConvArgs,
-    epi: Option<&Bound<'_, PyAny>>,
+    stride: &Bound<'_, PyAny>,
+    padding: &Bound<'_, PyAny>,
+    dilation: &Bound<'_, PyAny>,
+    groups: i64,
+    epilogue: Option<&Bound<'_, PyAny>>,
     d_tensors: Option<&Bound<'_, PyAny>>,
     stream: usize,
 ) -> PyResult<String> {
+    let args = conv_args(stride, padding, dilation, groups)?;
     let dy = dlpack::import("dy", dy, stream)?;
     let w = dlpack::import("w", w, stream)?;
     let dx = dlpack::import("dx", dx, stream)?;
-    let ops = epilogue::parse(epi)?;
+    let ops = epilogue::parse(epilogue)?;
     let mut ds: Vec<Tensor> = Vec::new();
     if let Some(list) = d_tensors.filter(|o| !o.is_none()) {
         let items = list.try_iter().map_err(|_| errors::type_err("d_tensors", "expected a sequence of tensors"))?;
@@ -125,22 +157,38 @@ pub fn backward_data(
     Ok(op.describe())
 }
 
-/// Backward-weight: `dw = sum over N and pixels of x (*) dy`, written into
-/// `dw`. `workspace`: `None`, a byte tensor, or a callable taking the byte
-/// count and returning one (the caller's allocator); CPU calls use emulator
-/// scratch memory after checking a given tensor's size.
+/// conv_backward_weight(x, dy, dw, stride, padding, dilation, groups, *, split_k=None, deterministic=False, workspace=None, workspace_zero_from=None, stream=0)
+/// --
+///
+/// Writes the weight gradient of a grouped N-d convolution into `dw`.
+///
+/// `x` [N, G*C, *in], `dy` [N, G*K, *out], `dw` [G*K, C, *filter].
+/// `workspace`: the split-K workspace, a byte tensor on the tensors' device or
+/// a callable `f(nbytes) -> tensor` (called only when one is needed);
+/// `workspace_zero_from`: the byte offset from which the workspace holds
+/// zeros (0: all zero; `None`: unknown, convgrad zeroes what it needs).
+/// Returns `(description, zero_from)`: the kernel that ran and the offset
+/// from which the workspace holds zeros afterwards (pass it to the next call
+/// with the same workspace; `None`: unknown). CPU tensors use emulator
+/// scratch memory.
+#[pyfunction]
+#[pyo3(signature = (x, dy, dw, stride, padding, dilation, groups, *, split_k=None, deterministic=false, workspace=None, workspace_zero_from=None, stream=0))]
 #[allow(clippy::too_many_arguments)]
-pub fn backward_weight(
+pub fn conv_backward_weight(
     x: &Bound<'_, PyAny>,
     dy: &Bound<'_, PyAny>,
     dw: &Bound<'_, PyAny>,
-    args: ConvArgs,
+    stride: &Bound<'_, PyAny>,
+    padding: &Bound<'_, PyAny>,
+    dilation: &Bound<'_, PyAny>,
+    groups: i64,
     split_k: Option<u32>,
     deterministic: bool,
     workspace: Option<&Bound<'_, PyAny>>,
     workspace_zero_from: Option<usize>,
     stream: usize,
 ) -> PyResult<(String, Option<usize>)> {
+    let args = conv_args(stride, padding, dilation, groups)?;
     let x = dlpack::import("x", x, stream)?;
     let dy = dlpack::import("dy", dy, stream)?;
     let dw = dlpack::import("dw", dw, stream)?;
