@@ -70,6 +70,11 @@ def _per_dim(v, nd, name):
     return v
 
 
+def _per_dims(nd, stride, padding, dilation):
+    """``stride``, ``padding``, ``dilation`` as lists of ``nd`` values each."""
+    return _per_dim(stride, nd, "stride"), _per_dim(padding, nd, "padding"), _per_dim(dilation, nd, "dilation")
+
+
 def _cl_perm(dim):
     return [0, *range(2, dim), 1]
 
@@ -137,6 +142,20 @@ def _check_out(out, shape, ref, ref_name):
         raise ValueError("out: data address is not 16-byte aligned (a view with a storage offset); pass an aligned tensor")
 
 
+def _check_operands(a, a_name, b, b_name, shape, shape_name):
+    """Checks the two input tensors of a backward call and the result's
+    ``shape`` (as many dimensions as ``a``): returns ``(spatial dims, shape
+    as a list)``."""
+    _check_tensor(a, a_name)
+    _check_tensor(b, b_name)
+    _same(a, a_name, b, b_name)
+    nd = a.dim() - 2
+    shape = list(shape)
+    if len(shape) != nd + 2:
+        raise ValueError(f"{shape_name}: {shape} has {len(shape)} dimensions; {a_name} has {nd + 2}")
+    return nd, shape
+
+
 def conv_backward_data(
     grad_output, weight, input_shape, stride=1, padding=0, dilation=1, groups=1, *, epilogue=None, d_tensors=(), out=None
 ):
@@ -146,13 +165,7 @@ def conv_backward_data(
     :func:`conv_backward_data_fused`. ``out``: the result tensor (else allocated
     in ``grad_output``'s memory format). Returns the result.
     """
-    _check_tensor(grad_output, "grad_output")
-    _check_tensor(weight, "weight")
-    _same(grad_output, "grad_output", weight, "weight")
-    nd = grad_output.dim() - 2
-    input_shape = list(input_shape)
-    if len(input_shape) != nd + 2:
-        raise ValueError(f"input_shape: {input_shape} has {len(input_shape)} dimensions; grad_output has {nd + 2}")
+    nd, input_shape = _check_operands(grad_output, "grad_output", weight, "weight", input_shape, "input_shape")
     cl = _format(grad_output, "grad_output")
     if out is not None and not cl and grad_output.is_contiguous() and is_channels_last(grad_output):
         cl = not out.is_contiguous() and is_channels_last(out)  # ambiguous grad_output: follow out
@@ -182,9 +195,7 @@ def _call_backward_data(grad_output, weight, out, nd, stride, padding, dilation,
         _aligned(grad_output.detach()),
         _aligned(weight.detach()),
         out.detach(),
-        _per_dim(stride, nd, "stride"),
-        _per_dim(padding, nd, "padding"),
-        _per_dim(dilation, nd, "dilation"),
+        *_per_dims(nd, stride, padding, dilation),
         groups,
         epilogue=epilogue,
         d_tensors=[d if d.data_ptr() == out.data_ptr() else _aligned(d) for d in ds],
@@ -274,13 +285,7 @@ def conv_backward_weight(
     contiguous, or channels_last for channels_last activations). Returns the
     result.
     """
-    _check_tensor(input, "input")
-    _check_tensor(grad_output, "grad_output")
-    _same(input, "input", grad_output, "grad_output")
-    nd = input.dim() - 2
-    weight_shape = list(weight_shape)
-    if len(weight_shape) != nd + 2:
-        raise ValueError(f"weight_shape: {weight_shape} has {len(weight_shape)} dimensions; input has {nd + 2}")
+    nd, weight_shape = _check_operands(input, "input", grad_output, "grad_output", weight_shape, "weight_shape")
     cl = _format(input, "input")
     if not cl:
         cl = _format(grad_output, "grad_output") and not grad_output.is_contiguous()
@@ -297,9 +302,7 @@ def conv_backward_weight(
             _aligned(input.detach()),
             _aligned(grad_output.detach()),
             out.detach(),
-            _per_dim(stride, nd, "stride"),
-            _per_dim(padding, nd, "padding"),
-            _per_dim(dilation, nd, "dilation"),
+            *_per_dims(nd, stride, padding, dilation),
             groups,
             split_k=split_k,
             deterministic=deterministic,
@@ -329,13 +332,7 @@ class ConvFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, stride, padding, dilation, groups, deterministic=False):
         nd = x.dim() - 2
-        ctx.conf = (
-            _per_dim(stride, nd, "stride"),
-            _per_dim(padding, nd, "padding"),
-            _per_dim(dilation, nd, "dilation"),
-            groups,
-            deterministic,
-        )
+        ctx.conf = (*_per_dims(nd, stride, padding, dilation), groups, deterministic)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(x, weight)
         return _FORWARD[nd](x, weight, bias, stride, padding, dilation, groups)
