@@ -61,34 +61,35 @@ def shapes(prob):
     return (n, g * c, *inp), (g * k, c, *f), (n, g * k, *out), out
 
 
+def check_op(call, reference, shape_a, shape_b, shape_out, prob, channels_last, dtype, terms, what):
+    """Runs ``call(a, b, out, ...)`` on random ``a``, ``b`` and a poisoned
+    ``out`` in one memory format, and checks ``out`` against ``reference``."""
+    r, seed = rng()
+    g, s, p, d = prob[2], prob[7], prob[8], prob[9]
+    a = in_format(r.standard_normal(shape_a).astype(dtype), channels_last)
+    b = in_format(r.standard_normal(shape_b).astype(dtype), channels_last)
+    out = poisoned(shape_out, dtype, channels_last)
+    call(a, b, out, list(s), list(p), list(d), g)
+    want, absv = reference(a, b, shape_out, s, p, d, g)
+    ref.check(out, want, absv, terms, dtype, f"{what} (seed {seed})")
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
 @pytest.mark.parametrize("prob", PROBLEMS, ids=IDS)
 def test_backward_weight(prob, channels_last, dtype):
-    r, seed = rng()
     xs, ws, ys, out = shapes(prob)
-    _, n, g, c, k, inp, f, s, p, d = prob
-    x = in_format(r.standard_normal(xs).astype(dtype), channels_last)
-    dy = in_format(r.standard_normal(ys).astype(dtype), channels_last)
-    dw = poisoned(ws, dtype, channels_last)
-    nat.conv_backward_weight(x, dy, dw, list(s), list(p), list(d), g)
-    want, absw = ref.bwd_weight(x, dy, ws, s, p, d, g)
-    ref.check(dw, want, absw, n * int(np.prod(out)), dtype, f"dw (seed {seed})")
+    terms = prob[1] * int(np.prod(out))
+    check_op(nat.conv_backward_weight, ref.bwd_weight, xs, ys, ws, prob, channels_last, dtype, terms, "dw")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
 @pytest.mark.parametrize("prob", PROBLEMS, ids=IDS)
 def test_backward_data(prob, channels_last, dtype):
-    r, seed = rng()
-    xs, ws, ys, out = shapes(prob)
-    _, n, g, c, k, inp, f, s, p, d = prob
-    dy = in_format(r.standard_normal(ys).astype(dtype), channels_last)
-    w = in_format(r.standard_normal(ws).astype(dtype), channels_last)
-    dx = poisoned(xs, dtype, channels_last)
-    nat.conv_backward_data(dy, w, dx, list(s), list(p), list(d), g)
-    want, absx = ref.bwd_data(dy, w, xs, s, p, d, g)
-    ref.check(dx, want, absx, k * int(np.prod(f)), dtype, f"dx (seed {seed})")
+    xs, ws, ys, _ = shapes(prob)
+    terms = prob[4] * int(np.prod(prob[6]))
+    check_op(nat.conv_backward_data, ref.bwd_data, ys, ws, xs, prob, channels_last, dtype, terms, "dx")
 
 
 def test_backward_data_nchw_with_channels_last_weight():

@@ -97,32 +97,38 @@ def gen():
     return g
 
 
+def check_op(prob, dtype, channels_last, weight):
+    """Backward-weight (``weight``) or backward-data of ``prob`` into a
+    poisoned ``out=``, against aten in ``dtype`` and in float64."""
+    g_ = gen()
+    x, w, dy, s, p, d, g = make(prob, dtype, channels_last, g_)
+    if weight:
+        out = nan_like(w.shape, dtype, channels_last)
+        r = cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, out=out)
+    else:
+        out = nan_like(x.shape, dtype, channels_last)
+        r = cg.conv_backward_data(dy, w, x.shape, s, p, d, g, out=out)
+    assert r is out
+    which = int(weight)
+    mask = (not weight, weight, False)
+    aten = aten_bwd(dy, x, w, s, p, d, g, mask)[which]
+    ref = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, mask)[which]
+    what = "grad_weight" if weight else "grad_input"
+    check(f"{what} (seed {g_.initial_seed()})", out, aten, ref)
+
+
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
 @pytest.mark.parametrize("prob", PROBLEMS, ids=IDS)
 def test_backward_data(prob, dtype, channels_last):
-    g_ = gen()
-    x, w, dy, s, p, d, g = make(prob, dtype, channels_last, g_)
-    out = nan_like(x.shape, dtype, channels_last)
-    r = cg.conv_backward_data(dy, w, x.shape, s, p, d, g, out=out)
-    assert r is out
-    aten, _, _ = aten_bwd(dy, x, w, s, p, d, g, (True, False, False))
-    ref, _, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (True, False, False))
-    check(f"grad_input (seed {g_.initial_seed()})", out, aten, ref)
+    check_op(prob, dtype, channels_last, weight=False)
 
 
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
 @pytest.mark.parametrize("prob", PROBLEMS, ids=IDS)
 def test_backward_weight(prob, dtype, channels_last):
-    g_ = gen()
-    x, w, dy, s, p, d, g = make(prob, dtype, channels_last, g_)
-    out = nan_like(w.shape, dtype, channels_last)
-    r = cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, out=out)
-    assert r is out
-    _, aten, _ = aten_bwd(dy, x, w, s, p, d, g, (False, True, False))
-    _, ref, _ = aten_bwd(dy.double(), x.double(), w.double(), s, p, d, g, (False, True, False))
-    check(f"grad_weight (seed {g_.initial_seed()})", out, aten, ref)
+    check_op(prob, dtype, channels_last, weight=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DT_IDS)
