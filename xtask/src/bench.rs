@@ -174,6 +174,10 @@ impl Shape {
     }
 }
 
+/// A square 2-D shape: name, kind, `(N, G, C, K)`, filter `f x f`, input
+/// `hw x hw`, stride `s`, pad `pad`.
+type Square = (&'static str, Kind, (usize, usize, usize, usize), usize, usize, usize, usize);
+
 /// A square 2-D problem: `(N, G, C, K)`, filter `f x f`, input `hw x hw`, stride `s`, pad `pad`.
 fn p2(
     (n, g, c, k): (usize, usize, usize, usize),
@@ -186,70 +190,41 @@ fn p2(
         .expect("suite shape")
 }
 
+/// The shapes of a table of [`Square`]s, in its order.
+fn squares(rows: &[Square]) -> Vec<Shape> {
+    rows.iter()
+        .map(|&(name, kind, nk, f, hw, s, pad)| Shape::new(name, kind, p2(nk, f, hw, s, pad)))
+        .collect()
+}
+
 /// The shared suite: anchors plus CK's ResNet-50 layers.
 fn suite() -> Vec<Shape> {
     use Kind::*;
-    let mut v = vec![
-        Shape::new(
-            "seed17 128x128->256 3x3 71 s2",
-            Dense,
-            p2((128, 1, 128, 256), 3, 71, 2, 1),
-        ),
-        Shape::new(
-            "128x64->64 3x3 56",
-            Dense,
-            p2((128, 1, 64, 64), 3, 56, 1, 1),
-        ),
-        Shape::new(
-            "128x256->256 3x3 14",
-            Dense,
-            p2((128, 1, 256, 256), 3, 14, 1, 1),
-        ),
-        Shape::new(
-            "128x512->512 3x3 7",
-            Dense,
-            p2((128, 1, 512, 512), 3, 7, 1, 1),
-        ),
-        Shape::new(
-            "128x256->64 1x1 56",
-            Dense,
-            p2((128, 1, 256, 64), 1, 56, 1, 0),
-        ),
-        Shape::new(
-            "resnext 64 g32 4->4 3x3 56",
-            Grouped,
-            p2((64, 32, 4, 4), 3, 56, 1, 1),
-        ),
-        Shape::new(
-            "resnext 64 g32 16->16 3x3 14",
-            Grouped,
-            p2((64, 32, 16, 16), 3, 14, 1, 1),
-        ),
-        Shape::new(
-            "depthwise 64 g144 3x3 56",
-            Grouped,
-            p2((64, 144, 1, 1), 3, 56, 1, 1),
-        ),
-        Shape::new(
-            "depthwise 64 g384 3x3 14",
-            Grouped,
-            p2((64, 384, 1, 1), 3, 14, 1, 1),
-        ),
-        Shape::new(
-            "3d 4x64->64 3x3x3 16x56x56",
-            Dense,
-            ConvProblem::from_ck_args(&[
-                3, 1, 4, 64, 64, 3, 3, 3, 16, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-            ])
+    let mut v = squares(&[
+        ("seed17 128x128->256 3x3 71 s2", Dense, (128, 1, 128, 256), 3, 71, 2, 1),
+        ("128x64->64 3x3 56", Dense, (128, 1, 64, 64), 3, 56, 1, 1),
+        ("128x256->256 3x3 14", Dense, (128, 1, 256, 256), 3, 14, 1, 1),
+        ("128x512->512 3x3 7", Dense, (128, 1, 512, 512), 3, 7, 1, 1),
+        ("128x256->64 1x1 56", Dense, (128, 1, 256, 64), 1, 56, 1, 0),
+        ("resnext 64 g32 4->4 3x3 56", Grouped, (64, 32, 4, 4), 3, 56, 1, 1),
+        ("resnext 64 g32 16->16 3x3 14", Grouped, (64, 32, 16, 16), 3, 14, 1, 1),
+        ("depthwise 64 g144 3x3 56", Grouped, (64, 144, 1, 1), 3, 56, 1, 1),
+        ("depthwise 64 g384 3x3 14", Grouped, (64, 384, 1, 1), 3, 14, 1, 1),
+    ]);
+    v.push(Shape::new(
+        "3d 4x64->64 3x3x3 16x56x56",
+        Dense,
+        ConvProblem::from_ck_args(&[
+            3, 1, 4, 64, 64, 3, 3, 3, 16, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        ])
+        .expect("suite shape"),
+    ));
+    v.push(Shape::new(
+        "1d 32x256->256 3 1024",
+        Dense,
+        ConvProblem::from_ck_args(&[1, 1, 32, 256, 256, 3, 1024, 1, 1, 1, 1])
             .expect("suite shape"),
-        ),
-        Shape::new(
-            "1d 32x256->256 3 1024",
-            Dense,
-            ConvProblem::from_ck_args(&[1, 1, 32, 256, 256, 3, 1024, 1, 1, 1, 1])
-                .expect("suite shape"),
-        ),
-    ];
+    ));
     // CK's ResNet-50 layers (K, C, filter, Hi=Wi, stride, pad), N = 256.
     let r50: [(usize, usize, usize, usize, usize, usize); 20] = [
         (256, 1024, 1, 14, 1, 0),
@@ -284,23 +259,11 @@ fn suite() -> Vec<Shape> {
 }
 
 fn emu_suite() -> Vec<Shape> {
-    vec![
-        Shape::new(
-            "emu 8x64->64 3x3 14",
-            Kind::Dense,
-            p2((8, 1, 64, 64), 3, 14, 1, 1),
-        ),
-        Shape::new(
-            "emu 4 g8 16->16 3x3 14",
-            Kind::Grouped,
-            p2((4, 8, 16, 16), 3, 14, 1, 1),
-        ),
-        Shape::new(
-            "emu depthwise 4 g64 3x3 14",
-            Kind::Grouped,
-            p2((4, 64, 1, 1), 3, 14, 1, 1),
-        ),
-    ]
+    squares(&[
+        ("emu 8x64->64 3x3 14", Kind::Dense, (8, 1, 64, 64), 3, 14, 1, 1),
+        ("emu 4 g8 16->16 3x3 14", Kind::Grouped, (4, 8, 16, 16), 3, 14, 1, 1),
+        ("emu depthwise 4 g64 3x3 14", Kind::Grouped, (4, 64, 1, 1), 3, 14, 1, 1),
+    ])
 }
 
 /// The fused-epilogue pair of `problem` (CK example 38's kind): plain, then add-relu + G_C bias.
