@@ -26,8 +26,14 @@ fn l2(net: &'static str, name: &str, (n, g, c, k): (usize, usize, usize, usize),
 }
 
 /// Depthwise 2-D layer of `ch` channels.
-fn dw(net: &'static str, name: &str, n: usize, ch: usize, f: usize, hw: usize, s: usize) -> Layer {
+fn depthwise(net: &'static str, name: &str, n: usize, ch: usize, f: usize, hw: usize, s: usize) -> Layer {
     l2(net, name, (n, ch, 1, 1), f, hw, s, f / 2)
+}
+
+/// Dense 2-D layers of `net`, batch `n`, square filter `f`, stride 1, pad
+/// `f / 2` (the input's size kept): `(name, C, K, Hi = Wi)` each.
+fn same<'a>(net: &'static str, n: usize, f: usize, rows: &'a [(&str, usize, usize, usize)]) -> impl Iterator<Item = Layer> + 'a {
+    rows.iter().map(move |&(name, c, k, hw)| l2(net, name, (n, 1, c, k), f, hw, 1, f / 2))
 }
 
 /// A layer from CK's argument list.
@@ -78,12 +84,21 @@ pub fn layers() -> Vec<Layer> {
     // MobileNetV2, batch 64.
     let m = "mobilenet_v2";
     v.push(l2(m, "stem 3x3 s2", (64, 1, 3, 32), 3, 224, 2, 1));
-    for (name, ch, hw, s) in
-        [("dw 32", 32, 112, 1), ("dw 96 s2", 96, 112, 2), ("dw 144", 144, 56, 1), ("dw 144 s2", 144, 56, 2), ("dw 192", 192, 28, 1), ("dw 192 s2", 192, 28, 2), ("dw 384", 384, 14, 1), ("dw 576", 576, 14, 1), ("dw 576 s2", 576, 14, 2), ("dw 960", 960, 7, 1)]
-    {
-        v.push(dw(m, name, 64, ch, 3, hw, s));
+    for (name, ch, hw, s) in [
+        ("depthwise 32", 32, 112, 1),
+        ("depthwise 96 s2", 96, 112, 2),
+        ("depthwise 144", 144, 56, 1),
+        ("depthwise 144 s2", 144, 56, 2),
+        ("depthwise 192", 192, 28, 1),
+        ("depthwise 192 s2", 192, 28, 2),
+        ("depthwise 384", 384, 14, 1),
+        ("depthwise 576", 576, 14, 1),
+        ("depthwise 576 s2", 576, 14, 2),
+        ("depthwise 960", 960, 7, 1),
+    ] {
+        v.push(depthwise(m, name, 64, ch, 3, hw, s));
     }
-    for (name, c, k, hw) in [
+    v.extend(same(m, 64, 1, &[
         ("1x1 32->16", 32, 16, 112),
         ("1x1 16->96", 16, 96, 112),
         ("1x1 96->24", 96, 24, 56),
@@ -92,30 +107,26 @@ pub fn layers() -> Vec<Layer> {
         ("1x1 384->64", 384, 64, 14),
         ("1x1 960->160", 960, 160, 7),
         ("1x1 320->1280", 320, 1280, 7),
-    ] {
-        v.push(l2(m, name, (64, 1, c, k), 1, hw, 1, 0));
-    }
+    ]));
     // EfficientNet-B0 (5x5 depthwise), batch 64.
     let e = "efficientnet_b0";
     for (name, ch, f, hw, s) in [
-        ("dw 144 5x5 s2", 144, 5, 56, 2),
-        ("dw 240 5x5", 240, 5, 28, 1),
-        ("dw 240 3x3 s2", 240, 3, 28, 2),
-        ("dw 480 3x3", 480, 3, 14, 1),
-        ("dw 480 5x5", 480, 5, 14, 1),
-        ("dw 672 5x5 s2", 672, 5, 14, 2),
-        ("dw 1152 5x5", 1152, 5, 7, 1),
+        ("depthwise 144 5x5 s2", 144, 5, 56, 2),
+        ("depthwise 240 5x5", 240, 5, 28, 1),
+        ("depthwise 240 3x3 s2", 240, 3, 28, 2),
+        ("depthwise 480 3x3", 480, 3, 14, 1),
+        ("depthwise 480 5x5", 480, 5, 14, 1),
+        ("depthwise 672 5x5 s2", 672, 5, 14, 2),
+        ("depthwise 1152 5x5", 1152, 5, 7, 1),
     ] {
-        v.push(dw(e, name, 64, ch, f, hw, s));
+        v.push(depthwise(e, name, 64, ch, f, hw, s));
     }
-    for (name, c, k, hw) in [("1x1 40->240", 40, 240, 28), ("1x1 80->480", 80, 480, 14), ("1x1 112->672", 112, 672, 14), ("1x1 192->1152", 192, 1152, 7)] {
-        v.push(l2(e, name, (64, 1, c, k), 1, hw, 1, 0));
-    }
+    v.extend(same(e, 64, 1, &[("1x1 40->240", 40, 240, 28), ("1x1 80->480", 80, 480, 14), ("1x1 112->672", 112, 672, 14), ("1x1 192->1152", 192, 1152, 7)]));
     // ConvNeXt-T (7x7 depthwise, patchify stem and 2x2 stride-2 downsampling), batch 32.
     let x = "convnext_t";
     v.push(l2(x, "stem 4x4 s4", (32, 1, 3, 96), 4, 224, 4, 0));
-    for (name, ch, hw) in [("dw 96 7x7", 96, 56), ("dw 192 7x7", 192, 28), ("dw 384 7x7", 384, 14), ("dw 768 7x7", 768, 7)] {
-        v.push(dw(x, name, 32, ch, 7, hw, 1));
+    for (name, ch, hw) in [("depthwise 96 7x7", 96, 56), ("depthwise 192 7x7", 192, 28), ("depthwise 384 7x7", 384, 14), ("depthwise 768 7x7", 768, 7)] {
+        v.push(depthwise(x, name, 32, ch, 7, hw, 1));
     }
     for (name, c, hw) in [("down 96->192 2x2 s2", 96, 56), ("down 192->384 2x2 s2", 192, 28), ("down 384->768 2x2 s2", 384, 14)] {
         v.push(l2(x, name, (32, 1, c, 2 * c), 2, hw, 2, 0));
@@ -129,7 +140,7 @@ pub fn layers() -> Vec<Layer> {
     v.push(l2("vit_b16", "patch embed 16x16 s16", (64, 1, 3, 768), 16, 224, 16, 0));
     // 2-D U-Net (256x256 images), batch 16.
     let u = "unet2d";
-    for (name, c, k, hw) in [
+    v.extend(same(u, 16, 3, &[
         ("enc1 3->64", 3, 64, 256),
         ("enc1 64->64", 64, 64, 256),
         ("enc2 64->128", 64, 128, 128),
@@ -138,9 +149,7 @@ pub fn layers() -> Vec<Layer> {
         ("bottleneck 512->1024", 512, 1024, 16),
         ("dec4 1024->512", 1024, 512, 32),
         ("dec1 128->64", 128, 64, 256),
-    ] {
-        v.push(l2(u, name, (16, 1, c, k), 3, hw, 1, 1));
-    }
+    ]));
     // 3-D U-Net (64^3 volumes, 4 input channels as in BraTS), batch 2.
     let u3 = "unet3d";
     for (name, c, k, d) in [("enc1 4->32", 4, 32, 64), ("enc1 32->32", 32, 32, 64), ("enc2 32->64", 32, 64, 32), ("enc3 64->128", 64, 128, 16), ("enc4 128->256", 128, 256, 8)] {
