@@ -149,14 +149,14 @@ fn gcd(a: usize, b: usize) -> usize {
 }
 
 /// Groups per thread of the depthwise strip kernel.
-const DW_VW: usize = convgrad_types::contract::depthwise_strips::VW;
+const DEPTHWISE_VW: usize = convgrad_types::contract::depthwise_strips::VW;
 
 /// `(strips, rows per strip)` for `rows` slice rows, `per_strip` threads per
 /// strip in workgroups of `block`, `round` workgroups resident at once: the
 /// fewest strips that minimise rounds times steps per thread (rows + 2).
 /// Long strips read fewer halo rows and fill fewer dropped slots; the
 /// rounds count the tail (timings: docs/tuning-log.md, "kernel choice").
-fn dw_strip_count(rows: usize, per_strip: u64, block: u64, round: u64) -> (usize, usize) {
+fn depthwise_strip_count(rows: usize, per_strip: u64, block: u64, round: u64) -> (usize, usize) {
     let cost = |strips: usize| {
         let blocks = (per_strip * strips as u64).div_ceil(block);
         blocks.div_ceil(round) * (rows.div_ceil(strips) as u64 + 2)
@@ -375,13 +375,13 @@ fn plan_on(
     // Depthwise strips: `(n, iz, residue y, strip, residue x, run, vector)`.
     let fast = fast.or_else(|| {
         (inst.op == Op::BwdDataDepthwise).then_some(())?;
-        let vectors = (p.g / DW_VW) as u64;
+        let vectors = (p.g / DEPTHWISE_VW) as u64;
         let runs = slice_rows[2].div_ceil(RUN) as u64;
         let per_strip = vectors * runs * (p.strides[2] * p.strides[1] * p.n * p.input[0]) as u64;
         let round = inst.min_blocks() as u64 * compute_units.max(1) as u64;
         let (strips, rows) = match cfg.strip_rows {
             Some(r) => (slice_rows[1].div_ceil(r), r),
-            None => dw_strip_count(slice_rows[1], per_strip, inst.threads(family) as u64, round),
+            None => depthwise_strip_count(slice_rows[1], per_strip, inst.threads(family) as u64, round),
         };
         let threads = per_strip * strips as u64;
         args.strips.div_strips = FastDiv::new(strips as u32);

@@ -13,7 +13,7 @@ use super::bwd_weight::{SplitK, tap_shift_split};
 use super::tuned::{self, Operation};
 use super::{OpError, Unsupported, forced_mismatch, lane_axis};
 use convgrad_types::contract::bwd_data_direct::HALO;
-use convgrad_types::contract::depthwise_strips::{DEPTH, VW as DW_VW};
+use convgrad_types::contract::depthwise_strips::{DEPTH, VW as DEPTHWISE_VW};
 use convgrad_types::instance::{self, Family, Instance, Op, TileConfig};
 use convgrad_types::{ConvProblem, TensorDesc, TypeConfig};
 
@@ -92,7 +92,7 @@ pub fn fits(i: &Instance, r: &Request<'_>) -> Result<Fit, String> {
         Op::BwdDataDepthwise => strips(r).then_some(Fit::Strips).ok_or_else(|| {
             format!(
                 "depthwise column strips need C = K = 1, the groups innermost in dx and dy in runs of \
-                 {DW_VW} (a channels-last layout), at most 3 taps per stride class along y one dy row \
+                 {DEPTHWISE_VW} (a channels-last layout), at most 3 taps per stride class along y one dy row \
                  apart, one along z, and an x span of at most {HALO} (use bwdd_direct_{})",
                 r.types.name()
             )
@@ -294,8 +294,8 @@ fn strips(r: &Request<'_>) -> bool {
     let taps = |d: usize| p.filter[d].div_ceil(tilde(p, d));
     p.c == 1
         && p.k == 1
-        && lane_axis(r.x, 0, DW_VW)
-        && lane_axis(r.dy, 0, DW_VW)
+        && lane_axis(r.x, 0, DEPTHWISE_VW)
+        && lane_axis(r.dy, 0, DEPTHWISE_VW)
         && taps(0) == 1
         && taps(1) <= DEPTH
         && tap_step(p, 1) == 1
