@@ -22,19 +22,14 @@ const TYPES: [TypeConfig; 3] = [TypeConfig::F32, TypeConfig::F16, TypeConfig::Bf
 /// dilations (also sharing a factor with the stride), asymmetric pads, 1x1
 /// with stride 2, groups, depthwise and odd C/K.
 fn problems() -> Vec<(&'static str, ConvProblem)> {
-    vec![
-        ("1d stride2 asym-pad", prob(&[1, 2, 3, 24, 16, 3, 17, 2, 1, 0, 2])),
-        ("1d stride3 dil3 odd C/K", prob(&[1, 1, 2, 5, 3, 4, 20, 3, 3, 2, 1])),
-        ("2d 3x3 pad1", prob(&[2, 1, 2, 40, 24, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("2d groups stride2 dil2", prob(&[2, 3, 2, 16, 8, 3, 3, 11, 10, 2, 2, 2, 2, 1, 2, 2, 0])),
-        ("2d depthwise stride2", prob(&[2, 32, 2, 1, 1, 3, 3, 9, 8, 2, 2, 1, 1, 1, 1, 1, 1])),
-        ("2d 1x1 stride2", prob(&[2, 1, 3, 33, 17, 1, 1, 7, 9, 2, 2, 1, 1, 0, 0, 0, 0])),
-        ("2d stride4 > filter", prob(&[2, 2, 2, 7, 5, 2, 2, 13, 12, 4, 3, 1, 1, 1, 0, 0, 2])),
-        ("2d many channels (multi-tile N)", prob(&[2, 1, 1, 24, 136, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("3d 3x3x3 pad1", prob(&[3, 2, 1, 12, 8, 3, 3, 3, 5, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("3d stride (2,1,2) asym", prob(&[3, 1, 2, 9, 6, 2, 3, 2, 6, 5, 7, 2, 1, 2, 1, 1, 1, 0, 1, 1, 1, 0, 0])),
-        ("2d small C (direct)", prob(&[2, 4, 2, 4, 3, 3, 3, 10, 9, 1, 2, 1, 1, 1, 1, 0, 1])),
-    ]
+    common::sweep_problems(
+        [
+            ("1d stride3 dil3 odd C/K", prob(&[1, 1, 2, 5, 3, 4, 20, 3, 3, 2, 1])),
+            ("2d depthwise stride2", prob(&[2, 32, 2, 1, 1, 3, 3, 9, 8, 2, 2, 1, 1, 1, 1, 1, 1])),
+            ("2d many channels (multi-tile N)", prob(&[2, 1, 1, 24, 136, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ],
+        [("2d small C (direct)", prob(&[2, 4, 2, 4, 3, 3, 3, 10, 9, 1, 2, 1, 1, 1, 1, 0, 1]))],
+    )
 }
 
 /// Epilogues with their D layouts and whether D0 aliases dx.
@@ -135,23 +130,21 @@ fn bwd_data_bad_requests() {
 #[test]
 fn bwd_data_direct_vector_paths() {
     use convgrad::types::params::vec_mode;
-    let problems = [
-        ("dw 3x3 pad1", prob(&[2, 16, 2, 1, 1, 3, 3, 9, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("dw stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 3, 3, 11, 12, 2, 2, 2, 1, 2, 1, 0, 1])),
-        ("dw 1d stride3 dil2", prob(&[1, 8, 2, 1, 1, 4, 23, 3, 2, 1, 2])),
-        ("dw 3d", prob(&[3, 8, 1, 1, 1, 3, 3, 3, 4, 5, 6, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1])),
-        ("dw G=10 stride4 > filter", prob(&[2, 10, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
-        ("groups C=K=4, whole windows", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 19, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("groups C=8 K=3 stride2", prob(&[2, 3, 2, 3, 8, 3, 3, 10, 9, 2, 2, 1, 1, 1, 1, 1, 0])),
-        ("odd C=3", prob(&[2, 4, 2, 4, 3, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
-        ("dw G=6", prob(&[2, 6, 2, 1, 1, 3, 3, 7, 8, 1, 2, 1, 1, 1, 1, 1, 1])),
-        // Filter rows wider than one window (taps in several groups).
-        ("dw 5x5", prob(&[2, 8, 2, 1, 1, 5, 5, 9, 12, 1, 1, 1, 1, 2, 2, 2, 2])),
-        ("groups C=4 K=2 1x7", prob(&[2, 2, 2, 2, 4, 1, 7, 5, 19, 1, 1, 1, 1, 0, 3, 0, 2])),
-        // Stride-2 classes, K = 8.
-        ("groups C=4 K=8 stride2", prob(&[2, 2, 2, 8, 4, 3, 3, 11, 10, 2, 2, 1, 1, 1, 1, 1, 0])),
-    ];
+    let problems = common::direct_problems(
+        [
+            ("depthwise stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 3, 3, 11, 12, 2, 2, 2, 1, 2, 1, 0, 1])),
+            ("depthwise 1d stride3 dil2", prob(&[1, 8, 2, 1, 1, 4, 23, 3, 2, 1, 2])),
+            ("depthwise G=10 stride4 > filter", prob(&[2, 10, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
+            ("groups C=K=4, whole windows", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 19, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ],
+        [
+            // Filter rows wider than one window (taps in several groups).
+            ("depthwise 5x5", prob(&[2, 8, 2, 1, 1, 5, 5, 9, 12, 1, 1, 1, 1, 2, 2, 2, 2])),
+            ("groups C=4 K=2 1x7", prob(&[2, 2, 2, 2, 4, 1, 7, 5, 19, 1, 1, 1, 1, 0, 3, 0, 2])),
+            // Stride-2 classes, K = 8.
+            ("groups C=4 K=8 stride2", prob(&[2, 2, 2, 8, 4, 3, 3, 11, 10, 2, 2, 1, 1, 1, 1, 1, 0])),
+        ],
+    );
     let epis = epilogues();
     let mut seen = std::collections::BTreeSet::new();
     sweep(&[EmuArch::Gfx942, EmuArch::Sm90], &problems, TYPES.len(), |dev, module, at, name, p| {
@@ -192,16 +185,16 @@ fn bwd_data_direct_vector_paths() {
 #[test]
 fn bwd_data_depthwise_strips() {
     let problems = [
-        ("dw 3x3 pad1, 3 strips", prob(&[2, 16, 2, 1, 1, 3, 3, 19, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("dw stride2 asym", prob(&[2, 24, 2, 1, 1, 3, 3, 11, 12, 2, 2, 1, 1, 1, 0, 0, 1])),
-        ("dw stride2 dil2", prob(&[2, 8, 2, 1, 1, 3, 3, 13, 14, 2, 2, 2, 2, 2, 1, 1, 2])),
-        ("dw 2x3 asym pad", prob(&[2, 6, 1, 1, 1, 2, 3, 17, 9, 1, 1, 1, 1, 0, 1, 1, 1])),
-        ("dw 1d", prob(&[1, 8, 2, 1, 1, 3, 23, 1, 1, 1, 1])),
-        ("dw 3d 1x3x3", prob(&[3, 4, 1, 1, 1, 1, 3, 3, 3, 9, 8, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
-        ("dw stride3 > filter", prob(&[2, 10, 2, 1, 1, 2, 2, 9, 11, 3, 3, 1, 1, 0, 0, 0, 2])),
-        ("dw x dil2", prob(&[2, 4, 2, 1, 1, 3, 2, 12, 11, 1, 1, 1, 2, 1, 1, 1, 1])),
-        ("dw 3 rows", prob(&[2, 2, 3, 1, 1, 3, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("dw 40 rows", prob(&[2, 4, 1, 1, 1, 3, 3, 40, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("depthwise 3x3 pad1, 3 strips", prob(&[2, 16, 2, 1, 1, 3, 3, 19, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("depthwise stride2 asym", prob(&[2, 24, 2, 1, 1, 3, 3, 11, 12, 2, 2, 1, 1, 1, 0, 0, 1])),
+        ("depthwise stride2 dil2", prob(&[2, 8, 2, 1, 1, 3, 3, 13, 14, 2, 2, 2, 2, 2, 1, 1, 2])),
+        ("depthwise 2x3 asym pad", prob(&[2, 6, 1, 1, 1, 2, 3, 17, 9, 1, 1, 1, 1, 0, 1, 1, 1])),
+        ("depthwise 1d", prob(&[1, 8, 2, 1, 1, 3, 23, 1, 1, 1, 1])),
+        ("depthwise 3d 1x3x3", prob(&[3, 4, 1, 1, 1, 1, 3, 3, 3, 9, 8, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
+        ("depthwise stride3 > filter", prob(&[2, 10, 2, 1, 1, 2, 2, 9, 11, 3, 3, 1, 1, 0, 0, 0, 2])),
+        ("depthwise x dil2", prob(&[2, 4, 2, 1, 1, 3, 2, 12, 11, 1, 1, 1, 2, 1, 1, 1, 1])),
+        ("depthwise 3 rows", prob(&[2, 2, 3, 1, 1, 3, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("depthwise 40 rows", prob(&[2, 4, 1, 1, 1, 3, 3, 40, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
     ];
     let epis = epilogues();
     sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &problems, TYPES.len(), |dev, module, at, name, p| {
@@ -217,8 +210,8 @@ fn bwd_data_depthwise_strips() {
     });
     // Forced where it does not apply: groups not innermost, a 5-tall filter.
     let forced = BwdDataConfig { types: TypeConfig::F16, instance: Some("bwdd_dw_f16".into()), ..Default::default() };
-    let dw = |f: usize| prob(&[2, 8, 2, 1, 1, f, f, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]);
-    for (p, layout) in [(dw(3), ConvLayout::GnhwcGkyxcGnhwk), (dw(5), ConvLayout::NhwgcGkyxcNhwgk)] {
+    let depthwise = |f: usize| prob(&[2, 8, 2, 1, 1, f, f, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]);
+    for (p, layout) in [(depthwise(3), ConvLayout::GnhwcGkyxcGnhwk), (depthwise(5), ConvLayout::NhwgcGkyxcNhwgk)] {
         let e = plan(&p, &BwdDataConfig { layout, ..forced.clone() }, Family::Nvidia, 132).unwrap_err().to_string();
         assert!(e.contains("bwdd_dw_f16 does not apply") && e.contains("bwdd_direct_f16"), "{e}");
     }
@@ -226,10 +219,10 @@ fn bwd_data_depthwise_strips() {
     let auto = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
     for family in Family::ALL {
         let want = if family == Family::Cdna { "bwdd_direct_f16" } else { "bwdd_dw_f16" };
-        assert_eq!(plan(&dw(3), &auto, family, 132).unwrap().main.instance.name, want);
-        assert_eq!(plan(&dw(5), &auto, family, 132).unwrap().main.instance.name, "bwdd_direct_f16");
+        assert_eq!(plan(&depthwise(3), &auto, family, 132).unwrap().main.instance.name, want);
+        assert_eq!(plan(&depthwise(5), &auto, family, 132).unwrap().main.instance.name, "bwdd_direct_f16");
     }
-    // Strip lengths on 132 SMs (H200 timings at `dw_strip_count`).
+    // Strip lengths on 132 SMs (H200 timings at `depthwise_strip_count`).
     for (v, rows) in [
         ([2, 144, 64, 1, 1, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], 28),
         ([2, 384, 64, 1, 1, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], 7),
@@ -238,9 +231,9 @@ fn bwd_data_depthwise_strips() {
         let pl = plan(&prob(&v), &auto, Family::Nvidia, 132).unwrap();
         assert_eq!(pl.args_template.strips.rows, rows, "{v:?}");
     }
-    let e = plan(&dw(5), &BwdDataConfig { strip_rows: Some(4), ..auto.clone() }, Family::Nvidia, 132).unwrap_err();
+    let e = plan(&depthwise(5), &BwdDataConfig { strip_rows: Some(4), ..auto.clone() }, Family::Nvidia, 132).unwrap_err();
     assert!(e.to_string().contains("strip_rows applies"), "{e}");
-    let e = plan(&dw(3), &BwdDataConfig { strip_rows: Some(0), ..auto }, Family::Nvidia, 132).unwrap_err();
+    let e = plan(&depthwise(3), &BwdDataConfig { strip_rows: Some(0), ..auto }, Family::Nvidia, 132).unwrap_err();
     assert!(e.to_string().contains("at least 1"), "{e}");
 }
 

@@ -30,22 +30,19 @@ fn label(cfg: &BwdWeightConfig) -> String {
 
 /// Problems covering dims, groups, depthwise, odd C/K, strides, dilations, asymmetric pads.
 fn problems() -> Vec<(&'static str, ConvProblem)> {
-    vec![
-        ("1d stride2 asym-pad", prob(&[1, 2, 3, 24, 16, 3, 17, 2, 1, 0, 2])),
-        ("1d dilation3 odd C/K", prob(&[1, 1, 2, 5, 3, 4, 20, 1, 3, 2, 1])),
-        ("2d 3x3 pad1", prob(&[2, 1, 2, 40, 24, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("2d groups stride2 dil2", prob(&[2, 3, 2, 16, 8, 3, 3, 11, 10, 2, 2, 2, 2, 1, 2, 2, 0])),
-        ("2d depthwise", prob(&[2, 32, 2, 1, 1, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("2d 1x1 stride2", prob(&[2, 1, 3, 33, 17, 1, 1, 7, 9, 2, 2, 1, 1, 0, 0, 0, 0])),
-        ("2d stride > filter", prob(&[2, 2, 2, 7, 5, 2, 2, 13, 12, 4, 3, 1, 1, 1, 0, 0, 2])),
-        ("2d large K (multi-tile M)", prob(&[2, 1, 1, 136, 9, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("3d 3x3x3 pad1", prob(&[3, 2, 1, 12, 8, 3, 3, 3, 5, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("3d stride (2,1,2) asym", prob(&[3, 1, 2, 9, 6, 2, 3, 2, 6, 5, 7, 2, 1, 2, 1, 1, 1, 0, 1, 1, 1, 0, 0])),
-        // Pixels back to back in packed layouts: offsets without divisions.
-        ("2d 1x1 stride1 (flat pixels)", prob(&[2, 1, 2, 72, 40, 1, 1, 5, 7, 1, 1, 1, 1, 0, 0, 0, 0])),
-        // 1x1 stride 1 with a right pad: output pixels past the input.
-        ("2d 1x1 right pad", prob(&[2, 2, 2, 40, 16, 1, 1, 5, 6, 1, 1, 1, 1, 0, 0, 1, 0])),
-    ]
+    common::sweep_problems(
+        [
+            ("1d dilation3 odd C/K", prob(&[1, 1, 2, 5, 3, 4, 20, 1, 3, 2, 1])),
+            ("2d depthwise", prob(&[2, 32, 2, 1, 1, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1])),
+            ("2d large K (multi-tile M)", prob(&[2, 1, 1, 136, 9, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ],
+        [
+            // Pixels back to back in packed layouts: offsets without divisions.
+            ("2d 1x1 stride1 (flat pixels)", prob(&[2, 1, 2, 72, 40, 1, 1, 5, 7, 1, 1, 1, 1, 0, 0, 0, 0])),
+            // 1x1 stride 1 with a right pad: output pixels past the input.
+            ("2d 1x1 right pad", prob(&[2, 2, 2, 40, 16, 1, 1, 5, 6, 1, 1, 1, 1, 0, 0, 1, 0])),
+        ],
+    )
 }
 
 /// Runs the suite on one architecture model; dtypes, layouts, epilogues and
@@ -152,21 +149,19 @@ fn bwd_weight_bad_requests_are_refused_clearly() {
 fn bwd_weight_direct_vector_paths() {
     use convgrad::types::instance::{INSTANCES, Op};
     use convgrad::types::params::vec_mode;
-    let problems = [
-        ("dw 3x3 pad1", prob(&[2, 16, 2, 1, 1, 3, 3, 9, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("dw 5x5 stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 5, 5, 15, 14, 2, 2, 2, 1, 2, 1, 0, 1])),
-        ("dw 1d stride3", prob(&[1, 8, 3, 1, 1, 4, 23, 3, 2, 1, 2])),
-        ("dw 3d", prob(&[3, 8, 1, 1, 1, 3, 3, 3, 4, 5, 6, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1])),
-        ("dw G=12 stride > filter", prob(&[2, 12, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
-        ("groups C=K=4", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("groups C=8 K=3 stride2", prob(&[2, 3, 2, 3, 8, 3, 3, 10, 9, 2, 2, 1, 1, 1, 1, 1, 0])),
-        ("odd C=3", prob(&[2, 4, 2, 4, 3, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
-        ("dw G=6", prob(&[2, 6, 2, 1, 1, 3, 3, 7, 8, 1, 2, 1, 1, 1, 1, 1, 1])),
-        // Rows longer than a segment, streams across row ends.
-        ("dw 3x3 W=29", prob(&[2, 8, 3, 1, 1, 3, 3, 5, 29, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("groups C=4 K=2 1x3 W=21 asym", prob(&[2, 2, 2, 2, 4, 1, 3, 4, 21, 2, 1, 1, 1, 0, 0, 1, 2])),
-    ];
+    let problems = common::direct_problems(
+        [
+            ("depthwise 5x5 stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 5, 5, 15, 14, 2, 2, 2, 1, 2, 1, 0, 1])),
+            ("depthwise 1d stride3", prob(&[1, 8, 3, 1, 1, 4, 23, 3, 2, 1, 2])),
+            ("depthwise G=12 stride > filter", prob(&[2, 12, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
+            ("groups C=K=4", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ],
+        [
+            // Rows longer than a segment, streams across row ends.
+            ("depthwise 3x3 W=29", prob(&[2, 8, 3, 1, 1, 3, 3, 5, 29, 1, 1, 1, 1, 1, 1, 1, 1])),
+            ("groups C=4 K=2 1x3 W=21 asym", prob(&[2, 2, 2, 2, 4, 1, 3, 4, 21, 2, 1, 1, 1, 0, 0, 1, 2])),
+        ],
+    );
     let mut seen = std::collections::BTreeSet::new();
     sweep(&[EmuArch::Gfx942, EmuArch::Sm90], &problems, 4, |dev, module, at, name, p| {
         let t = at.pick(&TypeConfig::ALL, 0, 1);

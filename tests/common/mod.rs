@@ -141,6 +141,60 @@ macro_rules! per_arch {
 }
 pub(crate) use per_arch;
 
+/// The problems both operations' main suites sweep, in this order (a case's
+/// options rotate with its index): dims, groups, strides (also larger than
+/// the filter), dilations, asymmetric pads, 1x1 with stride 2, 3D. `own`
+/// holds each suite's problems at the places they take: a 1-D problem with a
+/// dilation and odd C/K, a depthwise one, one spanning several tiles; `extra`
+/// follow the shared ones.
+pub fn sweep_problems(
+    own: [(&'static str, ConvProblem); 3],
+    extra: impl IntoIterator<Item = (&'static str, ConvProblem)>,
+) -> Vec<(&'static str, ConvProblem)> {
+    let [odd, depthwise, multi_tile] = own;
+    let mut v = vec![
+        ("1d stride2 asym-pad", prob(&[1, 2, 3, 24, 16, 3, 17, 2, 1, 0, 2])),
+        odd,
+        ("2d 3x3 pad1", prob(&[2, 1, 2, 40, 24, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("2d groups stride2 dil2", prob(&[2, 3, 2, 16, 8, 3, 3, 11, 10, 2, 2, 2, 2, 1, 2, 2, 0])),
+        depthwise,
+        ("2d 1x1 stride2", prob(&[2, 1, 3, 33, 17, 1, 1, 7, 9, 2, 2, 1, 1, 0, 0, 0, 0])),
+        ("2d stride > filter", prob(&[2, 2, 2, 7, 5, 2, 2, 13, 12, 4, 3, 1, 1, 1, 0, 0, 2])),
+        multi_tile,
+        ("3d 3x3x3 pad1", prob(&[3, 2, 1, 12, 8, 3, 3, 3, 5, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3d stride (2,1,2) asym", prob(&[3, 1, 2, 9, 6, 2, 3, 2, 6, 5, 7, 2, 1, 2, 1, 1, 1, 0, 1, 1, 1, 0, 0])),
+    ];
+    v.extend(extra);
+    v
+}
+
+/// The problems both operations' direct-kernel sweeps run (channel vectors
+/// along groups for depthwise, along channels for small groups, and the
+/// scalar fallback), in this order. `own` holds each suite's at the places
+/// they take: a strided, dilated depthwise problem with asymmetric pads, a
+/// 1-D depthwise one, a depthwise one with a stride over the filter, groups
+/// of C = K = 4; `extra` follow the shared ones.
+pub fn direct_problems(
+    own: [(&'static str, ConvProblem); 4],
+    extra: impl IntoIterator<Item = (&'static str, ConvProblem)>,
+) -> Vec<(&'static str, ConvProblem)> {
+    let [strided, one_d, over_filter, c4] = own;
+    let mut v = vec![
+        ("depthwise 3x3 pad1", prob(&[2, 16, 2, 1, 1, 3, 3, 9, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
+        strided,
+        one_d,
+        ("depthwise 3d", prob(&[3, 8, 1, 1, 1, 3, 3, 3, 4, 5, 6, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1])),
+        over_filter,
+        c4,
+        ("groups C=8 K=3 stride2", prob(&[2, 3, 2, 3, 8, 3, 3, 10, 9, 2, 2, 1, 1, 1, 1, 1, 0])),
+        ("odd C=3", prob(&[2, 4, 2, 4, 3, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
+        ("depthwise G=6", prob(&[2, 6, 2, 1, 1, 3, 3, 7, 8, 1, 2, 1, 1, 1, 1, 1, 1])),
+    ];
+    v.extend(extra);
+    v
+}
+
 /// Stride == filter along x, for the folding tests of both operations:
 /// `(name, problem, folds in a channels-last layout)`. `trailing_folds`:
 /// whether a row that is no whole number of windows folds (backward-weight
