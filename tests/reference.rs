@@ -73,6 +73,26 @@ fn assert_close(got: &[f64], want: &[f64], what: &str) {
     }
 }
 
+/// The three passes (forward, backward-data, backward-weight) on tensors
+/// stored as `xd`, `wd`, `yd` describe: `(y, dx, dw)` as stored, NaN where
+/// a pass wrote nothing.
+#[allow(clippy::too_many_arguments)]
+fn passes(
+    p: &ConvProblem,
+    x: &[f64],
+    xd: &TensorDesc,
+    w: &[f64],
+    wd: &TensorDesc,
+    dy: &[f64],
+    yd: &TensorDesc,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut y, mut dx, mut dw) = (nan_buf(yd), nan_buf(xd), nan_buf(wd));
+    r::conv_fwd(p, x, xd, w, wd, &mut y, yd);
+    r::bwd_data(p, dy, yd, w, wd, &mut dx, xd);
+    r::bwd_weight(p, x, xd, dy, yd, &mut dw, wd);
+    (y, dx, dw)
+}
+
 /// The three passes on one layout family, results in canonical order.
 fn run_all(
     p: &ConvProblem,
@@ -83,10 +103,7 @@ fn run_all(
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let [xd, wd, yd] = descs(p, l);
     let (xb, wb, dyb) = (put(x, &xd), put(w, &wd), put(dy, &yd));
-    let (mut y, mut dx, mut dw) = (nan_buf(&yd), nan_buf(&xd), nan_buf(&wd));
-    r::conv_fwd(p, &xb, &xd, &wb, &wd, &mut y, &yd);
-    r::bwd_data(p, &dyb, &yd, &wb, &wd, &mut dx, &xd);
-    r::bwd_weight(p, &xb, &xd, &dyb, &yd, &mut dw, &wd);
+    let (y, dx, dw) = passes(p, &xb, &xd, &wb, &wd, &dyb, &yd);
     (
         r::to_canonical(&y, &yd),
         r::to_canonical(&dx, &xd),
@@ -474,6 +491,11 @@ fn random_tensor(rng: &mut SplitMix64, d: &TensorDesc) -> Vec<f64> {
     put(&vals, d)
 }
 
+/// Random `x`, `w`, `dy` stored as `xd`, `wd`, `yd` describe, drawn in that order.
+fn operands(rng: &mut SplitMix64, xd: &TensorDesc, wd: &TensorDesc, yd: &TensorDesc) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    (random_tensor(rng, xd), random_tensor(rng, wd), random_tensor(rng, yd))
+}
+
 #[derive(Default, Debug)]
 struct Coverage {
     ndim: [usize; 4],
@@ -540,15 +562,8 @@ fn adjoint_identities_random() {
         let c = random_case(&mut rng, 20_000);
         cov.add(&c);
         let Case { p, xd, wd, yd, .. } = &c;
-        let (x, w, dy) = (
-            random_tensor(&mut rng, xd),
-            random_tensor(&mut rng, wd),
-            random_tensor(&mut rng, yd),
-        );
-        let (mut y, mut dx, mut dw) = (nan_buf(yd), nan_buf(xd), nan_buf(wd));
-        r::conv_fwd(p, &x, xd, &w, wd, &mut y, yd);
-        r::bwd_data(p, &dy, yd, &w, wd, &mut dx, xd);
-        r::bwd_weight(p, &x, xd, &dy, yd, &mut dw, wd);
+        let (x, w, dy) = operands(&mut rng, xd, wd, yd);
+        let (y, dx, dw) = passes(p, &x, xd, &w, wd, &dy, yd);
         for (name, buf, d) in [("y", &y, yd), ("dx", &dx, xd), ("dw", &dw, wd)] {
             assert!(
                 r::to_canonical(buf, d).iter().all(|v| v.is_finite()),
@@ -627,16 +642,9 @@ fn matches_naive_random() {
     }
     for (i, c) in cases.iter().enumerate() {
         let Case { p, xd, wd, yd, .. } = c;
-        let (x, w, dy) = (
-            random_tensor(&mut rng, xd),
-            random_tensor(&mut rng, wd),
-            random_tensor(&mut rng, yd),
-        );
+        let (x, w, dy) = operands(&mut rng, xd, wd, yd);
         let (ny, ndx, ndw) = naive(p, &x, xd, &w, wd, &dy, yd);
-        let (mut y, mut dx, mut dw) = (nan_buf(yd), nan_buf(xd), nan_buf(wd));
-        r::conv_fwd(p, &x, xd, &w, wd, &mut y, yd);
-        r::bwd_data(p, &dy, yd, &w, wd, &mut dx, xd);
-        r::bwd_weight(p, &x, xd, &dy, yd, &mut dw, wd);
+        let (y, dx, dw) = passes(p, &x, xd, &w, wd, &dy, yd);
         for (name, got, want) in [
             ("fwd", r::to_canonical(&y, yd), ny),
             ("bwd_data", r::to_canonical(&dx, xd), ndx),
@@ -672,11 +680,7 @@ fn multi_d_matches_chain_random() {
     for i in 0..60 {
         let c = random_case(&mut rng, 20_000);
         let Case { p, xd, wd, yd, .. } = &c;
-        let (x, w, dy) = (
-            random_tensor(&mut rng, xd),
-            random_tensor(&mut rng, wd),
-            random_tensor(&mut rng, yd),
-        );
+        let (x, w, dy) = operands(&mut rng, xd, wd, yd);
         let ops = &chains[i % chains.len()];
         let chain = EpiChain::from_ops(ops).unwrap();
         for (out_d, is_data) in [(xd, true), (wd, false)] {
@@ -756,39 +760,16 @@ fn groups_are_independent() {
     let l = ConvLayout::GnhwcGkyxcGnhwk; // group-major: group g is a contiguous slice
     let [xd, wd, yd] = descs(&p, l);
     let [xd1, wd1, yd1] = descs(&p1, l);
-    let (x, w, dy) = (
-        random_tensor(&mut rng, &xd),
-        random_tensor(&mut rng, &wd),
-        random_tensor(&mut rng, &yd),
-    );
-    let (mut dx, mut dw) = (nan_buf(&xd), nan_buf(&wd));
-    r::bwd_data(&p, &dy, &yd, &w, &wd, &mut dx, &xd);
-    r::bwd_weight(&p, &x, &xd, &dy, &yd, &mut dw, &wd);
+    let (x, w, dy) = operands(&mut rng, &xd, &wd, &yd);
+    let (_, dx, dw) = passes(&p, &x, &xd, &w, &wd, &dy, &yd);
     let (nx, nw, ny) = (
         xd1.span() as usize,
         wd1.span() as usize,
         yd1.span() as usize,
     );
     for g in 0..p.g {
-        let (mut dx1, mut dw1) = (nan_buf(&xd1), nan_buf(&wd1));
-        r::bwd_data(
-            &p1,
-            &dy[g * ny..][..ny],
-            &yd1,
-            &w[g * nw..][..nw],
-            &wd1,
-            &mut dx1,
-            &xd1,
-        );
-        r::bwd_weight(
-            &p1,
-            &x[g * nx..][..nx],
-            &xd1,
-            &dy[g * ny..][..ny],
-            &yd1,
-            &mut dw1,
-            &wd1,
-        );
+        let (xg, wg, dyg) = (&x[g * nx..][..nx], &w[g * nw..][..nw], &dy[g * ny..][..ny]);
+        let (_, dx1, dw1) = passes(&p1, xg, &xd1, wg, &wd1, dyg, &yd1);
         assert_eq!(dx1, dx[g * nx..][..nx], "group {g} dx");
         assert_eq!(dw1, dw[g * nw..][..nw], "group {g} dw");
     }
@@ -1465,11 +1446,7 @@ fn speed_2gflop() {
     ] {
         let gf = p.flops() as f64 * 1e-9;
         let [xd, wd, yd] = descs(&p, l);
-        let (x, w, dy) = (
-            random_tensor(&mut rng, &xd),
-            random_tensor(&mut rng, &wd),
-            random_tensor(&mut rng, &yd),
-        );
+        let (x, w, dy) = operands(&mut rng, &xd, &wd, &yd);
         let (mut dx, mut dw, mut y) = (nan_buf(&xd), nan_buf(&wd), nan_buf(&yd));
         let time = |f: &mut dyn FnMut()| {
             let t = std::time::Instant::now();
