@@ -17,8 +17,10 @@
 
 use convgrad::check::SplitMix64;
 use convgrad::ops::bwd_data::{self, BwdDataConfig, DLayout};
+use convgrad::ops::LaunchSpec;
 use convgrad::ops::bwd_weight::{self, BwdWeightConfig, SplitK};
 use convgrad::types::instance::Family;
+use convgrad::types::params::ConvArgs;
 use convgrad::types::{ConvLayout, ConvProblem, EpilogueOp, TypeConfig};
 use std::fmt::Write as _;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -82,6 +84,13 @@ fn hash(v: &impl Hash) -> u64 {
     h.finish()
 }
 
+/// A plan's launch, `counts` (the operation's own) and its argument block's
+/// hash, in one line.
+fn launch_line(main: &LaunchSpec, counts: &str, args: &ConvArgs) -> String {
+    let (name, grid, block, lds) = (main.instance.name, main.grid, main.block, main.lds_bytes);
+    format!("{name} {grid:?} {block} {lds} {counts} a{:x}", hash(&bytemuck::bytes_of(args)))
+}
+
 #[test]
 #[ignore = "writes a snapshot for refactors: set CONVGRAD_PLAN_SNAPSHOT"]
 fn plan_snapshot() {
@@ -101,16 +110,7 @@ fn plan_snapshot() {
                         let epi = [EpilogueOp::PassThrough, EpilogueOp::Scale(0.5), EpilogueOp::Bilinear(0.5, 2.0)][pi % 3];
                         let wcfg = BwdWeightConfig { layout, types, epilogue: epi, split_k: split, deterministic: det, instance: None };
                         let w = match bwd_weight::plan(p, &wcfg, fam, cus) {
-                            Ok(pl) => format!(
-                                "{} {:?} {} {} k{} ws{} a{:x}",
-                                pl.main.instance.name,
-                                pl.main.grid,
-                                pl.main.block,
-                                pl.main.lds_bytes,
-                                pl.k_batch,
-                                pl.workspace_elems,
-                                hash(&bytemuck::bytes_of(&pl.args_template))
-                            ),
+                            Ok(pl) => launch_line(&pl.main, &format!("k{} ws{}", pl.k_batch, pl.workspace_elems), &pl.args_template),
                             Err(e) => format!("error: {e}"),
                         };
                         let (epis, dl): (Vec<EpilogueOp>, Vec<DLayout>) = match pi % 4 {
@@ -121,15 +121,7 @@ fn plan_snapshot() {
                         };
                         let dcfg = BwdDataConfig { layout, types, epilogue: epis, d_layouts: dl, instance: None, strip_rows: None };
                         let d = match bwd_data::plan(p, &dcfg, fam, cus) {
-                            Ok(pl) => format!(
-                                "{} {:?} {} {} s{} a{:x}",
-                                pl.main.instance.name,
-                                pl.main.grid,
-                                pl.main.block,
-                                pl.main.lds_bytes,
-                                pl.slices,
-                                hash(&bytemuck::bytes_of(&pl.args_template))
-                            ),
+                            Ok(pl) => launch_line(&pl.main, &format!("s{}", pl.slices), &pl.args_template),
                             Err(e) => format!("error: {e}"),
                         };
                         let _ = writeln!(out, "{pi} {} {} {fam:?} {cus} | W {w} | D {d}", layout.name(), types.name());

@@ -6,6 +6,8 @@
 //! On a GPU machine, run the built binary directly:
 //! `./runtime --nocapture --test-threads 1` (see `host/examples/device-run.sh`).
 
+mod common;
+
 use convgrad::runtime::meta::{self, amdgpu, ptx};
 use convgrad::runtime::{
     Backend, BackendKind, Device, DeviceBuffer, EmuArch, Event, Kernel, Module, RuntimeError, smoke,
@@ -487,30 +489,17 @@ fn check_smoke(d: &Device) {
     assert!(r.ms >= 0.0);
 }
 
-#[test]
-fn smoke_emulator_gfx942() {
-    check_smoke(&emu(EmuArch::Gfx942));
+fn smoke_emulator(arch: EmuArch) {
+    check_smoke(&emu(arch));
 }
 
-#[test]
-fn smoke_emulator_gfx90a() {
-    check_smoke(&emu(EmuArch::Gfx90a));
-}
-
-#[test]
-fn smoke_emulator_gfx1100() {
-    check_smoke(&emu(EmuArch::Gfx1100));
-}
-
-#[test]
-fn smoke_emulator_sm_90() {
-    check_smoke(&emu(EmuArch::Sm90));
-}
-
-#[test]
-fn smoke_emulator_sm_80() {
-    check_smoke(&emu(EmuArch::Sm80));
-}
+common::per_arch!(smoke_emulator;
+    smoke_emulator_gfx942 => Gfx942,
+    smoke_emulator_gfx90a => Gfx90a,
+    smoke_emulator_gfx1100 => Gfx1100,
+    smoke_emulator_sm_90 => Sm90,
+    smoke_emulator_sm_80 => Sm80,
+);
 
 #[test]
 fn smoke_cuda() {
