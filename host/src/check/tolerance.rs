@@ -339,27 +339,21 @@ fn through_chain(
     (v, e)
 }
 
-/// Calls `f(canonical index, buffer offset)` for every logical element of `d`.
+/// Calls `f(canonical index, buffer offset)` for every logical element of
+/// `d`, in canonical order (the last axis fastest).
 pub(crate) fn for_each_offset(d: &TensorDesc, mut f: impl FnMut(&[usize; 6], usize)) {
     let l = d.lengths;
+    if l.contains(&0) {
+        return;
+    }
     let mut idx = [0usize; 6];
-    for i0 in 0..l[0] {
-        idx[0] = i0;
-        for i1 in 0..l[1] {
-            idx[1] = i1;
-            for i2 in 0..l[2] {
-                idx[2] = i2;
-                for i3 in 0..l[3] {
-                    idx[3] = i3;
-                    for i4 in 0..l[4] {
-                        idx[4] = i4;
-                        for i5 in 0..l[5] {
-                            idx[5] = i5;
-                            f(&idx, d.offset(idx));
-                        }
-                    }
-                }
-            }
-        }
+    loop {
+        f(&idx, d.offset(idx));
+        // Next index: the last axis that is not at its end steps, the ones after it restart.
+        let Some(a) = (0..6).rev().find(|&a| idx[a] + 1 < l[a]) else {
+            return;
+        };
+        idx[a] += 1;
+        idx[a + 1..].fill(0);
     }
 }

@@ -116,36 +116,16 @@ impl Device {
             }
             BackendKind::Hip => {
                 let co = meta::amdgpu::parse(image).map_err(RuntimeError::CodeObject)?;
-                if let Some(p) = co.processor()
-                    && p != arch
-                {
-                    return Err(RuntimeError::ArchMismatch {
-                        found: co.target.clone(),
-                        device_arch: arch,
-                    });
-                }
-                for k in &co.kernels {
-                    meta::check_amd_abi(k)?;
-                }
-                co.kernels
+                let fits = co.processor().is_none_or(|p| p == arch);
+                checked_kernels(co.target, fits, arch.clone(), co.kernels, meta::check_amd_abi)?
             }
             BackendKind::Cuda => {
                 let text = std::str::from_utf8(image.strip_suffix(&[0]).unwrap_or(image))
                     .map_err(|e| RuntimeError::CodeObject(format!("PTX is not UTF-8 text: {e}")))?;
                 let m = meta::ptx::parse(text).map_err(RuntimeError::CodeObject)?;
                 // PTX for a newer target than the device cannot load; an older one JITs forward.
-                if let (Some(t), Some(d)) = (sm_number(&m.target), sm_number(&arch))
-                    && t > d
-                {
-                    return Err(RuntimeError::ArchMismatch {
-                        found: m.target.clone(),
-                        device_arch: arch,
-                    });
-                }
-                for k in &m.kernels {
-                    meta::check_ptx_abi(k)?;
-                }
-                m.kernels
+                let fits = !matches!((sm_number(&m.target), sm_number(&arch)), (Some(t), Some(d)) if t > d);
+                checked_kernels(m.target, fits, arch.clone(), m.kernels, meta::check_ptx_abi)?
             }
         };
         let loaded = self.inner().driver.load(image)?;
@@ -252,6 +232,25 @@ impl Device {
             stream.id(),
         )
     }
+}
+
+/// The kernels of a code object built for `found` (a target that `fits` the
+/// device's `device_arch` or not), after checking each one's argument list
+/// with `abi`.
+fn checked_kernels(
+    found: String,
+    fits: bool,
+    device_arch: String,
+    kernels: Vec<KernelMeta>,
+    abi: fn(&KernelMeta) -> Result<()>,
+) -> Result<Vec<KernelMeta>> {
+    if !fits {
+        return Err(RuntimeError::ArchMismatch { found, device_arch });
+    }
+    for k in &kernels {
+        abi(k)?;
+    }
+    Ok(kernels)
 }
 
 /// `sm_90a` -> 90.
