@@ -7,8 +7,8 @@ use super::offset;
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::{Elem, Vec16};
+use crate::gemm::Tile;
 use crate::gemm::warp::Acc;
-use convgrad_types::instance::TileConfig;
 use convgrad_types::params::ConvArgs;
 
 pub use crate::gemm::RUN;
@@ -185,19 +185,11 @@ unsafe fn st_vectors<T: Elem>(p: *mut T, o: usize, v: [f32; RUN]) {
 /// All threads of the workgroup must call it (barriers), after the main loop,
 /// with at least `TileConfig::epilogue_bytes` of LDS.
 #[inline(always)]
-pub unsafe fn store_tile<
-    At: MmaAtom,
-    const BM: usize,
-    const BN: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    acc: &Acc<At, FR, FC>,
+pub unsafe fn store_tile<Tl: Tile, const FR: usize, const FC: usize>(
+    acc: &Acc<Tl::At, FR, FC>,
     mut f: impl FnMut(usize, usize, [f32; RUN]),
 ) {
-    unsafe { store_tile_rows::<At, BM, BN, WM, WN, FR, FC, false>(acc, |_| 0, |m, n0, _, v| f(m, n0, v)) }
+    unsafe { store_tile_rows::<Tl, FR, FC, false>(acc, |_| 0, |m, n0, _, v| f(m, n0, v)) }
 }
 
 /// [`store_tile`] with a row context: `f(m, n0, row(m), values)`. With
@@ -211,50 +203,41 @@ pub unsafe fn store_tile<
 /// As [`store_tile`]; with `TABLE`, `TileConfig::epilogue_bytes + 8 * BM` of LDS.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn store_tile_rows<
-    At: MmaAtom,
-    const BM: usize,
-    const BN: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
-    const TABLE: bool,
->(
-    acc: &Acc<At, FR, FC>,
+pub unsafe fn store_tile_rows<Tl: Tile, const FR: usize, const FC: usize, const TABLE: bool>(
+    acc: &Acc<Tl::At, FR, FC>,
     row: impl Fn(usize) -> u64,
     mut f: impl FnMut(usize, usize, u64, [f32; RUN]),
 ) {
-    const { assert!(BN.is_multiple_of(RUN)) };
-    let ld = TileConfig::of(BM, BN, 0, WM, WN).epilogue_ld(At::KIND) as usize;
-    let table = BM * ld * 4;
+    const { assert!(Tl::BN.is_multiple_of(RUN)) };
+    let ld = Tl::CONFIG.epilogue_ld(Tl::At::KIND) as usize;
+    let table = Tl::BM * ld * 4;
     let tid = arch::thread_id() as usize;
-    let lane = tid % At::WAVE;
-    let wave = tid / At::WAVE;
-    let (wm, wn) = (wave % WM, wave / WM);
-    let (tm, tn) = (BM / WM, BN / WN);
-    let threads = WM * WN * At::WAVE;
+    let lane = tid % Tl::At::WAVE;
+    let wave = tid / Tl::At::WAVE;
+    let (wm, wn) = (wave % Tl::WM, wave / Tl::WM);
+    let (tm, tn) = (Tl::TM, Tl::TN);
+    let threads = Tl::THREADS;
     // Small constant-trip loops with constant register indices: fully unrolled.
     for (fr, r) in acc.iter().enumerate() {
         for (fc, frag) in r.iter().enumerate() {
             for (s, &v) in frag.as_ref().iter().enumerate() {
-                let (i, j) = At::c_elem(lane, s);
-                let (m, n) = (wm * tm + fr * At::M + i, wn * tn + fc * At::N + j);
+                let (i, j) = Tl::At::c_elem(lane, s);
+                let (m, n) = (wm * tm + fr * Tl::At::M + i, wn * tn + fc * Tl::At::N + j);
                 unsafe { arch::lds_st((m * ld + n) * 4, v) };
             }
         }
     }
     if TABLE {
         let mut m = tid;
-        while m < BM {
+        while m < Tl::BM {
             unsafe { arch::lds_st(table + m * 8, row(m)) };
             m += threads;
         }
     }
     arch::barrier();
-    let per_row = BN / RUN;
+    let per_row = Tl::BN / RUN;
     let mut idx = tid;
-    while idx < BM * per_row {
+    while idx < Tl::BM * per_row {
         let (m, n0) = (idx / per_row, (idx % per_row) * RUN);
         let at = (m * ld + n0) * 4;
         let (lo, hi): (Vec16<[f32; 4]>, Vec16<[f32; 4]>) = unsafe { (arch::lds_ld(at), arch::lds_ld(at + 16)) };

@@ -11,6 +11,7 @@
 
 use crate::arch;
 use crate::elem::Elem;
+use crate::gemm::Tile;
 use convgrad_types::params::ConvArgs;
 
 /// A workgroup's place on the grid.
@@ -67,7 +68,7 @@ pub struct Window {
 }
 
 /// A tensor staged on the grid: channels-last runs of `CH` (padded) per
-/// group, `WN` groups from `g0`, `LANES` at a time.
+/// group, the tile's `WN` groups from `g0`, `LANES` at a time.
 pub struct Staged<T> {
     /// Element pointer.
     pub p: *const T,
@@ -85,9 +86,10 @@ impl<T: Elem> Staged<T> {
     /// Copies flat grid rows `0 .. rows` of tile `grid` into LDS rows `ld`
     /// elements long at byte offset `base`, row `m` holding the pixel
     /// [`Window`] `w` gives, zeros where none, and past `chans` and `groups`.
-    /// 16-byte vectors along the channels; a thread keeps one vector slot
-    /// and walks its rows `threads / slots` apart by carries (no divisions
-    /// per row: they were most of the copy's instructions).
+    /// 16-byte vectors along the channels, `padded` (`CH`, a constant of the
+    /// tile `Tl`) per group, for the tile's `WN` groups; a thread keeps one
+    /// vector slot and walks its rows `threads / slots` apart by carries (no
+    /// divisions per row: they were most of the copy's instructions).
     ///
     /// # Safety
     /// The pixels lie in the tensor, of fewer than 2^31 elements; the rows fit the LDS; `T::LANES`
@@ -95,18 +97,19 @@ impl<T: Elem> Staged<T> {
     /// workgroup's) is a multiple of the `WN * CH / T::LANES` vector slots.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn copy<const CH: usize, const WN: usize>(
+    pub unsafe fn copy<Tl: Tile>(
         &self,
         a: &ConvArgs,
         grid: &Grid,
         w: Window,
+        padded: usize,
         rows: usize,
         ld: usize,
         base: usize,
         threads: usize,
     ) {
-        let per_group = CH / T::LANES;
-        let slots = WN * per_group;
+        let per_group = padded / T::LANES;
+        let slots = Tl::WN * per_group;
         let tid = arch::thread_id() as usize;
         let (v, step) = (tid % slots, (threads / slots) as u32);
         let (g, ch) = (self.g0 + (v / per_group) as u32, ((v % per_group) * T::LANES) as u32);

@@ -12,32 +12,15 @@
 //! ([`crate::conv::epilogue::store_tile`]).
 
 use super::warp::{self, Acc};
-use super::{BlockRange, Operand};
+use super::{BlockRange, Operand, Place, SlabShape, Tile};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::{Al4, Elem};
 use convgrad_types::instance::TileConfig;
 
-/// Compile-time geometry of a block tile.
-pub struct Geometry<At, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize>(
-    core::marker::PhantomData<At>,
-);
-
-impl<At: MmaAtom, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize>
-    Geometry<At, BM, BN, BK, WM, WN>
-{
-    /// Threads in the workgroup.
-    pub const THREADS: usize = WM * WN * At::WAVE;
-    /// LDS row length in elements.
-    pub const LDK: usize = BK + TileConfig::LDS_PAD as usize;
-    /// Bytes of one element.
-    pub const E: usize = <At::In as Elem>::BYTES;
-    /// Bytes of one LDS stage (A and B).
-    pub const STAGE: usize = (BM + BN) * Self::LDK * Self::E;
-    /// Rows of a wave's tile.
-    pub const TM: usize = BM / WM;
-    /// Columns of a wave's tile.
-    pub const TN: usize = BN / WN;
+/// LDS row length in elements of tile `Tl`'s slabs.
+const fn slab_ld<Tl: Tile>() -> usize {
+    Tl::BK + TileConfig::LDS_PAD as usize
 }
 
 /// Runs the main loop for `range` and returns this lane's accumulators.
@@ -46,53 +29,38 @@ impl<At: MmaAtom, const BM: usize, const BN: usize, const BK: usize, const WM: u
 ///
 /// # Safety
 /// All threads of the workgroup must call it (it contains barriers); the
-/// workgroup must be launched with `2 * STAGE` bytes of LDS.
+/// workgroup must be launched with two stages of LDS (`(BM + BN) * (BK + pad)`
+/// elements each).
 #[inline(always)]
-pub unsafe fn run<
-    At: MmaAtom,
-    A: Operand<T = At::In>,
-    B: Operand<T = At::In>,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    a: &A,
-    b: &B,
-    r: BlockRange,
-) -> Acc<At, FR, FC> {
-    let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
-    type G<At, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize> =
-        Geometry<At, BM, BN, BK, WM, WN>;
-    let threads = G::<At, BM, BN, BK, WM, WN>::THREADS;
-    let stage = G::<At, BM, BN, BK, WM, WN>::STAGE;
+pub unsafe fn run<Tl: Tile, A: Operand<T = Tl::In>, B: Operand<T = Tl::In>, const FR: usize, const FC: usize>(
+    a: &A, b: &B, r: BlockRange,
+) -> Acc<Tl::At, FR, FC> {
+    let mut acc: Acc<Tl::At, FR, FC> = [[Default::default(); FC]; FR];
+    let threads = Tl::THREADS;
+    let ldk = const { slab_ld::<Tl>() };
+    let e = <Tl::In as Elem>::BYTES;
+    // Bytes of one LDS stage (A and B).
+    let stage = const { (Tl::BM + Tl::BN) * slab_ld::<Tl>() * <Tl::In as Elem>::BYTES };
     let tid = arch::thread_id() as usize;
-    let lane = tid % At::WAVE;
-    let wave = tid / At::WAVE;
-    let (wm, wn) = (wave % WM, wave / WM);
+    let at = Place::of::<Tl>(tid);
 
     // Zero steps (an empty split-K batch) still goes through the prologue and its
     // barrier, which keeps the control flow uniform and the accumulators in registers.
-    let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(BK as u32);
-    let ldk = G::<At, BM, BN, BK, WM, WN>::LDK;
-    let e = G::<At, BM, BN, BK, WM, WN>::E;
+    let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(Tl::BK as u32);
     // Uniform choice per operand: 16-byte vectors along contiguous rows, or scalars.
-    let va = a.rows_fast() && a.vec_ok() && vec_shape::<At::In, BM, BK>(threads);
-    let vb = b.rows_fast() && b.vec_ok() && vec_shape::<At::In, BN, BK>(threads);
-    let lanes = <At::In as Elem>::LANES as u32;
+    let va = a.rows_fast() && a.vec_ok() && vec_shape::<Tl::In, Tl::SlabA>(threads);
+    let vb = b.rows_fast() && b.vec_ok() && vec_shape::<Tl::In, Tl::SlabB>(threads);
+    let lanes = <Tl::In as Elem>::LANES as u32;
     // A thread keeps its vector slot for the whole loop: its row context is computed once.
-    let slot_a = if va { (tid % (BM / lanes as usize)) as u32 * lanes } else { 0 };
-    let slot_b = if vb { (tid % (BN / lanes as usize)) as u32 * lanes } else { 0 };
+    let slot_a = if va { (tid % (Tl::BM / lanes as usize)) as u32 * lanes } else { 0 };
+    let slot_b = if vb { (tid % (Tl::BN / lanes as usize)) as u32 * lanes } else { 0 };
     let row_a = a.row(r.m0 + slot_a);
     let row_b = b.row(r.n0 + slot_b);
     // Otherwise 16-byte vectors along contiguous k, each thread keeping its rows.
-    let ka = !va && a.k_vec_ok() && KRows::<A::Row>::fits::<At::In, BM, BK>(threads);
-    let kb = !vb && b.k_vec_ok() && KRows::<B::Row>::fits::<At::In, BN, BK>(threads);
-    let krows_a = KRows::new::<A, BM, BK>(a, r.m0, tid, threads);
-    let krows_b = KRows::new::<B, BN, BK>(b, r.n0, tid, threads);
+    let ka = !va && a.k_vec_ok() && KRows::<A::Row>::fits::<Tl::In, Tl::SlabA>(threads);
+    let kb = !vb && b.k_vec_ok() && KRows::<B::Row>::fits::<Tl::In, Tl::SlabB>(threads);
+    let krows_a = KRows::new::<A, Tl::SlabA>(a, r.m0, tid, threads);
+    let krows_b = KRows::new::<B, Tl::SlabB>(b, r.n0, tid, threads);
     let sa = Slab {
         vec: va,
         kvec: ka,
@@ -117,8 +85,8 @@ pub unsafe fn run<
     };
 
     unsafe {
-        sa.copy::<A, BM, BK>(a, r.k_begin, 0);
-        sb.copy::<B, BN, BK>(b, r.k_begin, BM * ldk * e);
+        sa.copy::<A, Tl::SlabA>(a, r.k_begin, 0);
+        sb.copy::<B, Tl::SlabB>(b, r.k_begin, Tl::BM * ldk * e);
     }
     arch::barrier();
 
@@ -129,13 +97,13 @@ pub unsafe fn run<
             // Copied in one go, before the multiply. Holding the loads in
             // registers across the multiply (fetch here, put after) measured
             // slower on the H200: 128x128 tiles spilled (see the README).
-            let k0 = r.k_begin + (step + 1) * BK as u32;
+            let k0 = r.k_begin + (step + 1) * Tl::BK as u32;
             unsafe {
-                sa.copy::<A, BM, BK>(a, k0, nxt);
-                sb.copy::<B, BN, BK>(b, k0, nxt + BM * ldk * e);
+                sa.copy::<A, Tl::SlabA>(a, k0, nxt);
+                sb.copy::<B, Tl::SlabB>(b, k0, nxt + Tl::BM * ldk * e);
             }
         }
-        unsafe { multiply::<At, BM, BN, BK, WM, WN, FR, FC>(&mut acc, cur, lane, wm, wn) };
+        unsafe { multiply::<Tl, FR, FC>(&mut acc, cur, at) };
         arch::barrier();
     }
     acc
@@ -144,9 +112,9 @@ pub unsafe fn run<
 /// Whether a `ROWS x BK` slab can move as 16-byte row vectors, each thread
 /// keeping one vector slot (a fixed group of rows) and whole passes.
 #[inline(always)]
-const fn vec_shape<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) -> bool {
-    let slots = ROWS / T::LANES;
-    ROWS.is_multiple_of(T::LANES) && slots > 0 && threads.is_multiple_of(slots) && (slots * BK).is_multiple_of(threads)
+const fn vec_shape<T: Elem, S: SlabShape>(threads: usize) -> bool {
+    let slots = S::ROWS / T::LANES;
+    S::ROWS.is_multiple_of(T::LANES) && slots > 0 && threads.is_multiple_of(slots) && (slots * S::BK).is_multiple_of(threads)
 }
 
 /// Physical LDS row of logical row `r`: rows are XOR-swizzled within groups
@@ -179,20 +147,20 @@ pub(super) struct KRows<R> {
 impl<R: Copy> KRows<R> {
     /// Whether a `ROWS x BK` slab splits into whole passes of 16-byte k-vectors.
     #[inline(always)]
-    pub(super) const fn fits<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) -> bool {
-        let per_row = BK / T::LANES;
-        BK.is_multiple_of(T::LANES)
+    pub(super) const fn fits<T: Elem, S: SlabShape>(threads: usize) -> bool {
+        let per_row = S::BK / T::LANES;
+        S::BK.is_multiple_of(T::LANES)
             && per_row > 0
             && threads.is_multiple_of(per_row)
-            && (ROWS * per_row).is_multiple_of(threads)
-            && ROWS * per_row / threads <= KROWS
+            && (S::ROWS * per_row).is_multiple_of(threads)
+            && S::ROWS * per_row / threads <= KROWS
     }
     #[inline(always)]
-    pub(super) fn new<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(o: &O, row0: u32, tid: usize, threads: usize) -> Self {
-        let per_row = (BK / O::T::LANES).max(1);
+    pub(super) fn new<O: Operand<Row = R>, S: SlabShape>(o: &O, row0: u32, tid: usize, threads: usize) -> Self {
+        let per_row = (S::BK / O::T::LANES).max(1);
         let step = (threads / per_row) as u32;
         let first = row0 + (tid / per_row) as u32;
-        let passes = ROWS * per_row / threads;
+        let passes = S::ROWS * per_row / threads;
         Self::with(o, first, step, passes, (tid % per_row) * O::T::LANES)
     }
     /// Rows `first + p * step` for passes `p < passes` (at most [`KROWS`]).
@@ -265,25 +233,21 @@ struct Slab<'r, R> {
 impl<R: Copy> Slab<'_, R> {
     /// Vectors this thread moves per step on a vector path.
     #[inline(always)]
-    fn passes<T: Elem, const ROWS: usize, const BK: usize>(&self) -> usize {
-        if self.kvec { ROWS * (BK / T::LANES) / self.threads } else { (ROWS / T::LANES) * BK / self.threads }
+    fn passes<T: Elem, S: SlabShape>(&self) -> usize {
+        if self.kvec { S::ROWS * (S::BK / T::LANES) / self.threads } else { (S::ROWS / T::LANES) * S::BK / self.threads }
     }
 
     /// Whether the slab moves as 16-byte vectors ([`Slab::fetch`] then [`Slab::put`]).
     #[inline(always)]
-    fn staged<T: Elem, const ROWS: usize, const BK: usize>(&self) -> bool {
-        (self.kvec || self.vec) && self.passes::<T, ROWS, BK>() <= STAGED
+    fn staged<T: Elem, S: SlabShape>(&self) -> bool {
+        (self.kvec || self.vec) && self.passes::<T, S>() <= STAGED
     }
 
     /// Issues the global loads of the K-slab at `k0` (vector paths).
     #[inline(always)]
-    unsafe fn fetch<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(
-        &self,
-        o: &O,
-        k0: u32,
-    ) -> Staged<<O::T as Elem>::V16> {
+    unsafe fn fetch<O: Operand<Row = R>, S: SlabShape>(&self, o: &O, k0: u32) -> Staged<<O::T as Elem>::V16> {
         let mut st = Staged::default();
-        let passes = self.passes::<O::T, ROWS, BK>();
+        let passes = self.passes::<O::T, S>();
         if self.kvec {
             let k = k0 + self.krows.kk as u32;
             let col = o.col(k);
@@ -294,7 +258,7 @@ impl<R: Copy> Slab<'_, R> {
             }
         } else {
             // A thread owns `lanes` rows and `passes` consecutive k of the slab.
-            let slots = ROWS / O::T::LANES;
+            let slots = S::ROWS / O::T::LANES;
             let kbase = (self.tid / slots) * passes;
             for p in 0..STAGED {
                 let k = k0 + (kbase + p) as u32;
@@ -308,12 +272,12 @@ impl<R: Copy> Slab<'_, R> {
 
     /// Stores fetched vectors into LDS (`[ROWS][ldk]` at byte offset `base`).
     #[inline(always)]
-    unsafe fn put<T: Elem, const ROWS: usize, const BK: usize>(&self, st: &Staged<T::V16>, base: usize) {
+    unsafe fn put<T: Elem, S: SlabShape>(&self, st: &Staged<T::V16>, base: usize) {
         let (lanes, eb) = (T::LANES, T::BYTES);
-        let passes = self.passes::<T, ROWS, BK>();
+        let passes = self.passes::<T, S>();
         if self.kvec {
             // LDS rows are K-contiguous: each vector is stored as it is.
-            let per_row = BK / lanes;
+            let per_row = S::BK / lanes;
             let step = self.threads / per_row;
             for p in 0..STAGED {
                 if p < passes {
@@ -323,7 +287,7 @@ impl<R: Copy> Slab<'_, R> {
             }
             return;
         }
-        let slots = ROWS / lanes;
+        let slots = S::ROWS / lanes;
         let row = (self.tid % slots) * lanes;
         let kbase = (self.tid / slots) * passes;
         if passes.is_multiple_of(2) {
@@ -354,15 +318,15 @@ impl<R: Copy> Slab<'_, R> {
     /// `k0`, in one go: through registers on the vector paths, element by
     /// element otherwise.
     #[inline(always)]
-    unsafe fn copy<O: Operand<Row = R>, const ROWS: usize, const BK: usize>(&self, o: &O, k0: u32, base: usize) {
-        if self.staged::<O::T, ROWS, BK>() {
-            let st = unsafe { self.fetch::<O, ROWS, BK>(o, k0) };
-            unsafe { self.put::<O::T, ROWS, BK>(&st, base) };
+    unsafe fn copy<O: Operand<Row = R>, S: SlabShape>(&self, o: &O, k0: u32, base: usize) {
+        if self.staged::<O::T, S>() {
+            let st = unsafe { self.fetch::<O, S>(o, k0) };
+            unsafe { self.put::<O::T, S>(&st, base) };
             return;
         }
         let (ldk, eb) = (self.ldk, <O::T as Elem>::BYTES);
         let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads };
-        unsafe { at.copy::<O, ROWS, BK>(o, |r, kk| base + (swizzle(r, O::T::LANES) * ldk + kk) * eb) };
+        unsafe { at.copy::<O, S>(o, |r, kk| base + (swizzle(r, O::T::LANES) * ldk + kk) * eb) };
     }
 }
 
@@ -388,31 +352,31 @@ impl ElementSlab {
     /// made every load wait out its whole latency (the RGB stem's im2col,
     /// 16 elements a thread).
     #[inline(always)]
-    pub(super) unsafe fn copy<O: Operand, const ROWS: usize, const BK: usize>(&self, o: &O, at: impl Fn(usize, usize) -> usize) {
+    pub(super) unsafe fn copy<O: Operand, S: SlabShape>(&self, o: &O, at: impl Fn(usize, usize) -> usize) {
         let (k0, k_end, tid, threads) = (self.k0, self.k_end, self.tid, self.threads);
         let zero = O::T::default();
-        if o.rows_fast() && threads.is_multiple_of(ROWS) {
-            let row = tid % ROWS;
+        if o.rows_fast() && threads.is_multiple_of(S::ROWS) {
+            let row = tid % S::ROWS;
             let r = o.row(self.row0 + row as u32);
             if O::BATCHED {
-                batched!(tid / ROWS, threads / ROWS, BK, |kk| {
+                batched!(tid / S::ROWS, threads / S::ROWS, S::BK, |kk| {
                     let k = k0 + kk as u32;
                     if k < k_end { unsafe { o.load(&r, &o.col(k)) } } else { zero }
                 }, |kk| at(row, kk));
             } else {
-                let mut kk = tid / ROWS;
-                while kk < BK {
+                let mut kk = tid / S::ROWS;
+                while kk < S::BK {
                     let k = k0 + kk as u32;
                     let v = if k < k_end { unsafe { o.load(&r, &o.col(k)) } } else { zero };
                     unsafe { arch::lds_st(at(row, kk), v) };
-                    kk += threads / ROWS;
+                    kk += threads / S::ROWS;
                 }
             }
         } else {
             let fast = o.rows_fast();
             let mut idx = tid;
-            while idx < ROWS * BK {
-                let (row, kk) = if fast { (idx % ROWS, idx / ROWS) } else { (idx / BK, idx % BK) };
+            while idx < S::ROWS * S::BK {
+                let (row, kk) = if fast { (idx % S::ROWS, idx / S::ROWS) } else { (idx / S::BK, idx % S::BK) };
                 let k = k0 + kk as u32;
                 let v = if k < k_end { unsafe { o.load(&o.row(self.row0 + row as u32), &o.col(k)) } } else { zero };
                 unsafe { arch::lds_st(at(row, kk), v) };
@@ -458,51 +422,36 @@ use batched;
 /// Multiplies one LDS stage into the accumulators ([`warp::multiply`]),
 /// fragments loaded in runs of k from the swizzled rows.
 #[inline(always)]
-unsafe fn multiply<
-    At: MmaAtom,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    acc: &mut Acc<At, FR, FC>,
-    stage: usize,
-    lane: usize,
-    wm: usize,
-    wn: usize,
-) {
-    let ldk = Geometry::<At, BM, BN, BK, WM, WN>::LDK;
-    let e = <At::In as Elem>::BYTES;
-    let tm = Geometry::<At, BM, BN, BK, WM, WN>::TM;
-    let tn = Geometry::<At, BM, BN, BK, WM, WN>::TN;
-    let b_base = stage + BM * ldk * e;
-    let l = <At::In as Elem>::LANES;
+unsafe fn multiply<Tl: Tile, const FR: usize, const FC: usize>(acc: &mut Acc<Tl::At, FR, FC>, stage: usize, at: Place) {
+    let Place { lane, wm, wn } = at;
+    let ldk = const { slab_ld::<Tl>() };
+    let e = <Tl::In as Elem>::BYTES;
+    let (tm, tn) = (Tl::TM, Tl::TN);
+    let b_base = stage + Tl::BM * ldk * e;
+    let l = <Tl::In as Elem>::LANES;
     let a = |fr: usize, ks: usize| {
-        let mut f: At::A = Default::default();
+        let mut f: <Tl::At as MmaAtom>::A = Default::default();
         unsafe {
-            load_frag::<At::In, At::ARun>(f.as_mut(), stage, ldk, |s| {
-                let (i, k) = At::a_elem(lane, s);
-                (swizzle(wm * tm + fr * At::M + i, l), ks + k)
+            load_frag::<Tl::In, <Tl::At as MmaAtom>::ARun>(f.as_mut(), stage, ldk, |s| {
+                let (i, k) = Tl::At::a_elem(lane, s);
+                (swizzle(wm * tm + fr * Tl::At::M + i, l), ks + k)
             })
         };
         f
     };
     let b = |ks: usize| {
-        let mut bf: [At::B; FC] = [Default::default(); FC];
+        let mut bf: [<Tl::At as MmaAtom>::B; FC] = [Default::default(); FC];
         for (fc, f) in bf.iter_mut().enumerate() {
             unsafe {
-                load_frag::<At::In, At::BRun>(f.as_mut(), b_base, ldk, |s| {
-                    let (k, j) = At::b_elem(lane, s);
-                    (swizzle(wn * tn + fc * At::N + j, l), ks + k)
+                load_frag::<Tl::In, <Tl::At as MmaAtom>::BRun>(f.as_mut(), b_base, ldk, |s| {
+                    let (k, j) = Tl::At::b_elem(lane, s);
+                    (swizzle(wn * tn + fc * Tl::At::N + j, l), ks + k)
                 })
             };
         }
         bf
     };
-    unsafe { warp::multiply::<At, BK, FR, FC, false>(acc, a, b) }
+    unsafe { warp::multiply::<Tl, FR, FC, false>(acc, a, b) }
 }
 
 /// Loads one fragment from a K-contiguous LDS tile at byte offset `base`, in

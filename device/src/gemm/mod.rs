@@ -1,5 +1,8 @@
 //! The implicit-GEMM pipeline, shared by every convolution op.
 //!
+//! The main loops, the epilogue and the tiled kernels are generic over one
+//! [`Tile`]: the atom and the tile's sizes ([`TileShape`] per instance).
+//!
 //! Levels (CK-Tile / cubek style):
 //! - [`Operand`]: a virtual GEMM operand — element `(row, k)` of A (rows = M)
 //!   or of B transposed (rows = N), computed from a convolution tensor
@@ -27,6 +30,117 @@ pub mod warpgroup;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use convgrad_types::instance::TileConfig;
+
+/// A workgroup tile's shape, as one type: the matrix atom and the tile
+/// `BM x BN`, reduced `BK` at a time by `WM x WN` waves
+/// ([`TileShape`] implements it for every instance). Kernels and main loops
+/// take one `Tl: Tile` instead of the atom and five sizes; arrays sized by
+/// atoms per wave still need their lengths as const generics (`FR`, `FC`:
+/// no `generic_const_exprs`), which the entry points check against
+/// [`Tile::FR`] and [`Tile::FC`].
+pub trait Tile {
+    /// Multiplicand element type (the atom's).
+    type In: Elem;
+    /// The matrix atom.
+    type At: MmaAtom<In = Self::In>;
+    /// Tile rows (GEMM M).
+    const BM: usize;
+    /// Tile columns (GEMM N).
+    const BN: usize;
+    /// Reduction indices per main-loop step.
+    const BK: usize;
+    /// Waves along M.
+    const WM: usize;
+    /// Waves along N.
+    const WN: usize;
+    /// Rows of a wave's part of the tile.
+    const TM: usize = Self::BM / Self::WM;
+    /// Columns of a wave's part of the tile.
+    const TN: usize = Self::BN / Self::WN;
+    /// Atoms per wave along M of the GEMM main loops (accumulator rows).
+    const FR: usize = Self::TM / <Self::At as MmaAtom>::M;
+    /// Atoms per wave along N of the GEMM main loops (accumulator columns).
+    const FC: usize = Self::TN / <Self::At as MmaAtom>::N;
+    /// Threads of the workgroup.
+    const THREADS: usize = Self::WM * Self::WN * <Self::At as MmaAtom>::WAVE;
+    /// The tile as the host sees it (LDS sizes, stages).
+    const CONFIG: TileConfig = TileConfig::of(Self::BM, Self::BN, Self::BK, Self::WM, Self::WN);
+    /// K-slabs in LDS at once ([`TileConfig::stages`]).
+    const STAGES: usize = Self::CONFIG.stages(<Self::At as MmaAtom>::KIND) as usize;
+    /// Bytes of one stage of the asynchronous-copy main loops, the A slab
+    /// then the B slab ([`TileConfig::stage_bytes`]).
+    const STAGE_BYTES: usize =
+        Self::CONFIG.stage_bytes(<Self::In as Elem>::BYTES as u32, <Self::At as MmaAtom>::KIND) as usize;
+    /// Byte offset of the B slab in such a stage ([`TileConfig::slab_bytes`] of A).
+    const B_OFFSET: usize = TileConfig::slab_bytes(
+        Self::BM as u32,
+        Self::BK as u32,
+        <Self::In as Elem>::BYTES as u32,
+        <Self::At as MmaAtom>::KIND,
+    ) as usize;
+    /// The A operand's K-slab, `BM x BK`.
+    type SlabA: SlabShape;
+    /// The B operand's K-slab, `BN x BK`.
+    type SlabB: SlabShape;
+}
+
+/// The [`Tile`] of atom `At` and sizes `BM x BN x BK` on `WM x WN` waves.
+pub struct TileShape<At, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize>(
+    core::marker::PhantomData<At>,
+);
+
+impl<At: MmaAtom, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize> Tile
+    for TileShape<At, BM, BN, BK, WM, WN>
+{
+    type In = At::In;
+    type At = At;
+    const BM: usize = BM;
+    const BN: usize = BN;
+    const BK: usize = BK;
+    const WM: usize = WM;
+    const WN: usize = WN;
+    type SlabA = SlabOf<BM, BK>;
+    type SlabB = SlabOf<BN, BK>;
+}
+
+/// Where a thread sits in a tile: its lane, and its wave's place `(wm, wn)`
+/// among the tile's `WM x WN` waves (M fastest).
+#[derive(Clone, Copy)]
+pub struct Place {
+    /// Lane in the wave.
+    pub lane: usize,
+    /// Wave row.
+    pub wm: usize,
+    /// Wave column.
+    pub wn: usize,
+}
+
+impl Place {
+    /// The place of thread `tid` in tile `Tl`.
+    #[inline(always)]
+    pub fn of<Tl: Tile>(tid: usize) -> Place {
+        let wave = tid / Tl::At::WAVE;
+        Place { lane: tid % Tl::At::WAVE, wm: wave % Tl::WM, wn: wave / Tl::WM }
+    }
+}
+
+/// The shape of one operand's K-slab, `ROWS x BK`, as a type: what the
+/// copies are generic over (an associated type can carry a tile's sizes
+/// where a const generic argument could not be computed from them).
+pub trait SlabShape {
+    /// Rows of the slab (`BM` for A, `BN` for B).
+    const ROWS: usize;
+    /// Reduction indices of the slab.
+    const BK: usize;
+}
+
+/// The [`SlabShape`] `ROWS x BK`.
+pub struct SlabOf<const ROWS: usize, const BK: usize>;
+
+impl<const ROWS: usize, const BK: usize> SlabShape for SlabOf<ROWS, BK> {
+    const ROWS: usize = ROWS;
+    const BK: usize = BK;
+}
 
 /// A virtual GEMM operand seen by one group: `rows x K` (A: rows = M, B: rows = N).
 ///
@@ -132,6 +246,21 @@ pub struct BlockRange {
     pub k_end: u32,
 }
 
+/// Calls `$f::<$g.., AMN, BMN>($arg..)` with the slab layouts `amn`, `bmn`
+/// as const generics (one instance per layout pair: the fragment loads and
+/// the instruction's transpose flags are then constants).
+macro_rules! by_layouts {
+    ($amn:expr, $bmn:expr, $f:ident::<$($g:tt),*>($($arg:expr),*)) => {
+        match ($amn, $bmn) {
+            (true, true) => $f::<$($g),*, true, true>($($arg),*),
+            (true, false) => $f::<$($g),*, true, false>($($arg),*),
+            (false, true) => $f::<$($g),*, false, true>($($arg),*),
+            (false, false) => $f::<$($g),*, false, false>($($arg),*),
+        }
+    };
+}
+pub(crate) use by_layouts;
+
 /// Runs the main loop of the atom's family for `r` and returns this lane's
 /// accumulators (`FR x FC` atom fragments per wave).
 ///
@@ -139,28 +268,15 @@ pub struct BlockRange {
 /// All threads of the workgroup must call it (barriers), launched with the
 /// instance's LDS (`Instance::lds_bytes`).
 #[inline(always)]
-pub unsafe fn mainloop<
-    At: MmaAtom,
-    A: Operand<T = At::In>,
-    B: Operand<T = At::In>,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    a: &A,
-    b: &B,
-    r: BlockRange,
-) -> warp::Acc<At, FR, FC> {
-    let tile = TileConfig::of(BM, BN, BK, WM, WN);
-    if At::FROM_LDS {
-        unsafe { warpgroup::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }
-    } else if tile.stages(At::KIND) > 2 {
-        unsafe { multistage::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }
+pub unsafe fn mainloop<Tl: Tile, A: Operand<T = Tl::In>, B: Operand<T = Tl::In>, const FR: usize, const FC: usize>(
+    a: &A, b: &B, r: BlockRange,
+) -> warp::Acc<Tl::At, FR, FC> {
+    const { assert!(FR == Tl::FR && FC == Tl::FC) };
+    if Tl::At::FROM_LDS {
+        unsafe { warpgroup::run::<Tl, A, B, FR, FC>(a, b, r) }
+    } else if Tl::CONFIG.stages(Tl::At::KIND) > 2 {
+        unsafe { multistage::run::<Tl, A, B, FR, FC>(a, b, r) }
     } else {
-        unsafe { block::run::<At, A, B, BM, BN, BK, WM, WN, FR, FC>(a, b, r) }
+        unsafe { block::run::<Tl, A, B, FR, FC>(a, b, r) }
     }
 }

@@ -20,7 +20,7 @@
 
 use super::block::{ElementSlab, KROWS, KRows};
 use super::warp::{self, Acc};
-use super::{BlockRange, Operand};
+use super::{BlockRange, Operand, Place, SlabShape, Tile, by_layouts};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
@@ -32,95 +32,60 @@ const PAD: usize = TileConfig::LDS_PAD as usize;
 ///
 /// # Safety
 /// All threads of the workgroup must call it (barriers); the launch must
-/// provide `stages * stage_bytes` of LDS ([`TileConfig::stage_bytes`]).
+/// provide `STAGES * STAGE_BYTES` of LDS ([`Tile::STAGE_BYTES`]).
 #[inline(always)]
-pub unsafe fn run<
-    At: MmaAtom,
-    A: Operand<T = At::In>,
-    B: Operand<T = At::In>,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    a: &A,
-    b: &B,
-    r: BlockRange,
-) -> Acc<At, FR, FC> {
-    let threads = WM * WN * At::WAVE;
-    let amn = a.rows_fast() && a.vec_ok() && mn_fits::<At::In, BM, BK>(threads);
-    let bmn = b.rows_fast() && b.vec_ok() && mn_fits::<At::In, BN, BK>(threads);
+pub unsafe fn run<Tl: Tile, A: Operand<T = Tl::In>, B: Operand<T = Tl::In>, const FR: usize, const FC: usize>(
+    a: &A, b: &B, r: BlockRange,
+) -> Acc<Tl::At, FR, FC> {
+    let threads = Tl::THREADS;
+    let amn = a.rows_fast() && a.vec_ok() && mn_fits::<Tl::In, Tl::SlabA>(threads);
+    let bmn = b.rows_fast() && b.vec_ok() && mn_fits::<Tl::In, Tl::SlabB>(threads);
     // The slab layouts are compile-time: fragment loads take no branches.
-    unsafe {
-        match (amn, bmn) {
-            (true, true) => main::<At, A, B, BM, BN, BK, WM, WN, FR, FC, true, true>(a, b, r),
-            (true, false) => main::<At, A, B, BM, BN, BK, WM, WN, FR, FC, true, false>(a, b, r),
-            (false, true) => main::<At, A, B, BM, BN, BK, WM, WN, FR, FC, false, true>(a, b, r),
-            (false, false) => main::<At, A, B, BM, BN, BK, WM, WN, FR, FC, false, false>(a, b, r),
-        }
-    }
+    unsafe { by_layouts!(amn, bmn, main::<Tl, A, B, FR, FC>(a, b, r)) }
 }
 
 /// Whether a `ROWS x BK` slab moves as 16-byte row vectors in whole passes:
 /// `threads / BK` threads share each reduction index (one column context per
 /// thread and step), each keeping up to `KROWS` vector slots (row contexts
 /// computed once).
-const fn mn_fits<T: Elem, const ROWS: usize, const BK: usize>(threads: usize) -> bool {
-    let slots = ROWS / T::LANES;
-    let per_k = threads / BK;
-    ROWS.is_multiple_of(T::LANES)
-        && threads.is_multiple_of(BK)
+const fn mn_fits<T: Elem, S: SlabShape>(threads: usize) -> bool {
+    let slots = S::ROWS / T::LANES;
+    let per_k = threads / S::BK;
+    S::ROWS.is_multiple_of(T::LANES)
+        && threads.is_multiple_of(S::BK)
         && per_k > 0
         && slots.is_multiple_of(per_k)
         && slots / per_k <= KROWS
 }
 
+/// The main loop with the slab layouts `AMN`, `BMN` (row-contiguous, else K-contiguous).
 #[inline(always)]
-unsafe fn main<
-    At: MmaAtom,
-    A: Operand<T = At::In>,
-    B: Operand<T = At::In>,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
-    const AMN: bool,
-    const BMN: bool,
->(
+unsafe fn main<Tl: Tile, A, B, const FR: usize, const FC: usize, const AMN: bool, const BMN: bool>(
     a: &A,
     b: &B,
     r: BlockRange,
-) -> Acc<At, FR, FC> {
-    let tile = TileConfig::of(BM, BN, BK, WM, WN);
-    let stages = tile.stages(At::KIND) as usize;
-    let e = <At::In as Elem>::BYTES;
-    let stage = tile.stage_bytes(e as u32, At::KIND) as usize;
-    let b_off = TileConfig::slab_bytes(BM as u32, BK as u32, e as u32, At::KIND) as usize;
-    let threads = WM * WN * At::WAVE;
-    let tid = arch::thread_id() as usize;
-    let lane = tid % At::WAVE;
-    let wave = tid / At::WAVE;
-    let (wm, wn) = (wave % WM, wave / WM);
+) -> Acc<Tl::At, FR, FC>
+where
+    A: Operand<T = Tl::In>,
+    B: Operand<T = Tl::In>,
+{
+    let (stages, stage, b_off) = (Tl::STAGES, Tl::STAGE_BYTES, Tl::B_OFFSET);
+    let (threads, tid) = (Tl::THREADS, arch::thread_id() as usize);
+    let at = Place::of::<Tl>(tid);
 
     // Copies are issued step after step: each loader walks its reduction
     // indices up by BK per copy.
-    let mut la = Loader::<A, AMN>::new::<BM, BK>(a, r.m0, r.k_begin, r.k_end, tid, threads);
-    let mut lb = Loader::<B, BMN>::new::<BN, BK>(b, r.n0, r.k_begin, r.k_end, tid, threads);
+    let mut la = Loader::<A, AMN>::new::<Tl::SlabA>(a, r.m0, r.k_begin, r.k_end, tid, threads);
+    let mut lb = Loader::<B, BMN>::new::<Tl::SlabB>(b, r.n0, r.k_begin, r.k_end, tid, threads);
     let mut copy = |slab: usize| unsafe {
-        la.copy::<BM, BK>(a, slab * stage);
-        lb.copy::<BN, BK>(b, slab * stage + b_off);
+        la.copy::<Tl::SlabA>(a, slab * stage);
+        lb.copy::<Tl::SlabB>(b, slab * stage + b_off);
     };
-    let ta = |slab: usize| LdsTile { base: slab * stage, ld: if AMN { BM + PAD } else { BK + PAD }, mn_major: AMN };
-    let tb = |slab: usize| LdsTile { base: slab * stage + b_off, ld: if BMN { BN + PAD } else { BK + PAD }, mn_major: BMN };
+    let ta = |slab: usize| LdsTile { base: slab * stage, ld: if AMN { Tl::BM + PAD } else { Tl::BK + PAD }, mn_major: AMN };
+    let tb = |slab: usize| LdsTile { base: slab * stage + b_off, ld: if BMN { Tl::BN + PAD } else { Tl::BK + PAD }, mn_major: BMN };
 
-    let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
-    let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(BK as u32);
+    let mut acc: Acc<Tl::At, FR, FC> = [[Default::default(); FC]; FR];
+    let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(Tl::BK as u32);
     for s in 0..stages - 1 {
         if (s as u32) < steps {
             copy(s);
@@ -138,7 +103,7 @@ unsafe fn main<
             copy(wr);
         }
         arch::cp_async_commit();
-        unsafe { multiply::<At, BM, BN, BK, WM, WN, FR, FC>(&mut acc, ta(rd), tb(rd), lane, wm, wn) };
+        unsafe { multiply::<Tl, FR, FC>(&mut acc, ta(rd), tb(rd), at) };
         rd = if rd + 1 == stages { 0 } else { rd + 1 };
         wr = if wr + 1 == stages { 0 } else { wr + 1 };
     }
@@ -167,28 +132,21 @@ struct Loader<O: Operand, const MN: bool> {
 
 impl<O: Operand, const MN: bool> Loader<O, MN> {
     #[inline(always)]
-    fn new<const ROWS: usize, const BK: usize>(
-        o: &O,
-        row0: u32,
-        k0: u32,
-        k_end: u32,
-        tid: usize,
-        threads: usize,
-    ) -> Self {
+    fn new<S: SlabShape>(o: &O, row0: u32, k0: u32, k_end: u32, tid: usize, threads: usize) -> Self {
         let lanes = O::T::LANES;
         let krows = if MN {
             // Slot p of the thread: vector `tid % per_k + p * per_k` of k-row `tid / per_k`.
-            let per_k = (threads / BK).max(1);
-            let passes = ROWS / lanes / per_k;
+            let per_k = (threads / S::BK).max(1);
+            let passes = S::ROWS / lanes / per_k;
             let first = row0 + ((tid % per_k) * lanes) as u32;
             KRows::with(o, first, (per_k * lanes) as u32, passes, tid / per_k)
         } else {
-            KRows::new::<O, ROWS, BK>(o, row0, tid, threads)
+            KRows::new::<O, S>(o, row0, tid, threads)
         };
         Loader {
             col: o.col(k0 + krows.kk as u32),
             krows,
-            kvec: !MN && o.k_vec_ok() && KRows::<O::Row>::fits::<O::T, ROWS, BK>(threads),
+            kvec: !MN && o.k_vec_ok() && KRows::<O::Row>::fits::<O::T, S>(threads),
             k0,
             row0,
             k_end,
@@ -199,31 +157,31 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
 
     /// Global -> LDS: the next slab (`BK` reductions) to byte offset `base`.
     #[inline(always)]
-    unsafe fn copy<const ROWS: usize, const BK: usize>(&mut self, o: &O, base: usize) {
+    unsafe fn copy<S: SlabShape>(&mut self, o: &O, base: usize) {
         let (lanes, eb) = (O::T::LANES, <O::T as Elem>::BYTES);
         let (k0, kk) = (self.k0, self.krows.kk);
         let k = k0 + kk as u32;
         if MN {
-            let per_k = self.threads / BK;
-            for p in 0..ROWS / lanes / per_k {
+            let per_k = self.threads / S::BK;
+            for p in 0..S::ROWS / lanes / per_k {
                 let row = (self.tid % per_k + p * per_k) * lanes;
                 let src = if k < self.k_end { o.vec_src(self.krows.get(p), &self.col) } else { None };
-                unsafe { arch::cp_async16(base + (kk * (ROWS + PAD) + row) * eb, src) };
+                unsafe { arch::cp_async16(base + (kk * (S::ROWS + PAD) + row) * eb, src) };
             }
         } else if self.kvec {
-            let per_row = BK / lanes;
-            for p in 0..ROWS * per_row / self.threads {
+            let per_row = S::BK / lanes;
+            for p in 0..S::ROWS * per_row / self.threads {
                 let row = self.tid / per_row + p * (self.threads / per_row);
                 let src = if k < self.k_end { o.kvec_src(self.krows.get(p), &self.col) } else { None };
-                unsafe { arch::cp_async16(base + (row * (BK + PAD) + kk) * eb, src) };
+                unsafe { arch::cp_async16(base + (row * (S::BK + PAD) + kk) * eb, src) };
             }
         } else {
             let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads };
-            unsafe { at.copy::<O, ROWS, BK>(o, |r, kk| base + (r * (BK + PAD) + kk) * eb) };
+            unsafe { at.copy::<O, S>(o, |r, kk| base + (r * (S::BK + PAD) + kk) * eb) };
         }
-        self.k0 = k0 + BK as u32;
+        self.k0 = k0 + S::BK as u32;
         if MN || self.kvec {
-            self.col = o.col_next(&self.col, k + BK as u32, BK as u32);
+            self.col = o.col_next(&self.col, k + S::BK as u32, S::BK as u32);
         }
     }
 }
@@ -231,25 +189,9 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
 /// Multiplies one stage into the accumulators ([`warp::multiply`]): the
 /// wave's A fragments, its B fragments in pairs, then every atom.
 #[inline(always)]
-unsafe fn multiply<
-    At: MmaAtom,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    acc: &mut Acc<At, FR, FC>,
-    ta: LdsTile,
-    tb: LdsTile,
-    lane: usize,
-    wm: usize,
-    wn: usize,
-) {
-    let (i0, j0) = (wm * (BM / WM), wn * (BN / WN));
-    let a = |fr: usize, ks: usize| unsafe { At::load_a(ta, i0 + fr * At::M, ks, lane) };
-    let b = |ks: usize| unsafe { At::load_b_frags::<FC>(tb, j0, ks, lane) };
-    unsafe { warp::multiply::<At, BK, FR, FC, false>(acc, a, b) }
+unsafe fn multiply<Tl: Tile, const FR: usize, const FC: usize>(acc: &mut Acc<Tl::At, FR, FC>, ta: LdsTile, tb: LdsTile, at: Place) {
+    let (lane, i0, j0) = (at.lane, at.wm * Tl::TM, at.wn * Tl::TN);
+    let a = |fr: usize, ks: usize| unsafe { Tl::At::load_a(ta, i0 + fr * Tl::At::M, ks, lane) };
+    let b = |ks: usize| unsafe { Tl::At::load_b_frags::<FC>(tb, j0, ks, lane) };
+    unsafe { warp::multiply::<Tl, FR, FC, false>(acc, a, b) }
 }

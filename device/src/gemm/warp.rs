@@ -4,6 +4,7 @@
 //! kernels) multiplies through here; only where the fragments sit differs,
 //! and that comes in as the loaders `a` and `b`.
 
+use super::Tile;
 use crate::atom::MmaAtom;
 
 /// Accumulators of one lane: `FR x FC` atom fragments.
@@ -27,7 +28,7 @@ pub unsafe fn mma_all<At: MmaAtom, const FR: usize, const FC: usize>(
     }
 }
 
-/// Multiplies reductions `0 .. BK` into the accumulators, `At::K` at a
+/// Multiplies reductions `0 .. Tl::BK` into the accumulators, `At::K` at a
 /// time: `a(fr, ks)` loads the wave's A fragment `fr` at `ks`, `b(ks)` its
 /// `FC` B fragments.
 ///
@@ -39,33 +40,33 @@ pub unsafe fn mma_all<At: MmaAtom, const FR: usize, const FC: usize>(
 /// # Safety
 /// The whole wave calls it together; the loaders read fragments in LDS.
 #[inline(always)]
-pub unsafe fn multiply<At: MmaAtom, const BK: usize, const FR: usize, const FC: usize, const A_EACH: bool>(
-    acc: &mut Acc<At, FR, FC>,
-    a: impl Fn(usize, usize) -> At::A,
-    b: impl Fn(usize) -> [At::B; FC],
+pub unsafe fn multiply<Tl: Tile, const FR: usize, const FC: usize, const A_EACH: bool>(
+    acc: &mut Acc<Tl::At, FR, FC>,
+    a: impl Fn(usize, usize) -> <Tl::At as MmaAtom>::A,
+    b: impl Fn(usize) -> [<Tl::At as MmaAtom>::B; FC],
 ) {
     // The order is a constant: one loop or the other is generated.
     let mut ks = 0;
     if A_EACH {
-        while ks < BK {
+        while ks < Tl::BK {
             let bf = b(ks);
             for (fr, row) in acc.iter_mut().enumerate() {
                 let af = a(fr, ks);
                 for (fc, c) in row.iter_mut().enumerate() {
-                    unsafe { At::mma(&af, &bf[fc], c) };
+                    unsafe { Tl::At::mma(&af, &bf[fc], c) };
                 }
             }
-            ks += At::K;
+            ks += Tl::At::K;
         }
     } else {
-        while ks < BK {
-            let mut af: [At::A; FR] = [Default::default(); FR];
+        while ks < Tl::BK {
+            let mut af: [<Tl::At as MmaAtom>::A; FR] = [Default::default(); FR];
             for (fr, f) in af.iter_mut().enumerate() {
                 *f = a(fr, ks);
             }
             let bf = b(ks);
-            unsafe { mma_all::<At, FR, FC>(acc, &af, &bf) };
-            ks += At::K;
+            unsafe { mma_all::<Tl::At, FR, FC>(acc, &af, &bf) };
+            ks += Tl::At::K;
         }
     }
 }

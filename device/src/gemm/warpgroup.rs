@@ -22,61 +22,43 @@
 
 use super::block::{ElementSlab, KROWS, KRows};
 use super::warp::Acc;
-use super::{BlockRange, Operand};
+use super::{BlockRange, Operand, Place, SlabShape, Tile, by_layouts};
 use crate::arch;
 use crate::atom::{CoreTile, MmaAtom};
 use crate::elem::Elem;
-use convgrad_types::instance::TileConfig;
 
 /// Runs the main loop for `r` and returns this thread's accumulators.
 ///
 /// # Safety
 /// All threads of the workgroup must call it (barriers); the launch must
-/// provide `stages * stage_bytes` of LDS ([`TileConfig::stage_bytes`]).
+/// provide `STAGES * STAGE_BYTES` of LDS ([`Tile::STAGE_BYTES`]).
 #[inline(always)]
-pub unsafe fn run<
-    At: MmaAtom,
-    A: Operand<T = At::In>,
-    B: Operand<T = At::In>,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    a: &A,
-    b: &B,
-    r: BlockRange,
-) -> Acc<At, FR, FC> {
+pub unsafe fn run<Tl: Tile, A: Operand<T = Tl::In>, B: Operand<T = Tl::In>, const FR: usize, const FC: usize>(
+    a: &A, b: &B, r: BlockRange,
+) -> Acc<Tl::At, FR, FC> {
     // K-major lines are one row's BK k: 32, 64 or 128 bytes.
-    const { assert!(!At::FROM_LDS || (FR == 1 && FC == 1 && (BK == 16 || BK == 32 || BK == 64))) };
+    const { assert!(!Tl::At::FROM_LDS || (FR == 1 && FC == 1 && (Tl::BK == 16 || Tl::BK == 32 || Tl::BK == 64))) };
     // Unpadded slabs ([`TileConfig::slab_bytes`]) keep every slab on the
     // 1024-byte boundary the 128-byte swizzle repeats at.
-    const { assert!(!At::FROM_LDS || (BM * BK * <At::In as Elem>::BYTES).is_multiple_of(1024)) };
-    const { assert!(!At::FROM_LDS || (BN * BK * <At::In as Elem>::BYTES).is_multiple_of(1024)) };
-    let threads = WM * WN * At::WAVE;
-    let amn = a.rows_fast() && a.vec_ok() && fits::<BM, BK>(threads);
-    let bmn = b.rows_fast() && b.vec_ok() && fits::<BN, BK>(threads);
+    const { assert!(!Tl::At::FROM_LDS || (Tl::BM * Tl::BK * <Tl::In as Elem>::BYTES).is_multiple_of(1024)) };
+    const { assert!(!Tl::At::FROM_LDS || (Tl::BN * Tl::BK * <Tl::In as Elem>::BYTES).is_multiple_of(1024)) };
+    let threads = Tl::THREADS;
+    let amn = a.rows_fast() && a.vec_ok() && fits::<Tl::SlabA>(threads);
+    let bmn = b.rows_fast() && b.vec_ok() && fits::<Tl::SlabB>(threads);
     // The slab orientations are compile-time: the instruction's transpose
     // flags are immediates.
-    unsafe {
-        match (amn, bmn) {
-            (true, true) => main::<At, A, B, BM, BN, BK, WM, WN, FR, FC, true, true>(a, b, r),
-            (true, false) => main::<At, A, B, BM, BN, BK, WM, WN, FR, FC, true, false>(a, b, r),
-            (false, true) => main::<At, A, B, BM, BN, BK, WM, WN, FR, FC, false, true>(a, b, r),
-            (false, false) => main::<At, A, B, BM, BN, BK, WM, WN, FR, FC, false, false>(a, b, r),
-        }
-    }
+    unsafe { by_layouts!(amn, bmn, main::<Tl, A, B, FR, FC>(a, b, r)) }
 }
 
 /// Whether a `ROWS x BK` slab splits into whole passes of the copy mappings
 /// ([`Loader::new`]): warps cover 8 k x 32 rows (MN-major) or 8 rows x BK
 /// (K-major), at most [`KROWS`] passes.
-const fn fits<const ROWS: usize, const BK: usize>(threads: usize) -> bool {
-    let per_pass = threads / (BK / 8);
-    BK.is_multiple_of(8) && (threads / 32).is_multiple_of(BK / 8) && ROWS.is_multiple_of(per_pass) && ROWS / per_pass <= KROWS
+const fn fits<S: SlabShape>(threads: usize) -> bool {
+    let per_pass = threads / (S::BK / 8);
+    S::BK.is_multiple_of(8)
+        && (threads / 32).is_multiple_of(S::BK / 8)
+        && S::ROWS.is_multiple_of(per_pass)
+        && S::ROWS / per_pass <= KROWS
 }
 
 /// A slab at byte `base` (a multiple of 1024), swizzled so that both the
@@ -84,59 +66,45 @@ const fn fits<const ROWS: usize, const BK: usize>(threads: usize) -> bool {
 /// 128-byte lines (64 rows of one k; 8 k an atom, row blocks `BK / 8` atoms
 /// apart), K-major in lines of one row's `BK` k (8 rows an atom).
 #[inline(always)]
-fn slab<const BK: usize>(base: usize, mn_major: bool) -> CoreTile {
+fn slab<Tl: Tile>(base: usize, mn_major: bool) -> CoreTile {
     if mn_major {
-        CoreTile { base, lbo: (BK / 8 * 1024) as u32, sbo: 1024, mn_major, swizzle: 128 }
+        CoreTile { base, lbo: (Tl::BK / 8 * 1024) as u32, sbo: 1024, mn_major, swizzle: 128 }
     } else {
         // The leading offset is unused by swizzled K-major tiles (16 by convention).
-        CoreTile { base, lbo: 16, sbo: (BK * 16) as u32, mn_major, swizzle: (BK * 2) as u32 }
+        CoreTile { base, lbo: 16, sbo: (Tl::BK * 16) as u32, mn_major, swizzle: (Tl::BK * 2) as u32 }
     }
 }
 
+/// The main loop with the slab orientations `AMN`, `BMN` (MN-major, else K-major).
 #[inline(always)]
-unsafe fn main<
-    At: MmaAtom,
-    A: Operand<T = At::In>,
-    B: Operand<T = At::In>,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
-    const AMN: bool,
-    const BMN: bool,
->(
+unsafe fn main<Tl: Tile, A, B, const FR: usize, const FC: usize, const AMN: bool, const BMN: bool>(
     a: &A,
     b: &B,
     r: BlockRange,
-) -> Acc<At, FR, FC> {
-    let tile = TileConfig::of(BM, BN, BK, WM, WN);
-    let stages = tile.stages(At::KIND) as usize;
-    let e = <At::In as Elem>::BYTES;
-    let stage = tile.stage_bytes(e as u32, At::KIND) as usize;
-    let b_off = TileConfig::slab_bytes(BM as u32, BK as u32, e as u32, At::KIND) as usize;
-    let threads = WM * WN * At::WAVE;
-    let tid = arch::thread_id() as usize;
-    let wave = tid / At::WAVE;
-    let (wm, wn) = (wave % WM, wave / WM);
+) -> Acc<Tl::At, FR, FC>
+where
+    A: Operand<T = Tl::In>,
+    B: Operand<T = Tl::In>,
+{
+    let (stages, stage, b_off) = (Tl::STAGES, Tl::STAGE_BYTES, Tl::B_OFFSET);
+    let (threads, tid) = (Tl::THREADS, arch::thread_id() as usize);
+    let Place { wm, wn, .. } = Place::of::<Tl>(tid);
 
-    let mut la = Loader::<A, AMN>::new::<BM, BK>(a, r.m0, r.k_begin, r.k_end, tid, threads);
-    let mut lb = Loader::<B, BMN>::new::<BN, BK>(b, r.n0, r.k_begin, r.k_end, tid, threads);
+    let mut la = Loader::<A, AMN>::new::<Tl::SlabA>(a, r.m0, r.k_begin, r.k_end, tid, threads);
+    let mut lb = Loader::<B, BMN>::new::<Tl::SlabB>(b, r.n0, r.k_begin, r.k_end, tid, threads);
     // A macro, not a closure: a closure called twice may stay a call, and
     // the loaders it borrows would then live in local memory.
     macro_rules! copy {
         ($s:expr) => {
             unsafe {
-                la.copy::<BM, BK>(a, slab::<BK>($s * stage, AMN));
-                lb.copy::<BN, BK>(b, slab::<BK>($s * stage + b_off, BMN));
+                la.copy::<Tl::SlabA>(a, slab::<Tl>($s * stage, AMN));
+                lb.copy::<Tl::SlabB>(b, slab::<Tl>($s * stage + b_off, BMN));
             }
         };
     }
 
-    let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
-    let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(BK as u32);
+    let mut acc: Acc<Tl::At, FR, FC> = [[Default::default(); FC]; FR];
+    let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(Tl::BK as u32);
     // Copies run `ahead` steps in front; one step's instructions stay in
     // flight, so a slab is rewritten two steps after it was read.
     let ahead = stages - 2;
@@ -153,13 +121,13 @@ unsafe fn main<
         arch::cp_async_wait(ahead as u32 - 1);
         arch::fence_proxy_async();
         arch::barrier();
-        let ta = slab::<BK>(rd * stage, AMN).offset(wm * (BM / WM), 0);
-        let tb = slab::<BK>(rd * stage + b_off, BMN).offset(wn * (BN / WN), 0);
+        let ta = slab::<Tl>(rd * stage, AMN).offset(wm * Tl::TM, 0);
+        let tb = slab::<Tl>(rd * stage + b_off, BMN).offset(wn * Tl::TN, 0);
         arch::wgmma_fence();
         let mut ks = 0;
-        while ks < BK {
-            unsafe { At::mma_lds(ta.offset(0, ks), tb.offset(0, ks), &mut acc[0][0]) };
-            ks += At::K;
+        while ks < Tl::BK {
+            unsafe { Tl::At::mma_lds(ta.offset(0, ks), tb.offset(0, ks), &mut acc[0][0]) };
+            ks += Tl::At::K;
         }
         arch::wgmma_commit();
         // Step - 1's instructions are done: its slab is free from the next barrier on.
@@ -201,10 +169,10 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
     /// x 4 row vectors (64 contiguous bytes per k row). K-major: 8 rows (a
     /// phase) x `BK / 8` k-vectors (whole rows of the slab).
     #[inline(always)]
-    fn new<const ROWS: usize, const BK: usize>(o: &O, row0: u32, k0: u32, k_end: u32, tid: usize, threads: usize) -> Self {
-        let kgroups = BK / 8;
+    fn new<S: SlabShape>(o: &O, row0: u32, k0: u32, k_end: u32, tid: usize, threads: usize) -> Self {
+        let kgroups = S::BK / 8;
         let per_pass = threads / kgroups;
-        let passes = ROWS / per_pass;
+        let passes = S::ROWS / per_pass;
         let (w, l) = (tid / 32, tid % 32);
         let (row, kk) = if MN {
             (8 * (l / 8 + 4 * (w / kgroups)), l % 8 + 8 * (w % kgroups))
@@ -216,7 +184,7 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
             col: o.col(k0 + kk as u32),
             krows,
             row,
-            kvec: !MN && o.k_vec_ok() && fits::<ROWS, BK>(threads),
+            kvec: !MN && o.k_vec_ok() && fits::<S>(threads),
             k0,
             row0,
             k_end,
@@ -227,13 +195,13 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
 
     /// Global -> LDS: the next slab (`BK` reductions) into `t`.
     #[inline(always)]
-    unsafe fn copy<const ROWS: usize, const BK: usize>(&mut self, o: &O, t: CoreTile) {
+    unsafe fn copy<S: SlabShape>(&mut self, o: &O, t: CoreTile) {
         let (k0, kk) = (self.k0, self.krows.kk);
         let k = k0 + kk as u32;
         if MN || self.kvec {
             // Constant trip count (unrolled: the row contexts stay in registers).
-            let per_pass = self.threads / (BK / 8);
-            for p in 0..ROWS / per_pass {
+            let per_pass = self.threads / (S::BK / 8);
+            for p in 0..S::ROWS / per_pass {
                 let row = self.row + p * per_pass;
                 let src = if k >= self.k_end {
                     None
@@ -244,11 +212,11 @@ impl<O: Operand, const MN: bool> Loader<O, MN> {
                 };
                 unsafe { arch::cp_async16(t.at(row, kk), src) };
             }
-            self.col = o.col_next(&self.col, k + BK as u32, BK as u32);
+            self.col = o.col_next(&self.col, k + S::BK as u32, S::BK as u32);
         } else {
             let at = ElementSlab { row0: self.row0, k0, k_end: self.k_end, tid: self.tid, threads: self.threads };
-            unsafe { at.copy::<O, ROWS, BK>(o, |r, kk| t.at(r, kk)) };
+            unsafe { at.copy::<O, S>(o, |r, kk| t.at(r, kk)) };
         }
-        self.k0 = k0 + BK as u32;
+        self.k0 = k0 + S::BK as u32;
     }
 }

@@ -29,47 +29,50 @@ macro_rules! atom_ty {
     (Fma, $t:ident) => { $crate::atom::fma::Fma };
 }
 
+/// The tile type of an instance: `TileShape<atom, BM, BN, BK, WM, WN>`.
+macro_rules! tile_ty {
+    ($atom:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal) => {
+        $crate::gemm::TileShape<atom_ty!($atom, $ty), $bm, $bn, $bk, $wm, $wn>
+    };
+}
+
+/// A call of `conv::$kernel::kernel` for the instance's tile, with the
+/// GEMM's atoms per wave ([`Tile::FR`](crate::gemm::Tile::FR), [`Tile::FC`](crate::gemm::Tile::FC)).
+macro_rules! tiled {
+    ($args:ident, $($kernel:ident)::+, $out:ty, $atom:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal) => {{
+        type Tl = tile_ty!($atom, $ty, $bm, $bn, $bk, $wm, $wn);
+        $crate::conv::$($kernel)::+::kernel::<
+            Tl,
+            $out,
+            { <Tl as $crate::gemm::Tile>::FR },
+            { <Tl as $crate::gemm::Tile>::FC },
+        >($args)
+    }};
+}
+
 /// The body of instance `name`: a call of the op's generic kernel function.
+/// The tiled kernels take the tile type, the output element type and the
+/// atoms per wave of their accumulators (`FR`, `FC`).
 macro_rules! body {
-    ($args:ident, BwdWeight, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
-        type At = atom_ty!($atom, $ty);
-        $crate::conv::bwd_weight::gemm::kernel::<
-            At,
-            out_ty!($ty),
-            $bm, $bn, $bk, $wm, $wn,
-            { $bm / $wm / <At as $crate::atom::MmaAtom>::M },
-            { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
-        >($args)
-    }};
-    ($args:ident, BwdData, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
-        type At = atom_ty!($atom, $ty);
-        $crate::conv::bwd_data::gemm::kernel::<
-            At,
-            in_ty!($ty),
-            $bm, $bn, $bk, $wm, $wn,
-            { $bm / $wm / <At as $crate::atom::MmaAtom>::M },
-            { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
-        >($args)
-    }};
-    ($args:ident, BwdDataHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
-        type At = atom_ty!($atom, $ty);
-        $crate::conv::bwd_data::tap_shift::kernel::<
-            At,
-            in_ty!($ty),
-            $bm, $bn, $bk, $wm, $wn,
-            { $bm / $wm / <At as $crate::atom::MmaAtom>::M },
-            { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
-        >($args)
-    }};
+    ($args:ident, BwdWeight, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+        tiled!($args, bwd_weight::gemm, out_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
+    };
+    ($args:ident, BwdData, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+        tiled!($args, bwd_data::gemm, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
+    };
+    ($args:ident, BwdDataHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+        tiled!($args, bwd_data::tap_shift, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
+    };
+    // One row of waves: the accumulators are `BK / M` (the `K` channels) by
+    // `BN / WN / N` (one group's `C` channels).
     ($args:ident, BwdWeightHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
-        type At = atom_ty!($atom, $ty);
+        type Tl = tile_ty!($atom, $ty, $bm, $bn, $bk, $wm, $wn);
+        type At = <Tl as $crate::gemm::Tile>::At;
         $crate::conv::bwd_weight::tap_shift::kernel::<
-            At,
+            Tl,
             out_ty!($ty),
-            $bm, $bn, $bk, $wn,
-            { $bn / $wn },
-            { $bk / <At as $crate::atom::MmaAtom>::M },
-            { $bn / $wn / <At as $crate::atom::MmaAtom>::N },
+            { <Tl as $crate::gemm::Tile>::BK / <At as $crate::atom::MmaAtom>::M },
+            { <Tl as $crate::gemm::Tile>::FC },
         >($args)
     }};
     ($args:ident, BwdDataDirect, $ty:ident, $($rest:tt)*) => {

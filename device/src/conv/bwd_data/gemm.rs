@@ -23,8 +23,7 @@ use crate::conv::{ChannelRows, ColMap, load_args, spatial_off, vector_axis};
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
-use crate::gemm::{self, BlockRange, Operand};
-use convgrad_types::instance::TileConfig;
+use crate::gemm::{self, BlockRange, Operand, Tile};
 use convgrad_types::params::ConvArgs;
 
 /// A reduction position of a slice GEMM: tap `j` (per dim) and channel `k`.
@@ -191,35 +190,23 @@ impl ColMap for WTaps<'_> {
 /// # Safety
 /// Launch contract of the instance (grid, block, LDS) and a valid argument block.
 #[inline(always)]
-pub unsafe fn kernel<
-    At: MmaAtom,
-    Out: Elem,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    args: *const ConvArgs,
-) {
+pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
     let [tile, s, g] = arch::block_id();
     let (tm, tn) = (tile % a.gemm.tiles_m, tile / a.gemm.tiles_m);
     let slice = Slice::of_launch(a, s);
-    let dy = DyGather { a, s: slice, p: a.dy as *const At::In, g_off: g * a.dy_strides[0] };
+    let dy = DyGather { a, s: slice, p: a.dy as *const Tl::In, g_off: g * a.dy_strides[0] };
     // B operand: `W[g]` of the slice's taps, transposed: `C x (taps * K)`.
     let ws = &a.w_strides;
     let w = ChannelRows {
-        p: a.w as *const At::In,
+        p: a.w as *const Tl::In,
         g_off: g * ws[0],
         strides: ws,
         rows: a.c,
         col: WTaps { a, s: slice },
     };
-    let r = BlockRange { m0: tm * BM as u32, n0: tn * BN as u32, k_begin: 0, k_end: slice.gemm_k };
-    let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &w, r) };
+    let r = BlockRange { m0: tm * Tl::BM as u32, n0: tn * Tl::BN as u32, k_begin: 0, k_end: slice.gemm_k };
+    let acc = unsafe { gemm::mainloop::<Tl, _, _, FR, FC>(&dy, &w, r) };
     // Row contexts: the offset of the row's input pixel in `dX` (channel 0),
     // or none (past the GEMM or outside the input), once per tile row.
     const NONE: u64 = u64::MAX;
@@ -248,12 +235,12 @@ pub unsafe fn kernel<
         unsafe { store_run_at::<Out, 2>(a, a.x, xs, o, idx, a.c - c0, v, &mut bias) }
     };
     // The row table where it fits the LDS the main loop already holds.
-    let table = const { TileConfig::of(BM, BN, BK, WM, WN).row_table_fits(At::KIND, <At::In as Elem>::BYTES as u32) };
+    let table = const { Tl::CONFIG.row_table_fits(Tl::At::KIND, <Tl::In as Elem>::BYTES as u32) };
     unsafe {
         if table {
-            epilogue::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, true>(&acc, row, store)
+            epilogue::store_tile_rows::<Tl, FR, FC, true>(&acc, row, store)
         } else {
-            epilogue::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, false>(&acc, row, store)
+            epilogue::store_tile_rows::<Tl, FR, FC, false>(&acc, row, store)
         }
     }
 }

@@ -36,6 +36,7 @@ use crate::conv::{load_args, offset};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
+use crate::gemm::Tile;
 use crate::gemm::warp::{self, Acc};
 use convgrad_types::instance::TileConfig;
 use convgrad_types::params::ConvArgs;
@@ -58,131 +59,104 @@ struct Halo {
 /// # Safety
 /// Launch contract of the instance (grid above, block, LDS) and a valid argument block.
 #[inline(always)]
-pub unsafe fn kernel<
-    At: MmaAtom,
-    Out: Elem,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    args: *const ConvArgs,
-) {
-    const { assert!(FC * At::N == BN / WN && BK.is_multiple_of(At::K)) };
+pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args: *const ConvArgs) {
+    const { assert!(FR == Tl::FR && FC * Tl::At::N == Tl::TN && Tl::BK.is_multiple_of(Tl::At::K)) };
     let a = unsafe { load_args(args) };
-    let tile = TileConfig::of(BM, BN, BK, WM, WN);
-    let e = <At::In as Elem>::BYTES;
+    let tile = Tl::CONFIG;
+    let e = <Tl::In as Elem>::BYTES;
     let [t, gs, _] = arch::block_id();
     let h = Halo {
         lda: tile.halo_a_ld() as usize,
         b_base: tile.halo_a_bytes(e as u32) as usize,
-        ldb: tile.halo_b_ld(At::KIND) as usize,
+        ldb: tile.halo_b_ld(Tl::At::KIND) as usize,
         grid: Grid::tile(a, t),
     };
-    let g0 = gs * WN as u32;
-    let threads = WM * WN * At::WAVE;
+    let g0 = gs * Tl::WN as u32;
+    let threads = Tl::THREADS;
     // dY pixel of grid position (r, c): r - (Y-1)*d + P (wrapping below
     // zero). Rows past those the taps reach from the tile (read only for
     // dropped grid rows) are zeroed.
     let oy = a.lpad[1].wrapping_sub((a.filter[1] - 1) * a.dilation[1]);
     let ox = a.lpad[2].wrapping_sub((a.filter[2] - 1) * a.dilation[2]);
     let need = a.tap_shift.halo_rows * a.tap_shift.div_halo[1].div + Grid::max_shift(a);
-    let dy = Staged { p: a.dy as *const At::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
-    let rows = BM + TileConfig::HALO_SLACK as usize;
+    let dy = Staged { p: a.dy as *const Tl::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
+    let rows = Tl::BM + TileConfig::HALO_SLACK as usize;
     let win = Window { add: [oy, ox], hw: [a.output[1], a.output[2]], limit: need };
-    const { assert!((WM * WN * At::WAVE).is_multiple_of(WN * BK / <At::In as Elem>::LANES)) };
+    const { assert!(Tl::THREADS.is_multiple_of(Tl::WN * Tl::BK / <Tl::In as Elem>::LANES)) };
     unsafe {
-        dy.copy::<BK, WN>(a, &h.grid, win, rows, h.lda, 0, threads);
-        stage_weights::<At::In, BN, BK, WN>(a, &h, g0, threads);
+        dy.copy::<Tl>(a, &h.grid, win, Tl::BK, rows, h.lda, 0, threads);
+        stage_weights::<Tl>(a, &h, g0, threads);
     }
     arch::cp_async_commit();
     arch::cp_async_wait(0);
     arch::barrier();
-    let acc = unsafe { multiply::<At, BM, BN, BK, WM, WN, FR, FC>(a, &h) };
+    let acc = unsafe { multiply::<Tl, FR, FC>(a, &h) };
     // The result tile reuses the LDS the waves were reading.
     arch::barrier();
-    unsafe { epilogue::<At, Out, BM, BN, WM, WN, FR, FC>(a, &h, g0, &acc) }
+    unsafe { epilogue::<Tl, Out, FR, FC>(a, &h, g0, &acc) }
 }
 
 /// Copies the filters of the `WN` groups, flipped, as `[group][tap][k][c]`
 /// (tap `y' * X + x'` holds `W[Y-1-y', X-1-x']`): 16-byte vectors along `c`
 /// where `W` has them, else element by element; zeros past `C`, `K`, `G`.
 #[inline(always)]
-unsafe fn stage_weights<T: Elem, const BN: usize, const BK: usize, const WN: usize>(
-    a: &ConvArgs,
-    h: &Halo,
-    g0: u32,
-    threads: usize,
-) {
-    let cp = BN / WN;
+unsafe fn stage_weights<Tl: Tile>(a: &ConvArgs, h: &Halo, g0: u32, threads: usize) {
+    let cp = Tl::TN;
     let taps = (a.filter[1] * a.filter[2]) as usize;
         let ws = &a.w_strides;
-    let vec = crate::conv::vector_axis(ws, 2, a.c, T::LANES as u32);
-    let lanes = if vec { T::LANES } else { 1 };
+    let vec = crate::conv::vector_axis(ws, 2, a.c, <Tl::In as Elem>::LANES as u32);
+    let lanes = if vec { <Tl::In as Elem>::LANES } else { 1 };
     let per_k = cp / lanes;
-    let total = per_k * BK * WN * taps;
-    let w = a.w as *const T;
+    let total = per_k * Tl::BK * Tl::WN * taps;
+    let w = a.w as *const Tl::In;
     let mut idx = arch::thread_id() as usize;
     while idx < total {
         let (q, cv) = (idx / per_k, idx % per_k);
-        let (q, k) = (q / BK, q % BK);
-        let (tap, gl) = (q / WN, q % WN);
+        let (q, k) = (q / Tl::BK, q % Tl::BK);
+        let (tap, gl) = (q / Tl::WN, q % Tl::WN);
         let (yf, xf) = a.div_x.divmod(tap as u32);
         let (y, x) = (a.filter[1] - 1 - yf, a.filter[2] - 1 - xf);
         let (g, c) = (g0 + gl as u32, (cv * lanes) as u32);
         let inside = (g < a.g) & ((k as u32) < a.k) & (c < a.c);
         let o = offset(ws, [g, k as u32, c, 0, y, x]);
-        let at = h.b_base + (((gl * TileConfig::HALO_TAPS as usize + tap) * BK + k) * h.ldb + cv * lanes) * T::BYTES;
+        let at = h.b_base + (((gl * TileConfig::HALO_TAPS as usize + tap) * Tl::BK + k) * h.ldb + cv * lanes) * <Tl::In as Elem>::BYTES;
         if vec {
-            let src = inside.then(|| w.wrapping_add(o) as *const T::V16);
+            let src = inside.then(|| w.wrapping_add(o) as *const <Tl::In as Elem>::V16);
             unsafe { arch::cp_async16(at, src) };
         } else {
-            let v = if inside { unsafe { arch::ld(w, o) } } else { T::default() };
+            let v = if inside { unsafe { arch::ld(w, o) } } else { Default::default() };
             unsafe { arch::lds_st(at, v) };
         }
         idx += threads;
     }
 }
 
-/// Every tap's GEMM into one tile: wave `(wm, wn)` takes rows `wm * BM / WM
-/// ..` of group `wn`, A from the halo `shift` rows on, B from the tap's weights.
+/// Every tap's GEMM into one tile: wave `(wm, wn)` takes rows `wm * TM ..`
+/// of group `wn`, A from the halo `shift` rows on, B from the tap's weights.
 #[inline(always)]
-unsafe fn multiply<
-    At: MmaAtom,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    a: &ConvArgs,
-    h: &Halo,
-) -> Acc<At, FR, FC> {
+unsafe fn multiply<Tl: Tile, const FR: usize, const FC: usize>(a: &ConvArgs, h: &Halo) -> Acc<Tl::At, FR, FC> {
     let tid = arch::thread_id() as usize;
-    let (lane, wave) = (tid % At::WAVE, tid / At::WAVE);
-    let (wm, wn) = (wave % WM, wave / WM);
-    let e = <At::In as Elem>::BYTES;
+    let (lane, wave) = (tid % Tl::At::WAVE, tid / Tl::At::WAVE);
+    let (wm, wn) = (wave % Tl::WM, wave / Tl::WM);
+    let e = <Tl::In as Elem>::BYTES;
     let ta = LdsTile { base: 0, ld: h.lda, mn_major: false };
-    let i0 = wm * (BM / WM);
-    let mut acc: Acc<At, FR, FC> = [[Default::default(); FC]; FR];
+    let i0 = wm * Tl::TM;
+    let mut acc: Acc<Tl::At, FR, FC> = [[Default::default(); FC]; FR];
     for yf in 0..a.filter[1] as usize {
         for xf in 0..a.filter[2] as usize {
             let shift = Grid::shift(a, yf, xf);
             let tap = yf * a.filter[2] as usize + xf;
             let tb = LdsTile {
-                base: h.b_base + (wn * TileConfig::HALO_TAPS as usize + tap) * BK * h.ldb * e,
+                base: h.b_base + (wn * TileConfig::HALO_TAPS as usize + tap) * Tl::BK * h.ldb * e,
                 ld: h.ldb,
                 mn_major: true,
             };
             // B first, then one A fragment at a time (`A_EACH`).
-            let af = |fr: usize, ks: usize| unsafe { At::load_a(ta, i0 + fr * At::M + shift, wn * BK + ks, lane) };
-            let bf = |ks: usize| unsafe { At::load_b_frags::<FC>(tb, 0, ks, lane) };
-            unsafe { warp::multiply::<At, BK, FR, FC, true>(&mut acc, af, bf) };
+            let af = |fr: usize, ks: usize| unsafe {
+                Tl::At::load_a(ta, i0 + fr * Tl::At::M + shift, wn * Tl::BK + ks, lane)
+            };
+            let bf = |ks: usize| unsafe { Tl::At::load_b_frags::<FC>(tb, 0, ks, lane) };
+            unsafe { warp::multiply::<Tl, FR, FC, true>(&mut acc, af, bf) };
         }
     }
     acc
@@ -191,23 +165,14 @@ unsafe fn multiply<
 /// Writes the tile through the epilogue: tile row `m` is grid row `m` of
 /// the tile, column `n` channel `n % (BN / WN)` of group `g0 + n / (BN / WN)`.
 #[inline(always)]
-unsafe fn epilogue<
-    At: MmaAtom,
-    Out: Elem,
-    const BM: usize,
-    const BN: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
+unsafe fn epilogue<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(
     a: &ConvArgs,
     h: &Halo,
     g0: u32,
-    acc: &Acc<At, FR, FC>,
+    acc: &Acc<Tl::At, FR, FC>,
 ) {
     const NONE: u64 = u64::MAX;
-    let cp = (BN / WN) as u32;
+    let cp = Tl::TN as u32;
     let xs = &a.x_strides;
     // Tile row -> (n, z, y, x) of dX, if it is an input pixel.
     let pixel = |m: usize| -> Option<(u32, u32, u32, u32)> {
@@ -233,5 +198,5 @@ unsafe fn epilogue<
         let o = at as usize + gl as usize * xs[0] as usize + c0 as usize * xs[2] as usize;
         unsafe { store_run_at::<Out, 2>(a, a.x, xs, o, idx, a.c - c0, v, &mut bias) }
     };
-    unsafe { epilogue::store_tile_rows::<At, BM, BN, WM, WN, FR, FC, true>(acc, row, store) }
+    unsafe { epilogue::store_tile_rows::<Tl, FR, FC, true>(acc, row, store) }
 }

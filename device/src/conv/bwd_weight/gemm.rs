@@ -10,10 +10,9 @@ use crate::conv::filter_cols::{c_fastest, finish_tile, split_filter_col, write_d
 use crate::conv::epilogue::{self, RUN, for_each_in_run};
 use crate::conv::{ChannelRows, load_args, pixels_flat, spatial_off, split_out_pixel, vector_axis, window_origin};
 use crate::arch;
-use crate::atom::MmaAtom;
 use crate::elem::Elem;
 use crate::gemm::splitk::{self, PartialMode};
-use crate::gemm::{self, Operand};
+use crate::gemm::{self, Operand, Tile};
 use convgrad_types::params::ConvArgs;
 
 /// B operand: `im2col(X[g])` transposed, `N x R` (rows = filter columns).
@@ -109,21 +108,9 @@ impl<T: Elem> Operand for XCols<'_, T> {
 /// # Safety
 /// Launch contract of the instance (grid, block, LDS) and a valid argument block.
 #[inline(always)]
-pub unsafe fn kernel<
-    At: MmaAtom,
-    Out: Elem,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WM: usize,
-    const WN: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    args: *const ConvArgs,
-) {
+pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
-    let at = splitk::coord(a, arch::block_id(), BM as u32, BN as u32);
+    let at = splitk::coord(a, arch::block_id(), Tl::BM as u32, Tl::BN as u32);
     let g = at.g;
     // A operand: `dY[g]` as `K x R` (rows = output channels). Reduction
     // indices are output pixels: with packed pixels (NHWGK, GNHWK) an offset
@@ -131,7 +118,7 @@ pub unsafe fn kernel<
     let s = &a.dy_strides;
     let dy_flat = pixels_flat(s, &a.output, a.n);
     let dy = ChannelRows {
-        p: a.dy as *const At::In,
+        p: a.dy as *const Tl::In,
         g_off: g * s[0],
         strides: s,
         rows: a.k,
@@ -149,8 +136,8 @@ pub unsafe fn kernel<
         && a.lpad == [0; 3]
         && a.input == a.output
         && pixels_flat(&a.x_strides, &a.input, a.n);
-    let x = XCols { a, p: a.x as *const At::In, g_off: g * a.x_strides[0], flat: x_flat };
-    let acc = unsafe { gemm::mainloop::<At, _, _, BM, BN, BK, WM, WN, FR, FC>(&dy, &x, at.range) };
+    let x = XCols { a, p: a.x as *const Tl::In, g_off: g * a.x_strides[0], flat: x_flat };
+    let acc = unsafe { gemm::mainloop::<Tl, _, _, FR, FC>(&dy, &x, at.range) };
     let store = |i: usize, j0: usize, v: [f32; RUN]| {
         let (m, n0) = (at.range.m0 + i as u32, at.range.n0 + j0 as u32);
         if m >= a.gemm.m || n0 >= a.gemm.n {
@@ -171,10 +158,10 @@ pub unsafe fn kernel<
             _ => for_each_in_run(v, len, |e, x| unsafe { splitk::put(a, at.mode, at.kb, g, m, n0 + e, x) }),
         }
     };
-    unsafe { epilogue::store_tile::<At, BM, BN, WM, WN, FR, FC>(&acc, store) };
+    unsafe { epilogue::store_tile::<Tl, FR, FC>(&acc, store) };
     // The result tile in LDS has been read.
     if unsafe { splitk::last_arrival(a, g * a.gemm.tiles_m * a.gemm.tiles_n + arch::block_id()[0]) } {
-        let (r, threads) = (at.range, (WM * WN * At::WAVE) as u32);
-        unsafe { finish_tile::<Out>(a, g, [r.m0, r.n0], [BM as u32, BN as u32], threads) };
+        let (r, threads) = (at.range, Tl::THREADS as u32);
+        unsafe { finish_tile::<Out>(a, g, [r.m0, r.n0], [Tl::BM as u32, Tl::BN as u32], threads) };
     }
 }

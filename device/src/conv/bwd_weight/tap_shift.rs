@@ -29,7 +29,7 @@ use crate::conv::load_args;
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
-use crate::gemm::RUN;
+use crate::gemm::{RUN, Tile};
 use crate::gemm::splitk::{self, PartialMode};
 use crate::unroll::unroll;
 use convgrad_types::instance::TileConfig;
@@ -40,36 +40,27 @@ const TAPS: usize = TileConfig::HALO_TAPS as usize;
 const _: () = assert!(TAPS == 9);
 
 /// Kernel body (module docs): `BM` grid rows per tile, `BK` the channels
-/// `K` padded (`FR` atoms), `CP = BN / WN` the channels `C` padded (`FC` atoms).
+/// `K` padded (`FR` atoms), `CP = BN / WN` ([`Tile::TN`]) the channels `C`
+/// padded (`FC` atoms), one row of `WN` waves.
 ///
 /// # Safety
 /// Launch contract of the instance (grid above, block, LDS) and a valid argument block.
 #[inline(always)]
-pub unsafe fn kernel<
-    At: MmaAtom,
-    Out: Elem,
-    const BM: usize,
-    const BN: usize,
-    const BK: usize,
-    const WN: usize,
-    const CP: usize,
-    const FR: usize,
-    const FC: usize,
->(
-    args: *const ConvArgs,
-) {
-    const { assert!(CP == BN / WN && FC * At::N == CP && FR * At::M == BK && BM.is_multiple_of(At::K)) };
-    const { assert!((WN * At::WAVE).is_multiple_of(BN / <At::In as Elem>::LANES) && CP.is_multiple_of(4)) };
+pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args: *const ConvArgs) {
+    // One row of waves; `FR` atoms span `K` (`Tl::BK`), `FC` atoms `C` (`Tl::TN`).
+    const { assert!(Tl::WM == 1 && FC * Tl::At::N == Tl::TN && FR * Tl::At::M == Tl::BK) };
+    const { assert!(Tl::BM.is_multiple_of(Tl::At::K)) };
+    const { assert!(Tl::THREADS.is_multiple_of(Tl::BN / <Tl::In as Elem>::LANES) && Tl::TN.is_multiple_of(4)) };
     let a = unsafe { load_args(args) };
-    let tile = TileConfig::of(BM, BN, BK, 1, WN);
-    let e = <At::In as Elem>::BYTES;
+    let tile = Tl::CONFIG;
+    let e = <Tl::In as Elem>::BYTES;
     let (lda, ldx) = (tile.halo_a_ld() as usize, tile.halo_x_ld() as usize);
-    let x_base = BM * lda * e;
+    let x_base = Tl::BM * lda * e;
     let [gs, _, kb] = arch::block_id();
-    let g0 = gs * WN as u32;
-    let threads = WN * At::WAVE;
+    let g0 = gs * Tl::WN as u32;
+    let threads = Tl::THREADS;
     let tid = arch::thread_id() as usize;
-    let (lane, wn) = (tid % At::WAVE, tid / At::WAVE);
+    let (lane, wn) = (tid % Tl::At::WAVE, tid / Tl::At::WAVE);
     // Tap t is filter tap (t / X, t % X); taps past the filter read the
     // halo at shift 0 and are never stored.
     let taps = (a.filter[1] * a.filter[2]) as usize;
@@ -78,40 +69,41 @@ pub unsafe fn kernel<
         if t < taps { Grid::shift(a, y as usize, x as usize) } else { 0 }
     };
     let shifts: [usize; TAPS] = [shift(0), shift(1), shift(2), shift(3), shift(4), shift(5), shift(6), shift(7), shift(8)];
-    let ta = LdsTile { base: wn * BK * e, ld: lda, mn_major: true };
-    let tx = |t: usize| LdsTile { base: x_base + (shifts[t] * ldx + wn * CP) * e, ld: ldx, mn_major: true };
-    let dy = Staged { p: a.dy as *const At::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
-    let x = Staged { p: a.x as *const At::In, s: a.x_strides, chans: a.c, g0, groups: a.g };
+    let ta = LdsTile { base: wn * Tl::BK * e, ld: lda, mn_major: true };
+    let tx = |t: usize| LdsTile { base: x_base + (shifts[t] * ldx + wn * Tl::TN) * e, ld: ldx, mn_major: true };
+    let dy = Staged { p: a.dy as *const Tl::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
+    let x = Staged { p: a.x as *const Tl::In, s: a.x_strides, chans: a.c, g0, groups: a.g };
     // dY at the grid positions of the tile's image rows; the X halo they
     // reach, from the top-left corner of the padding.
     let rows = a.tap_shift.halo_rows * a.tap_shift.div_halo[1].div;
     let dy_win = Window { add: [0, 0], hw: [a.output[1], a.output[2]], limit: rows };
     let add = [0u32.wrapping_sub(a.lpad[1]), 0u32.wrapping_sub(a.lpad[2])];
     let x_win = Window { add, hw: [a.input[1], a.input[2]], limit: rows + Grid::max_shift(a) };
-    let mut acc = [[[<At::C>::default(); FC]; FR]; TAPS];
+    let mut acc = [[[<<Tl::At as MmaAtom>::C>::default(); FC]; FR]; TAPS];
     let first = kb * a.tap_shift.tiles_per_batch;
     let last = (first + a.tap_shift.tiles_per_batch).min(a.tap_shift.tiles);
     for t in first..last {
         let grid = Grid::tile(a, t);
         unsafe {
-            dy.copy::<BK, WN>(a, &grid, dy_win, BM, lda, 0, threads);
-            x.copy::<CP, WN>(a, &grid, x_win, BM + TileConfig::HALO_SLACK as usize, ldx, x_base, threads);
+            dy.copy::<Tl>(a, &grid, dy_win, Tl::BK, Tl::BM, lda, 0, threads);
+            x.copy::<Tl>(a, &grid, x_win, Tl::TN, Tl::BM + TileConfig::HALO_SLACK as usize, ldx, x_base, threads);
         }
         arch::cp_async_commit();
         arch::cp_async_wait(0);
         arch::barrier();
         let mut ks = 0;
-        while ks < BM {
-            let af: [At::A; FR] = core::array::from_fn(|fr| unsafe { At::load_a(ta, fr * At::M, ks, lane) });
+        while ks < Tl::BM {
+            let af: [<Tl::At as MmaAtom>::A; FR] =
+                core::array::from_fn(|fr| unsafe { Tl::At::load_a(ta, fr * Tl::At::M, ks, lane) });
             unroll!(tap in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
-                let bf: [At::B; FC] = unsafe { At::load_b_frags(tx(tap), 0, ks, lane) };
+                let bf: [<Tl::At as MmaAtom>::B; FC] = unsafe { Tl::At::load_b_frags(tx(tap), 0, ks, lane) };
                 for (fr, row) in acc[tap].iter_mut().enumerate() {
                     for (fc, c) in row.iter_mut().enumerate() {
-                        unsafe { At::mma(&af[fr], &bf[fc], c) };
+                        unsafe { Tl::At::mma(&af[fr], &bf[fc], c) };
                     }
                 }
             });
-            ks += At::K;
+            ks += Tl::At::K;
         }
         // The next tile's copies overwrite what the waves read.
         arch::barrier();
@@ -123,8 +115,8 @@ pub unsafe fn kernel<
     // fastest, finding each through the atom's `c_slot`: consecutive threads
     // put consecutive filter columns (a put per element was half of the
     // kernel's instructions on the H200).
-    let frag = core::mem::size_of::<At::C>();
-    let frag_at = |gl: usize, tap: usize, fr: usize, fc: usize| (((gl * TAPS + tap) * FR + fr) * FC + fc) * At::WAVE * frag;
+    let frag = core::mem::size_of::<<Tl::At as MmaAtom>::C>();
+    let frag_at = |gl: usize, tap: usize, fr: usize, fc: usize| (((gl * TAPS + tap) * FR + fr) * FC + fc) * Tl::At::WAVE * frag;
     unroll!(tap in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
         for (fr, row) in acc[tap].iter().enumerate() {
             for (fc, f) in row.iter().enumerate() {
@@ -139,14 +131,14 @@ pub unsafe fn kernel<
     let mode = splitk::mode(a);
     let quads = mode != PartialMode::Direct && a.w_strides[2] == 1;
     let mut idx = tid;
-    while idx < WN * BK * TAPS * CP / 4 {
-        let (r, c0) = (idx / (CP / 4), idx % (CP / 4) * 4);
+    while idx < Tl::WN * Tl::BK * TAPS * Tl::TN / 4 {
+        let (r, c0) = (idx / (Tl::TN / 4), idx % (Tl::TN / 4) * 4);
         let (r, tap) = (r / TAPS, r % TAPS);
-        let (gl, k) = (r / BK, r % BK);
+        let (gl, k) = (r / Tl::BK, r % Tl::BK);
         // Element c0 + l of the run, from LDS.
         let ld = |l: usize| -> f32 {
-            let (ln, s) = At::c_slot(k % At::M, (c0 + l) % At::N);
-            unsafe { arch::lds_ld(frag_at(gl, tap, k / At::M, (c0 + l) / At::N) + ln * frag + s * 4) }
+            let (ln, s) = Tl::At::c_slot(k % Tl::At::M, (c0 + l) % Tl::At::N);
+            unsafe { arch::lds_ld(frag_at(gl, tap, k / Tl::At::M, (c0 + l) / Tl::At::N) + ln * frag + s * 4) }
         };
         let (g, k, c) = (g0 + gl as u32, k as u32, c0 as u32);
         if tap < taps && k < a.k && c < a.c && g < a.g {
@@ -162,7 +154,7 @@ pub unsafe fn kernel<
         idx += threads;
     }
     if unsafe { splitk::last_arrival(a, gs) } {
-        unsafe { finish_set::<Out, WN>(a, g0, threads as u32) }
+        unsafe { finish_set::<Tl, Out>(a, g0, threads as u32) }
     }
 }
 
@@ -174,9 +166,9 @@ pub unsafe fn kernel<
 /// # Safety
 /// As the kernel, after [`splitk::last_arrival`] returned true for the set.
 #[inline(always)]
-unsafe fn finish_set<Out: Elem, const WN: usize>(a: &ConvArgs, g0: u32, threads: u32) {
+unsafe fn finish_set<Tl: Tile, Out: Elem>(a: &ConvArgs, g0: u32, threads: u32) {
     let cols = a.gemm.n.next_multiple_of(RUN as u32);
-    for g in g0..(g0 + WN as u32).min(a.g) {
+    for g in g0..(g0 + Tl::WN as u32).min(a.g) {
         unsafe { finish_tile::<Out>(a, g, [0, 0], [a.k, cols], threads) };
     }
 }
