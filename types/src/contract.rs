@@ -20,6 +20,14 @@ pub mod bwd_data_direct {
     pub const KV: usize = 4;
 }
 
+/// The GEMM kernels' epilogue.
+pub mod gemm_epilogue {
+    /// Columns per run of the result (16-byte vectors of a 16-bit type): a
+    /// run never straddles two channel rows of a y-folded backward-data
+    /// problem, whose rows therefore hold a multiple of it.
+    pub const RUN: usize = 8;
+}
+
 /// The depthwise column-strip backward-data kernel.
 pub mod depthwise_strips {
     /// Groups per thread: half the direct kernel's lanes, so that three rows

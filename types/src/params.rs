@@ -223,6 +223,16 @@ pub struct SlicePart {
     /// Division by the taps of one residue class per dim, `[floor, ceil]`
     /// of `filter / tilde` (classes `t < filter % tilde` have the larger count).
     pub div_dot: [[FastDiv; 3]; 2],
+    /// GEMM epilogue: division of a column (channel) by the channels of one
+    /// `dx` channel row. `C` where channels are plain; with y folded into
+    /// the channels (stride == filter along y and x), a column is `(filter
+    /// row i, channel)` and row `i` starts [`SlicePart::channel_row_stride`]
+    /// elements further on in `dx`.
+    pub div_channel_row: FastDiv,
+    /// Element stride of `dx` between channel rows (0 where channels are plain).
+    pub channel_row_stride: u32,
+    /// Padding to a multiple of 8 bytes.
+    pub _pad: u32,
 }
 
 /// The direct kernels (backward-data direct and depthwise strips,

@@ -220,8 +220,18 @@ pub fn plan_with(
     let acts: Vec<&TensorDesc> = std::iter::once(&dx).chain(&ds).collect();
     if let Some(f) = fold::along_x(p, &acts, &[&w], true) {
         let by = f.c / p.c;
-        let fds = ds.iter().map(|d| fold::desc(d, &f, by, true)).collect();
+        let fds: Vec<TensorDesc> = ds.iter().map(|d| fold::desc(d, &f, by, true)).collect();
         let (fdx, fw) = (fold::desc(&dx, &f, by, true), fold::desc(&w, &f, by, false));
+        // y too where it tiles the same way: one GEMM (only the GEMM's
+        // epilogue stores by channel rows; other kernels take the x fold).
+        if let Some((f2, f2dx, f2w)) = fds.is_empty().then(|| fold::along_y(&f, &fdx, &fw)).flatten()
+            && let Ok(mut plan) = plan_on(&f2, cfg, family, compute_units, chain, dy, f2w, f2dx, vec![])
+            && plan.main.instance.op == Op::BwdData
+        {
+            plan.args_template.slices.div_channel_row = FastDiv::new(f.c as u32);
+            plan.args_template.slices.channel_row_stride = fdx.strides[4] as u32;
+            return Ok(BwdDataPlan { problem: *p, w, dx, ds, ..plan });
+        }
         match plan_on(&f, cfg, family, compute_units, chain, dy, fw, fdx, fds) {
             Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
             folded => return folded.map(|plan| BwdDataPlan { problem: *p, w, dx, ds, ..plan }),
@@ -346,6 +356,9 @@ fn plan_on(
             div_stride: p.strides.map(|s| FastDiv::new(s as u32)),
             div_k: FastDiv::new(p.k as u32),
             div_dot: [dot(false), dot(true)],
+            // Plain channels: one channel row (the y fold sets its rows).
+            div_channel_row: FastDiv::new(p.c as u32),
+            ..Default::default()
         },
         div_in: p.input.map(|i| FastDiv::new(i as u32)),
         div_x: FastDiv::new(p.filter[2] as u32),

@@ -185,6 +185,8 @@ impl ColMap for WTaps<'_> {
     }
 }
 
+const _: () = assert!(RUN == convgrad_types::contract::gemm_epilogue::RUN);
+
 /// The backward-data GEMM kernel body (grid in the module docs).
 ///
 /// # Safety
@@ -225,14 +227,20 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
         if at == NONE || c0 >= a.c {
             return;
         }
+        // Column -> (channel row, channel): row 0 only, unless y is folded
+        // into the channels; then the run goes to its row's part of dX
+        // (runs never straddle rows: the host keeps rows a multiple of RUN).
+        let (cr, ci) = a.slices.div_channel_row.divmod(c0);
+        let out = a.x + (cr * a.slices.channel_row_stride) as u64 * Out::BYTES as u64;
         // The canonical index, for D tensors and element-wise stores only.
         let idx = || {
             let (n, q) = Slice::split_row(a, r.m0 + i as u32);
             let px = slice.pixel(a, q).unwrap_or([0; 3]);
-            [g, n, c0, px[0], px[1], px[2]]
+            [g, n, ci, px[0], px[1], px[2]]
         };
-        let o = at as usize + c0 as usize * xs[2] as usize;
-        unsafe { store_run_at::<Out, 2>(a, a.x, xs, o, idx, a.c - c0, v, &mut bias) }
+        let o = at as usize + ci as usize * xs[2] as usize;
+        let len = (a.c - c0).min(a.slices.div_channel_row.div - ci);
+        unsafe { store_run_at::<Out, 2>(a, out, xs, o, idx, len, v, &mut bias) }
     };
     // The row table where it fits the LDS the main loop already holds.
     let table = const { Tl::CONFIG.row_table_fits(Tl::At::KIND, <Tl::In as Elem>::BYTES as u32) };
