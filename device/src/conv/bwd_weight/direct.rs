@@ -356,13 +356,19 @@ unsafe fn sum_streams<Out: Elem, const VW: usize, const DEPTHWISE: bool>(a: &Con
             }
         });
         arch::barrier();
-        let mut e = tid;
-        while e < lanes {
+        // The loop's trip count is the same for every thread (`lanes` is
+        // uniform), its exit too: with an exit that differed between lanes
+        // LLVM placed the next tap's barrier on both paths on gfx1100, and a
+        // wave32 with lanes on both reached it twice (the isa executor's
+        // barrier check, `isa/`).
+        let mut base = 0;
+        while base < lanes {
+            let e = base + tid;
             let (cl, l) = (e / VW as u32, e % VW as u32);
             let col = bx * cb + cl;
             let (g, c, k, tap0) = column::<VW, DEPTHWISE>(a, col);
             let t = tap0 + j as u32;
-            if col < a.direct.cols && t < taps {
+            if e < lanes && col < a.direct.cols && t < taps {
                 let mut v = 0.0f32;
                 for s in 0..streams {
                     v += unsafe { arch::lds_ld::<f32>(((s * cb + cl) as usize * VW + l as usize) * 4) };
@@ -370,7 +376,7 @@ unsafe fn sum_streams<Out: Elem, const VW: usize, const DEPTHWISE: bool>(a: &Con
                 let (g, c) = if DEPTHWISE { (g + l, c) } else { (g, c + l) };
                 unsafe { put_dw::<Out>(a, kb, g, k, c, t, v) };
             }
-            e += THREADS;
+            base += THREADS;
         }
     });
 }

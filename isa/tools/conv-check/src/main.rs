@@ -166,6 +166,9 @@ fn main() {
         "{} {}: {} of {} wrong, worst |err| {worst:.3e}",
         arch, plan.main.instance.name, bad, ndw
     );
+    if bad > 0 {
+        std::process::exit(2)
+    }
 }
 
 fn data(arch: Arch, ck: &[usize], inst: Option<String>, types: TypeConfig) {
@@ -289,4 +292,7 @@ fn data(arch: Arch, ck: &[usize], inst: Option<String>, types: TypeConfig) {
         "{} {} (bwd-data): {} of {} wrong, worst |err| {worst:.3e}",
         arch, plan.main.instance.name, bad, ndx
     );
+    if bad > 0 {
+        std::process::exit(2)
+    }
 }
