@@ -156,6 +156,7 @@ fn auto_picks_a_device_and_says_why() {
         }
         BackendKind::Cuda => assert!(note.contains("cuda: using device 0"), "{note}"),
         BackendKind::Hip => assert!(note.contains("hip: using device 0"), "{note}"),
+        BackendKind::Isa => panic!("auto never picks the isa executor: {note}"),
     }
     if !cfg!(feature = "hip") {
         assert!(note.contains("hip: feature not built"), "{note}");

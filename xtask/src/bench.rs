@@ -43,10 +43,10 @@ pub(crate) struct ShapeArgs {
     /// Operation: bwd-weight or bwd-data.
     #[arg(long, default_value = "bwd-weight")]
     op: String,
-    /// auto, hip, cuda, emu.
+    /// auto, hip, cuda, emu, isa.
     #[arg(long, default_value = "auto")]
     backend: String,
-    /// Emulated GPU for --backend emu.
+    /// Emulated GPU for --backend emu (isa: gfx90a, gfx942, gfx1100).
     #[arg(long)]
     emu_arch: Option<String>,
     /// Comma-separated dtypes.
@@ -91,7 +91,7 @@ impl ShapeArgs {
             .collect::<Result<_>>()?;
         let dev = Device::open(Backend::parse(&self.backend, self.emu_arch.as_deref())?, 0)?;
         let module = dev.load_module()?;
-        let emu = dev.backend_kind() == BackendKind::Emulator;
+        let emu = matches!(dev.backend_kind(), BackendKind::Emulator | BackendKind::Isa);
         println!(
             "op:     {} ; device: {:?} {} ({}) ; {}",
             op.name(),

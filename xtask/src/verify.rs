@@ -27,10 +27,10 @@ pub struct VerifyArgs {
     /// fused epilogue; default add-relu with a G_C bias).
     #[arg(long, default_value = "bwd-weight")]
     pub op: String,
-    /// auto (HIP, then CUDA, then the emulator), hip, cuda or emu.
+    /// auto (HIP, then CUDA, then the emulator), hip, cuda, emu or isa (the real AMD code objects on the CPU).
     #[arg(long, default_value = "auto")]
     pub backend: String,
-    /// Emulated GPU: gfx942, gfx90a, gfx1100, sm_80, sm_90.
+    /// Emulated GPU: gfx942, gfx90a, gfx1100, sm_80, sm_90 (isa: the AMD ones).
     #[arg(long)]
     pub emu_arch: Option<String>,
     /// f32, f16, bf16, bf16-f32 (bf16 activations, f32 weight gradient; bwd-weight only).
@@ -315,7 +315,7 @@ pub fn run(args: &[String]) -> Result<()> {
     })?;
     let backend = Backend::parse(&a.backend, a.emu_arch.as_deref())?;
     let dev = Device::open(backend, 0)?;
-    let on_emu = dev.backend_kind() == BackendKind::Emulator;
+    let on_emu = matches!(dev.backend_kind(), BackendKind::Emulator | BackendKind::Isa);
     let (text, why) = match &problem_text {
         Some(t) => (t.clone(), "given"),
         None => {

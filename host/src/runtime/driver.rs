@@ -23,6 +23,8 @@ pub(crate) enum RawKernel {
     Emu(convgrad_emu::KernelEntry),
     /// A driver function handle (`CUfunction` / `hipFunction_t`).
     Gpu(*mut c_void),
+    /// A decoded program of the isa executor (index into its driver's table).
+    Isa(u32),
 }
 
 // SAFETY: function handles are immutable driver objects usable from any thread.
@@ -66,6 +68,17 @@ pub(crate) struct Limits {
     pub required_threads: Option<u32>,
 }
 
+impl Limits {
+    /// The limits an AMD code object's metadata states (HIP and the isa executor).
+    pub fn from_amd_meta(meta: &KernelMeta) -> Limits {
+        Limits {
+            static_lds: meta.static_lds_bytes.unwrap_or(0) as u32,
+            max_threads: meta.max_threads.map(|t| t as u32),
+            required_threads: meta.required_threads.map(|t| t as u32),
+        }
+    }
+}
+
 /// A loaded code object.
 pub(crate) trait LoadedModule: Send + Sync {
     /// Resolves a kernel the metadata lists.
@@ -100,7 +113,8 @@ pub(crate) trait Driver: Send + Sync {
     /// Loads a code object image (GPU backends).
     fn load(&self, image: &[u8]) -> Result<Box<dyn LoadedModule>>;
     /// Queues a launch of one `ConvArgs` block `spec.args` on `stream`: CUDA
-    /// passes it by value (parameter space); HIP uploads it and passes its address.
+    /// passes it by value (parameter space); HIP and the isa executor upload it
+    /// and pass its address ([`ArgRing::stage_kernarg`]).
     fn launch(&self, spec: &LaunchSpec<'_>, stream: StreamId) -> Result<()>;
     /// Waits for all work queued on `stream`.
     fn synchronize(&self, stream: StreamId) -> Result<()>;
@@ -132,9 +146,8 @@ pub(crate) trait Driver: Send + Sync {
 
 /// Argument blocks of launches in flight: a device buffer written as a bump
 /// arena (with a host mirror that stays untouched until the stream has
-/// drained), reset when the stream is synchronized. HIP only: CUDA kernels
-/// take the block by value.
-#[cfg_attr(not(feature = "hip"), allow(dead_code))]
+/// drained), reset when the stream is synchronized. AMD backends only (HIP
+/// and the isa executor): CUDA kernels take the block by value.
 pub(crate) struct ArgRing {
     pub base: u64,
     pub host: Box<[u8]>,
@@ -144,7 +157,17 @@ pub(crate) struct ArgRing {
     pub foreign: bool,
 }
 
-#[cfg_attr(not(feature = "hip"), allow(dead_code))]
+/// An argument block staged in an [`ArgRing`]: copy `ring.host[at..at + len]`
+/// to device address `addr`, then launch with `kernarg` as the explicit kernarg
+/// segment (one 8-byte pointer to the block, checked at module load).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StagedArgs {
+    pub at: usize,
+    pub len: usize,
+    pub addr: u64,
+    pub kernarg: [u8; 8],
+}
+
 impl ArgRing {
     /// Bytes per ring.
     pub const BYTES: usize = 1 << 20;
@@ -185,5 +208,21 @@ impl ArgRing {
         };
         self.host[at..at + args.len()].copy_from_slice(args);
         Ok(at)
+    }
+    /// The AMD kernel ABI: stages the block ([`ArgRing::stage`]) and returns
+    /// where it goes in device memory and the kernarg segment naming it.
+    pub fn stage_kernarg(&mut self, kernel: &str, args: &[u8], drain: impl FnOnce() -> Result<()>) -> Result<StagedArgs> {
+        let at = self.stage(kernel, args, drain)?;
+        let addr = self.base + at as u64;
+        Ok(StagedArgs {
+            at,
+            len: args.len(),
+            addr,
+            kernarg: addr.to_ne_bytes(),
+        })
+    }
+    /// The host bytes of a staged block.
+    pub fn block(&self, s: &StagedArgs) -> &[u8] {
+        &self.host[s.at..s.at + s.len]
     }
 }

@@ -383,12 +383,7 @@ impl LoadedModule for HipModule {
         check("hipModuleGetFunction", unsafe {
             ffi::hipModuleGetFunction(&mut f, self.module, name.as_ptr())
         })?;
-        let limits = Limits {
-            static_lds: meta.static_lds_bytes.unwrap_or(0) as u32,
-            max_threads: meta.max_threads.map(|t| t as u32),
-            required_threads: meta.required_threads.map(|t| t as u32),
-        };
-        Ok((RawKernel::Gpu(f), limits))
+        Ok((RawKernel::Gpu(f), Limits::from_amd_meta(meta)))
     }
 }
 
@@ -483,16 +478,15 @@ impl Driver for HipDriver {
         let stream = self.handle(stream);
         let mut ring = self.ring.lock().unwrap();
         // A full ring waits for the whole device: launches on other streams read it too.
-        let at = ring.stage(spec.name, spec.args, || self.sync_device())?;
+        let staged = ring.stage_kernarg(spec.name, spec.args, || self.sync_device())?;
         ring.foreign |= stream != self.stream;
-        let addr = ring.base + at as u64;
-        let src = ring.host[at..].as_ptr() as *mut c_void;
+        let src = ring.block(&staged).as_ptr() as *mut c_void;
         // SAFETY: the host mirror slot is not rewritten until the stream has drained.
         check("hipMemcpyHtoDAsync", unsafe {
-            ffi::hipMemcpyHtoDAsync(addr as *mut c_void, src, spec.args.len(), stream)
+            ffi::hipMemcpyHtoDAsync(staged.addr as *mut c_void, src, staged.len, stream)
         })?;
         // The explicit kernarg segment: one 8-byte pointer (checked at module load).
-        let mut kernarg = addr.to_ne_bytes();
+        let mut kernarg = staged.kernarg;
         let mut size = kernarg.len();
         let mut extra = [
             HIP_LAUNCH_PARAM_BUFFER_POINTER,

@@ -23,6 +23,9 @@
 //!   run time; the compute capability selects the PTX (9.x: `sm_90`, 8.x: `sm_80`).
 //! - [`Backend::Emulator`]: `convgrad-emu` running the kernels' host build,
 //!   always available.
+//! - [`Backend::Isa`]: `convgrad-isa` running the embedded AMD code object of
+//!   one architecture (`gfx90a`, `gfx942`, `gfx1100`) on the CPU, instruction
+//!   by instruction, with checked memory and barriers; always available.
 //! - [`Backend::Auto`]: the first of HIP, CUDA, emulator (gfx942) that works;
 //!   [`Device::selection_note`] says what was tried and why it was passed over.
 //!
@@ -30,8 +33,8 @@
 //! Every kernel takes one `#[repr(C)]` argument block
 //! ([`convgrad_types::params::ConvArgs`]). On CUDA it is the kernel's one
 //! parameter, by value (`.param .align 8 .b8 [N]`: constant-bank operands in
-//! the kernel); on HIP [`Device::launch`] uploads it and passes its device
-//! address; the emulator passes a host pointer. At module load each kernel's
+//! the kernel); on HIP and the isa executor [`Device::launch`] uploads it and
+//! passes its device address; the emulator passes a host pointer. At module load each kernel's
 //! argument list in the code object's metadata is checked against that
 //! ([`meta`]).
 //!
@@ -54,6 +57,7 @@ mod buffer;
 mod driver;
 mod emu;
 mod error;
+mod isa;
 pub mod meta;
 mod module;
 pub mod smoke;
@@ -66,6 +70,7 @@ mod hip;
 pub use buffer::{BufRef, DeviceBuffer, NanPoison};
 pub use stream::Stream;
 pub use convgrad_emu::{EmuArch, LaunchReport};
+pub use convgrad_isa::Arch as IsaArch;
 pub use cuda::arch_for_compute_capability;
 pub use error::{Result, RuntimeError};
 pub use module::{Kernel, Module};
@@ -86,21 +91,43 @@ pub enum Backend {
     Cuda,
     /// The CPU emulator of one architecture.
     Emulator(EmuArch),
+    /// The real AMD code object of one architecture, run on the CPU by `convgrad-isa`.
+    Isa(IsaArch),
 }
 
 impl Backend {
     /// The emulator architecture [`Backend::Auto`] falls back to.
     pub const DEFAULT_EMU_ARCH: EmuArch = EmuArch::Gfx942;
 
-    /// Parses `auto`, `hip`, `cuda` or `emu` (also `emulator`, and `emu:<arch>`);
-    /// `emu_arch` (as given to `--emu-arch`) picks the emulated architecture,
-    /// [`Backend::DEFAULT_EMU_ARCH`] when `None`.
+    /// The architecture `isa` runs when none is named.
+    pub const DEFAULT_ISA_ARCH: IsaArch = IsaArch::Gfx942;
+
+    /// Parses `auto`, `hip`, `cuda`, `emu` (also `emulator`, and `emu:<arch>`)
+    /// or `isa` (also `isa:<arch>`); `emu_arch` (as given to `--emu-arch`) picks
+    /// the emulated architecture, [`Backend::DEFAULT_EMU_ARCH`] (`isa`:
+    /// [`Backend::DEFAULT_ISA_ARCH`]) when `None`. `isa` takes only the AMD
+    /// architectures (`gfx90a`, `gfx942`, `gfx1100`).
     pub fn parse(name: &str, emu_arch: Option<&str>) -> Result<Backend> {
         let lower = name.trim().to_ascii_lowercase();
         let (name, inline_arch) = match lower.split_once([':', '=']) {
             Some((n, a)) => (n.to_string(), Some(a.to_string())),
             None => (lower, None),
         };
+        if name == "isa" {
+            let arch = match inline_arch.as_deref().or(emu_arch) {
+                Some(a) => {
+                    let a = a.trim().to_ascii_lowercase();
+                    IsaArch::from_name(&a).ok_or_else(|| {
+                        RuntimeError::Parse(format!(
+                            "the isa backend runs AMD code objects only: unknown architecture `{a}`; expected one of: {}",
+                            isa::arch_names()
+                        ))
+                    })?
+                }
+                None => Self::DEFAULT_ISA_ARCH,
+            };
+            return Ok(Backend::Isa(arch));
+        }
         let arch = match inline_arch.as_deref().or(emu_arch) {
             Some(a) => EmuArch::parse(a).ok_or_else(|| {
                 RuntimeError::Parse(format!(
@@ -116,7 +143,7 @@ impl Backend {
             "cuda" | "nvidia" => Ok(Backend::Cuda),
             "emu" | "emulator" => Ok(Backend::Emulator(arch)),
             other => Err(RuntimeError::Parse(format!(
-                "unknown backend `{other}`; expected auto, hip, cuda or emu"
+                "unknown backend `{other}`; expected auto, hip, cuda, emu or isa"
             ))),
         }
     }
@@ -136,6 +163,7 @@ impl fmt::Display for Backend {
             Backend::Hip => f.write_str("hip"),
             Backend::Cuda => f.write_str("cuda"),
             Backend::Emulator(a) => write!(f, "emu:{}", a.name()),
+            Backend::Isa(a) => write!(f, "isa:{}", a.name()),
         }
     }
 }
@@ -149,6 +177,8 @@ pub enum BackendKind {
     Cuda,
     /// The emulator.
     Emulator,
+    /// The isa executor (real AMD code objects on the CPU).
+    Isa,
 }
 
 impl fmt::Display for BackendKind {
@@ -157,6 +187,7 @@ impl fmt::Display for BackendKind {
             BackendKind::Hip => "hip",
             BackendKind::Cuda => "cuda",
             BackendKind::Emulator => "emulator",
+            BackendKind::Isa => "isa",
         })
     }
 }
@@ -207,6 +238,18 @@ impl Device {
                     arch,
                     format!("emulator {}: requested", arch.name()),
                 ))
+            }
+            Backend::Isa(arch) => {
+                if index != 0 {
+                    return Err(RuntimeError::NoDevice(format!(
+                        "the isa executor has one device (index 0), not index {index}"
+                    )));
+                }
+                Self::wrap(
+                    Box::new(isa::open(arch)),
+                    BackendKind::Isa,
+                    format!("isa {}: requested", arch.name()),
+                )
             }
             Backend::Auto => {
                 let mut why = Vec::new();
@@ -274,6 +317,7 @@ impl Device {
             BackendKind::Hip => Backend::Hip,
             BackendKind::Cuda => Backend::Cuda,
             BackendKind::Emulator => Backend::Emulator(EmuArch::parse(d.arch()).unwrap_or(Backend::DEFAULT_EMU_ARCH)),
+            BackendKind::Isa => Backend::Isa(IsaArch::from_name(d.arch()).unwrap_or(Backend::DEFAULT_ISA_ARCH)),
         };
         if let Some(existing) = map.get(&(picked, index)) {
             let existing = existing.clone();

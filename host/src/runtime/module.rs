@@ -114,7 +114,7 @@ impl Device {
                     "the emulator runs the kernels' host build: use load_module()".into(),
                 ));
             }
-            BackendKind::Hip => {
+            BackendKind::Hip | BackendKind::Isa => {
                 let co = meta::amdgpu::parse(image).map_err(RuntimeError::CodeObject)?;
                 let fits = co.processor().is_none_or(|p| p == arch);
                 checked_kernels(co.target, fits, arch.clone(), co.kernels, meta::check_amd_abi)?
@@ -141,7 +141,7 @@ impl Device {
     /// Queues `kernel` on `grid` workgroups of `block` threads with `lds_bytes`
     /// of dynamic LDS on the device's own stream; `args` (the kernel's argument
     /// block, a `ConvArgs`) is its one argument: by value on CUDA, uploaded and
-    /// passed by address on HIP (see the module docs).
+    /// passed by address on HIP and the isa executor (see the module docs).
     pub fn launch<A: bytemuck::Pod>(
         &self,
         kernel: &Kernel,
