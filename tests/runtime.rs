@@ -79,7 +79,7 @@ fn backend_names_parse() {
     );
     let e = Backend::parse("opencl", None).unwrap_err().to_string();
     assert!(
-        e.contains("opencl") && e.contains("auto, hip, cuda or emu"),
+        e.contains("opencl") && e.contains("auto, hip, cuda, emu or isa"),
         "{e}"
     );
     let e = Backend::parse("emu", Some("gfx1030"))
