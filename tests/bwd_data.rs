@@ -205,20 +205,20 @@ fn bwd_data_depthwise_strips() {
         let o = case(*p, cfg.clone(), at.seed(6000, 29), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
         let (epi, dl) = (&cfg.epilogue, &cfg.d_layouts);
         let line = format!("{} rows={strip_rows:?} {epi:?} {dl:?} alias={alias} -> {}: {}", t.name(), o.instance, o.report.summary());
-        let want = format!("bwdd_{}_{}", if strips { "dw" } else { "direct" }, t.name());
+        let want = format!("bwdd_{}_{}", if strips { "depthwise" } else { "direct" }, t.name());
         (line, o.instance == want && o.passed())
     });
     // Forced where it does not apply: groups not innermost, a 5-tall filter.
-    let forced = BwdDataConfig { types: TypeConfig::F16, instance: Some("bwdd_dw_f16".into()), ..Default::default() };
+    let forced = BwdDataConfig { types: TypeConfig::F16, instance: Some("bwdd_depthwise_f16".into()), ..Default::default() };
     let depthwise = |f: usize| prob(&[2, 8, 2, 1, 1, f, f, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]);
     for (p, layout) in [(depthwise(3), ConvLayout::GnhwcGkyxcGnhwk), (depthwise(5), ConvLayout::NhwgcGkyxcNhwgk)] {
         let e = plan(&p, &BwdDataConfig { layout, ..forced.clone() }, Family::Nvidia, 132).unwrap_err().to_string();
-        assert!(e.contains("bwdd_dw_f16 does not apply") && e.contains("bwdd_direct_f16"), "{e}");
+        assert!(e.contains("bwdd_depthwise_f16 does not apply") && e.contains("bwdd_direct_f16"), "{e}");
     }
     // Automatically: strips for a 3x3 depthwise problem, the direct kernel for 5x5.
     let auto = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
     for family in Family::ALL {
-        let want = if family == Family::Cdna { "bwdd_direct_f16" } else { "bwdd_dw_f16" };
+        let want = if family == Family::Cdna { "bwdd_direct_f16" } else { "bwdd_depthwise_f16" };
         assert_eq!(plan(&depthwise(3), &auto, family, 132).unwrap().main.instance.name, want);
         assert_eq!(plan(&depthwise(5), &auto, family, 132).unwrap().main.instance.name, "bwdd_direct_f16");
     }

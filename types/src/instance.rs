@@ -378,7 +378,7 @@ macro_rules! for_each_instance {
         // Narrow tiles for grouped problems with few output channels per group (K = 16).
         // 48 columns: three taps of 16 channels, so a 3x3 filter of C = 16 (144
         // columns) fills three tiles where 16x64 padded a fourth of its loads and
-        // multiplies (H200 f16, ResNeXt 16->16 14x14: 0.0515-0.0532 -> 0.0460 ms).
+        // multiplies.
         $m!($($extra,)* bwdw_f16_16x48x32_mma16x8, [Nvidia], BwdWeight, F16, 16, 48, 32, 1, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_16x48x32_mma16x8, [Nvidia], BwdWeight, Bf16, 16, 48, 32, 1, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_f16_16x64x32_mma16x8, [Nvidia], BwdWeight, F16, 16, 64, 32, 1, 2, Mma16x8x16);
@@ -440,9 +440,9 @@ macro_rules! for_each_instance {
         // epilogue inside the row walk, gfx90a/gfx942 spill 96-200 scalar
         // registers (64-bit lane masks and the epilogue's uniforms); CDNA keeps
         // the direct kernel for depthwise problems.
-        $m!($($extra,)* bwdd_dw_f32, [Rdna3, Nvidia], BwdDataDepthwise, F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdd_dw_f16, [Rdna3, Nvidia], BwdDataDepthwise, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdd_dw_bf16, [Rdna3, Nvidia], BwdDataDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_depthwise_f32, [Rdna3, Nvidia], BwdDataDepthwise, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_depthwise_f16, [Rdna3, Nvidia], BwdDataDepthwise, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_depthwise_bf16, [Rdna3, Nvidia], BwdDataDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
         // Backward-data by tap shifts: 4 groups of at most 16 channels, a
         // halo of 224 + 64 rows (14x14 images: one image per tile). Not on
         // RDNA3 yet: gfx1100 put its accumulators in scratch (452 B).

@@ -207,8 +207,8 @@ pub fn fence_proxy_async() {
 
 /// `v` as bf16 bits, rounded to nearest even (NaN stays NaN). NVIDIA has an
 /// instruction for it; elsewhere it is [`f32_to_bf16_soft`]. The epilogue
-/// converts every output element: on the H200 the integer sequence made the
-/// bf16 kernels 13-20% slower than f16 on epilogue-bound 1x1 shapes.
+/// converts every output element: the integer sequence made the bf16
+/// kernels clearly slower than f16 on epilogue-bound 1x1 shapes.
 #[inline(always)]
 pub fn f32_to_bf16(v: f32) -> u16 {
     imp::f32_to_bf16(v)

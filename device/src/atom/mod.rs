@@ -49,8 +49,8 @@ impl LdsTile {
 /// (`sbo` between 8-row groups), MN-major lines are `W / 2` rows of one k
 /// (`sbo` between 8-k groups, `lbo` between row blocks). The XOR works on
 /// the absolute address, so atoms sit on `8 * W`-byte boundaries of LDS. The
-/// unswizzled core-matrix layout (which the emulator still models) held the
-/// H200 kernels at 130-145 TFLOPS ([`crate::gemm::warpgroup`]).
+/// unswizzled core-matrix layout (which the emulator still models) capped
+/// the warpgroup kernels' throughput ([`crate::gemm::warpgroup`]).
 #[derive(Clone, Copy)]
 pub struct CoreTile {
     /// Byte offset of element (0, 0); a multiple of 16.

@@ -95,10 +95,10 @@ pub unsafe fn store_run_at<Out: Elem, const AXIS: usize>(
 /// [`store_run`] when `D0` varies along nothing else (a per-channel bias): the
 /// epilogue hands each thread the same channel run row after row
 /// ([`store_tile`]), so the bias is loaded once instead
-/// of once per row. On its own it did not move CK example 38 on the H200
-/// (fused 0.374 -> 0.373 ms): the cost there was the per-element opcode
-/// dispatch ([`convgrad_types::epilogue::EpiStep::apply_run`]). It saves a
-/// dependent load and the index arithmetic per run.
+/// of once per row. On its own it barely moved a fused-bias benchmark (CK
+/// example 38): the cost there was the per-element opcode dispatch
+/// ([`convgrad_types::epilogue::EpiStep::apply_run`]). It saves a dependent
+/// load and the index arithmetic per run.
 #[derive(Clone, Copy)]
 pub struct BiasRun {
     key: [u32; 2],

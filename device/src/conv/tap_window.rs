@@ -65,9 +65,9 @@ pub(crate) unsafe fn store_dx_run<Out: Elem, const VW: usize, const DEPTHWISE: b
     i0: [u32; 3],
     acc: &[[f32; VW]; RUN],
 ) {
-    // dx's offset, computed once here: left to `write_lanes`, the H200 code
+    // dx's offset, computed once here: left to `write_lanes`, the NVIDIA code
     // rebuilt the 64-bit offset from the argument block for each of the
-    // eight pixels (G=144 depthwise 6% slower).
+    // eight pixels (slower on depthwise problems).
     let x_step = (a.stride[2] * a.x_strides[5]) as usize;
     let x0 = offset(&a.x_strides, [g, n, c, i0[0], i0[1], i0[2]]);
     let (bound, plain) = (a.input[2], a.epi.len == 0);

@@ -6,8 +6,8 @@
 //! swizzled layouts ([`CoreTile`]). Each operand keeps its global orientation
 //! (channel-contiguous operands MN-major, the instruction's transpose flag;
 //! k-contiguous ones K-major), so every copy is one 16-byte move. Without the
-//! swizzle (8 x 16-byte core matrices) the same kernel ran at 130-145 TFLOPS
-//! on the H200 whatever the shape: the swizzle is what lets the tensor cores
+//! swizzle (8 x 16-byte core matrices) the same kernel hit one throughput
+//! ceiling whatever the shape: the swizzle is what lets the tensor cores
 //! read LDS at full rate.
 //!
 //! The copy mappings keep both sides efficient: each warp copies whole 32-byte

@@ -283,7 +283,7 @@ fn plan_on(
         Some(0) => return Err(OpError::Usage("strip_rows: at least 1 (slice rows per strip)".into())),
         Some(_) if inst.op != Op::BwdDataDepthwise => {
             return Err(OpError::Usage(format!(
-                "strip_rows applies to the depthwise column-strip kernel (bwdd_dw_*); this problem runs {}",
+                "strip_rows applies to the depthwise column-strip kernel (bwdd_depthwise_*); this problem runs {}",
                 inst.name
             )));
         }

@@ -3,8 +3,8 @@
 //! The direct kernel's depthwise path ([`bwd_data_direct`]) gives each thread
 //! one run of pixels and re-reads, per input row, every `dy` row its filter
 //! reaches and every weight: three `dy` windows and nine weight gathers per
-//! 32 outputs at 3x3 (H200, G=144 56x56 f16: 61 instructions per output, 9 of
-//! them multiply-adds). Here a thread owns a strip of
+//! 32 outputs at 3x3, so multiply-adds are a small part of its instructions.
+//! Here a thread owns a strip of
 //! [`StripPart::rows`] consecutive rows of one stride slice (the same
 //! run of [`RUN`] pixels and [`VW`] groups in each): its weights are read once,
 //! and it walks down the `dy` rows the strip reaches, reading each once and

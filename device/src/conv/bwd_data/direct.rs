@@ -163,7 +163,7 @@ unsafe fn window_taps<In: Elem, const VW: usize, const DEPTHWISE: bool, const FU
     let (ys, dy) = (&a.dy_strides, a.dy as *const In);
     // 3-tap channel-lane windows wholly inside dY need no zeroing selects
     // (whose ten lane masks stay live across the k loop on AMD). Depthwise
-    // lanes keep one copy: a second one cost G=144 14% on the H200.
+    // lanes keep one copy: a second one made depthwise problems slower.
     let whole = FULL && !DEPTHWISE && win.origin < a.output[2] && win.origin + ((RUN + HALO - 1) as u32) < a.output[2];
     if whole && a.direct.vec_mode & vec_mode::DY_KVEC != 0 {
         let mut kb = 0;

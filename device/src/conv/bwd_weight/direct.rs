@@ -233,8 +233,8 @@ const _: () = assert!(SEG == 8 && TAP_BLOCK == 3);
 /// adds nothing and is skipped. A *whole* segment (all `SEG` pixels, window
 /// columns 1 to `SEG` inside the input: every segment of a 56-wide row
 /// under padding 1) masks only the window's two end columns (its PTX body
-/// is about 60% of the masked one's; H200 f16, depthwise G=144 56x56 0.070
-/// -> 0.064 ms, ResNeXt 4->4 0.164 -> 0.150); the rest take the masked body.
+/// is about 60% of the masked one's, and it is faster on depthwise and
+/// ResNeXt shapes); the rest take the masked body.
 ///
 /// # Safety
 /// As [`pixels`].
