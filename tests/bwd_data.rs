@@ -261,7 +261,12 @@ fn bwd_data_tap_shifts() {
     // CDNA and NVIDIA (gfx1100 went to scratch; see the instance list).
     sweep(&[EmuArch::Gfx942, EmuArch::Gfx90a, EmuArch::Sm90], &problems, types.len(), |dev, module, at, name, p| {
         let t = at.pick(&types, 0, 1);
-        let halo = INSTANCES.iter().find(|i| i.op == Op::BwdDataHalo && i.types == t && i.on(dev.family())).unwrap();
+        // RDNA3 has no tap-shift kernels (they went to scratch there): a
+        // suite pointed at a gfx1100 device (CONVGRAD_TEST_BACKEND) says so.
+        let Some(halo) = INSTANCES.iter().find(|i| i.op == Op::BwdDataHalo && i.types == t && i.on(dev.family())) else {
+            assert_eq!(dev.family(), Family::Rdna3, "no tap-shift kernel for {t:?} on {:?}", dev.family());
+            return (format!("{name}: no tap-shift kernels on RDNA3"), true);
+        };
         let base = BwdDataConfig { layout: at.pick(&layouts, 1, 1), types: t, instance: Some(halo.name.into()), ..Default::default() };
         let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
         let o = case(*p, cfg, at.seed(7000, 31), at.pick(&INITS, 1, 1), alias).check(dev, module, name);

@@ -315,7 +315,12 @@ fn bwd_weight_tap_shifts() {
     let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true)];
     sweep(&[EmuArch::Sm90, EmuArch::Gfx942], &problems, types.len(), |dev, module, at, name, p| {
         let t = at.pick(&types, 0, 1);
-        let halo = INSTANCES.iter().find(|i| i.op == Op::BwdWeightHalo && i.types == t && i.on(dev.family()));
+        // RDNA3 has no tap-shift kernels (they went to scratch there): a
+        // suite pointed at a gfx1100 device (CONVGRAD_TEST_BACKEND) says so.
+        let Some(halo) = INSTANCES.iter().find(|i| i.op == Op::BwdWeightHalo && i.types == t && i.on(dev.family())) else {
+            assert_eq!(dev.family(), Family::Rdna3, "no tap-shift kernel for {t:?} on {:?}", dev.family());
+            return (format!("{name}: no tap-shift kernels on RDNA3"), true);
+        };
         let (split_k, deterministic) = at.pick(&splits, 1, 1);
         let cfg = BwdWeightConfig {
             layout: at.pick(&layouts, 1, 1),
@@ -323,7 +328,7 @@ fn bwd_weight_tap_shifts() {
             epilogue: at.pick(&EPIS, 1, 2),
             split_k,
             deterministic,
-            instance: Some(halo.unwrap().name.into()),
+            instance: Some(halo.name.into()),
         };
         let case = case(*p, cfg.clone(), at.seed(8000, 31), at.pick(&INITS, 1, 1));
         let o = case.check(dev, module, name);

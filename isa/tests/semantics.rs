@@ -229,3 +229,13 @@ fn unknown_and_unimplemented_instructions_are_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn integer_clamp_saturates() {
+    // v_sub_nc_u32_e64 v13, v14, 1 clamp (gfx1100's `max(n, 1) - 1`): 0 - 1 stays 0, 5 - 1 is 4.
+    let mut m = Machine::new(Arch::Gfx1100);
+    m.set_v(14, 0, 0);
+    m.set_v(14, 1, 5);
+    m.exec(&[0xD526_800D, 0x0001_030E]);
+    assert_eq!((m.v(13, 0), m.v(13, 1)), (0, 4));
+}

@@ -34,6 +34,21 @@ fn carry(c: &mut Ctx, i: &Inst, cin: bool, f: fn(u32, u32, u32) -> (u32, bool)) 
     Ok(Flow::Next)
 }
 
+/// `a + b`, saturating where the instruction's clamp bit is set.
+fn add_u32(i: &Inst) -> fn(u32, u32) -> u32 {
+    if i.mods.clamp { u32::saturating_add } else { u32::wrapping_add }
+}
+
+/// `a - b`, saturating at 0 where the clamp bit is set.
+fn sub_u32(i: &Inst) -> fn(u32, u32) -> u32 {
+    if i.mods.clamp { u32::saturating_sub } else { u32::wrapping_sub }
+}
+
+/// `b - a`, saturating at 0 where the clamp bit is set.
+fn subrev_u32(i: &Inst) -> fn(u32, u32) -> u32 {
+    if i.mods.clamp { |a: u32, b: u32| b.saturating_sub(a) } else { |a: u32, b: u32| b.wrapping_sub(a) }
+}
+
 fn add_c(a: u32, b: u32, ci: u32) -> (u32, bool) {
     let t = a as u64 + b as u64 + ci as u64;
     (t as u32, t >> 32 != 0)
@@ -162,14 +177,14 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_or_b32", |c, i| op2(c, i, |a, b| a | b)),
     ("v_xor_b32", |c, i| op2(c, i, |a, b| a ^ b)),
     ("v_xnor_b32", |c, i| op2(c, i, |a, b| !(a ^ b))),
-    ("v_add_u32", |c, i| op2(c, i, u32::wrapping_add)),
-    ("v_sub_u32", |c, i| op2(c, i, u32::wrapping_sub)),
-    ("v_subrev_u32", |c, i| op2(c, i, |a, b| b.wrapping_sub(a))),
-    ("v_add_nc_u32", |c, i| op2(c, i, u32::wrapping_add)),
-    ("v_sub_nc_u32", |c, i| op2(c, i, u32::wrapping_sub)),
-    ("v_subrev_nc_u32", |c, i| {
-        op2(c, i, |a, b| b.wrapping_sub(a))
-    }),
+    // VOP3's clamp bit saturates unsigned integer adds and subtracts (LLVM
+    // lowers `usub.sat`, Rust's `saturating_sub`/`max(1) - 1`, to it).
+    ("v_add_u32", |c, i| op2(c, i, add_u32(i))),
+    ("v_sub_u32", |c, i| op2(c, i, sub_u32(i))),
+    ("v_subrev_u32", |c, i| op2(c, i, subrev_u32(i))),
+    ("v_add_nc_u32", |c, i| op2(c, i, add_u32(i))),
+    ("v_sub_nc_u32", |c, i| op2(c, i, sub_u32(i))),
+    ("v_subrev_nc_u32", |c, i| op2(c, i, subrev_u32(i))),
     ("v_add_co_u32", |c, i| carry(c, i, false, add_c)),
     ("v_sub_co_u32", |c, i| carry(c, i, false, sub_c)),
     ("v_subrev_co_u32", |c, i| {
