@@ -117,3 +117,85 @@ fn missing_kernel_and_executor_errors_are_runtime_errors() {
     let b = dev.upload(&[1.0f32, 2.0, 3.0]).expect("upload");
     assert_eq!(b.download().expect("download"), vec![1.0, 2.0, 3.0]);
 }
+
+/// The gfx942 code object with the instructions of kernel `name` that `pick`
+/// accepts (given its words) changed by `edit`; at least one.
+fn broken_image(name: &str, pick: impl Fn(&convgrad_isa::decode::Inst, &[u32]) -> bool, edit: impl Fn(&mut [u32])) -> Vec<u8> {
+    let mut image = convgrad::code_objects::code_object("gfx942").expect("gfx942 code object built").to_vec();
+    let co = convgrad_isa::CodeObject::parse(&image).expect("code object");
+    let k = co.kernel(name).unwrap_or_else(|| panic!("no kernel {name}"));
+    let insts = convgrad_isa::decode::decode_all(co.arch, &k.code, k.entry).expect("decodes");
+    // The kernel's bytes in the file (kernels share prologues: match all of it).
+    let n = k.code.len();
+    let base = (0..image.len() - n).find(|&p| image[p..p + n] == k.code[..]).expect("kernel code in the image");
+    let mut edited = 0;
+    for inst in &insts {
+        let at = (inst.addr - k.entry) as usize;
+        let mut words: Vec<u32> =
+            k.code[at..at + inst.len as usize].chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        if !pick(inst, &words) {
+            continue;
+        }
+        edit(&mut words);
+        for (j, w) in words.iter().enumerate() {
+            image[base + at + 4 * j..base + at + 4 * j + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        edited += 1;
+    }
+    assert!(edited > 0, "{name}: no instruction to break");
+    image
+}
+
+/// Runs the MFMA backward-weight kernel from `image` on a small problem:
+/// whether it computed the right weights (an executor error counts as not).
+fn weight_kernel_passes(dev: &Device, image: &[u8]) -> bool {
+    let module = dev.load_module_image(image).expect("the image loads");
+    let case = bwd_weight::Case {
+        problem: prob(&[2, 1, 2, 64, 64, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]),
+        config: BwdWeightConfig { types: TypeConfig::F16, instance: Some(MFMA_KERNEL.into()), ..Default::default() },
+        seed: 5,
+        init: Init::Float,
+        timed_runs: 0,
+        dump: false,
+    };
+    match bwd_weight::run(dev, &module, &case) {
+        Ok(out) => {
+            println!("{}", out.report.summary());
+            out.passed()
+        }
+        Err(e) => {
+            println!("error: {e}");
+            false
+        }
+    }
+}
+
+const MFMA_KERNEL: &str = "bwdw_f16_64x64x32_mfma16";
+
+/// A deliberately broken code object fails: the kernel's first MFMA with its A
+/// and B operands swapped (the result is wrong), and its first scalar load
+/// at a shifted offset (it reads past the kernel-argument segment: an
+/// executor error). The intact image passes the same check, so the failures
+/// are the edits'.
+#[test]
+fn broken_code_objects_fail() {
+    let dev = open(IsaArch::Gfx942);
+    let intact = convgrad::code_objects::code_object("gfx942").expect("gfx942 code object built");
+    assert!(weight_kernel_passes(&dev, intact), "the intact image must pass");
+    // VOP3P: src0 in bits 0-8 of the second word, src1 in bits 9-17.
+    let first = std::cell::Cell::new(true);
+    let swapped = broken_image(
+        MFMA_KERNEL,
+        |i, w| i.name.starts_with("v_mfma") && w[1] & 0x1ff != (w[1] >> 9) & 0x1ff && first.replace(false),
+        |w| {
+            let (s0, s1) = (w[1] & 0x1ff, (w[1] >> 9) & 0x1ff);
+            w[1] = (w[1] & !0x3_ffff) | s1 | (s0 << 9);
+        },
+    );
+    assert!(!weight_kernel_passes(&dev, &swapped), "swapped MFMA operands went unnoticed");
+    // SMEM (GFX9): the byte offset in bits 0-20 of the second word; the first
+    // scalar load reads the argument block.
+    let first = std::cell::Cell::new(true);
+    let shifted = broken_image(MFMA_KERNEL, |i, _| i.name.starts_with("s_load") && first.replace(false), |w| w[1] += 8);
+    assert!(!weight_kernel_passes(&dev, &shifted), "a shifted kernel-argument load went unnoticed");
+}
