@@ -295,6 +295,27 @@ fn network_suite() -> Vec<Shape> {
         .collect()
 }
 
+/// What the real AMD code object of the last launch executed on the isa
+/// backend (its times mean nothing): wave-instructions by class, matrix-unit
+/// busy cycles against all issued instructions, LDS bank conflicts, bytes.
+fn isa_note(c: &convgrad::runtime::IsaCounters) -> String {
+    let class = |k: &str| c.by_class.get(k).copied().unwrap_or(0);
+    let matrix = class("mfma") + class("wmma");
+    format!(
+        " (isa: {} wave-instr: valu {} salu {} matrix {} lds {} vmem {}; matrix busy {} cycles; LDS conflicts {} cycles; global {} KB read, {} KB written)",
+        c.instructions(),
+        class("valu"),
+        class("salu"),
+        matrix,
+        class("lds"),
+        class("vmem_load") + class("vmem_store") + class("vmem_atomic"),
+        c.matrix_cycles,
+        c.lds_bank_conflicts,
+        c.global_bytes_read / 1024,
+        c.global_bytes_written / 1024,
+    )
+}
+
 /// The shapes of `op` on a GPU or on the emulator.
 fn shapes(op: Op, emu: bool, suite_name: &str) -> Result<Vec<Shape>> {
     match suite_name {
@@ -600,7 +621,9 @@ pub fn run(args: &[String]) -> Result<()> {
             (Kind::Epilogue, _) => pair.push((*t, s.fused, ms)),
             _ => {}
         }
-        let emu_note = if emu {
+        let emu_note = if let Some(c) = dev.last_isa_counters() {
+            isa_note(&c)
+        } else if emu {
             dev.last_emulator_report()
                 .map(|r| {
                     format!(

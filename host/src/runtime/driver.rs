@@ -137,6 +137,10 @@ pub(crate) trait Driver: Send + Sync {
     fn emu_report(&self) -> Option<convgrad_emu::LaunchReport> {
         None
     }
+    /// What the last launch on the isa executor executed (isa backend only).
+    fn isa_counters(&self) -> Option<convgrad_isa::exec::Counters> {
+        None
+    }
     /// Raises the kernel's dynamic LDS limit when a launch needs more than the
     /// default (CUDA: 48 KiB). Called before the first such launch.
     fn prepare_lds(&self, _kernel: RawKernel, _name: &str, _lds_bytes: u32) -> Result<()> {

@@ -9,7 +9,7 @@
 use super::driver::{ArgRing, Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel, StreamId};
 use super::error::{Result, RuntimeError};
 use super::meta::KernelMeta;
-use convgrad_isa::exec::{Launch, Memory, Program, run};
+use convgrad_isa::exec::{Counters, Launch, Memory, Program, run};
 use convgrad_isa::{Arch, CodeObject};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
@@ -45,6 +45,8 @@ struct State {
     allocs: BTreeMap<u64, usize>,
     ring: ArgRing,
     next_id: u64,
+    /// What the last launch executed (`Device::last_isa_counters`).
+    last: Option<Counters>,
 }
 
 pub(crate) struct IsaDriver {
@@ -81,6 +83,7 @@ pub(crate) fn open(arch: Arch) -> IsaDriver {
                 foreign: false,
             },
             next_id: 0,
+            last: None,
         }),
         programs: Arc::new(Mutex::new(Vec::new())),
         streams: AtomicUsize::new(1),
@@ -143,6 +146,9 @@ impl LoadedModule for IsaModule {
 impl Driver for IsaDriver {
     fn info(&self) -> &Info {
         &self.info
+    }
+    fn isa_counters(&self) -> Option<Counters> {
+        self.state().last.clone()
     }
     fn alloc(&self, bytes: usize) -> Result<u64> {
         let mut st = self.state();
@@ -232,7 +238,10 @@ impl Driver for IsaDriver {
             what: format!("isa executor ({}): {what}", self.arch.name()),
         };
         match ran {
-            Ok(Ok(_counters)) => Ok(()),
+            Ok(Ok(counters)) => {
+                st.last = Some(counters);
+                Ok(())
+            }
             Ok(Err(e)) => Err(failed(e.to_string())),
             Err(p) => {
                 let msg = p

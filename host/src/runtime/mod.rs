@@ -71,6 +71,8 @@ pub use buffer::{BufRef, DeviceBuffer, NanPoison};
 pub use stream::Stream;
 pub use convgrad_emu::{EmuArch, LaunchReport};
 pub use convgrad_isa::Arch as IsaArch;
+/// What one launch on the isa backend executed ([`Device::last_isa_counters`]).
+pub use convgrad_isa::exec::Counters as IsaCounters;
 pub use cuda::arch_for_compute_capability;
 pub use error::{Result, RuntimeError};
 pub use module::{Kernel, Module};
@@ -459,6 +461,13 @@ impl Device {
     /// What the last emulated launch did (emulator only; `None` on GPUs).
     pub fn last_emulator_report(&self) -> Option<LaunchReport> {
         self.inner.driver.emu_report()
+    }
+
+    /// What the last launch on the isa backend executed: instructions by
+    /// class and mnemonic, matrix-unit busy cycles, LDS bank-conflict cycles,
+    /// bytes moved (`None` on other backends).
+    pub fn last_isa_counters(&self) -> Option<IsaCounters> {
+        self.inner.driver.isa_counters()
     }
 
     /// Sets `bytes` bytes at `addr` (memory of this device) to `value`, on `stream`.
