@@ -618,6 +618,13 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_sleep", nop),
     ("s_icache_inv", nop),
     ("s_sendmsg", nop),
+    // The value a message returns. The shipped kernels send one, MSG_RTN_GET_DOORBELL,
+    // after `s_trap` on the abort path (which already ends the launch with an error):
+    // the executor has no hardware queue, so the doorbell, like any returned value, is 0.
+    ("s_sendmsg_rtn_b32", |c, i| {
+        c.set_s32(i.dst, 0)?;
+        Ok(Flow::Next)
+    }),
     ("s_endpgm", |_, _| Ok(Flow::End)),
     ("s_barrier", |_, _| Ok(Flow::Barrier)),
     ("s_branch", |_, i| Ok(Flow::Jump(i.branch_target()))),
