@@ -215,17 +215,18 @@ fn unknown_and_unimplemented_instructions_are_errors() {
         e.contains("handmade") && e.contains("SOPP opcode 127"),
         "{e}"
     );
-    // s_sendmsg_rtn_b32 decodes but has no semantics: running it names it.
-    let p = Program::new(Arch::Gfx1100, &kernel(&[0xBE804C80, 0xBFB00000])).unwrap();
+    // s_sendmsg_rtn_b64 decodes but has no semantics (no shipped kernel uses
+    // it): running it names it.
+    let p = Program::new(Arch::Gfx1100, &kernel(&[0xBE804D80, 0xBFB00000])).unwrap();
     assert_eq!(
         p.unimplemented().keys().collect::<Vec<_>>(),
-        ["s_sendmsg_rtn_b32"]
+        ["s_sendmsg_rtn_b64"]
     );
     let e = run(&p, &mut Memory::new(), &Launch::new(1, 32, vec![]))
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("handmade") && e.contains("unimplemented instruction s_sendmsg_rtn_b32"),
+        e.contains("handmade") && e.contains("unimplemented instruction s_sendmsg_rtn_b64"),
         "{e}"
     );
 }
