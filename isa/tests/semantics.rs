@@ -240,3 +240,28 @@ fn integer_clamp_saturates() {
     m.exec(&[0xD526_800D, 0x0001_030E]);
     assert_eq!((m.v(13, 0), m.v(13, 1)), (0, 4));
 }
+
+#[test]
+fn lds_races_between_barriers_are_errors() {
+    // Wave 0 writes bytes 0..4; wave 1 reading them before a barrier is a race,
+    // after one it is ordered. A wave reading its own write is ordered by program.
+    let mut lds = Lds::new(64);
+    let mut out = [0u8; 4];
+    lds.set_wave(0);
+    lds.write(0, &[1, 2, 3, 4]).unwrap();
+    lds.read(0, &mut out).unwrap();
+    lds.set_wave(1);
+    let e = lds.read(2, &mut out[..2]).unwrap_err();
+    assert!(e.contains("LDS race") && e.contains("wave 1 reads byte 2") && e.contains("wave 0 wrote"), "{e}");
+    lds.barrier();
+    lds.read(0, &mut out).unwrap();
+    assert_eq!(out, [1, 2, 3, 4]);
+    // Wave 0 overwriting what wave 1 read in this interval is a race too, and so
+    // are two waves writing one byte.
+    lds.set_wave(0);
+    let e = lds.write(1, &[9]).unwrap_err();
+    assert!(e.contains("wave 0 writes byte 1, which wave 1 read"), "{e}");
+    lds.write(8, &[5]).unwrap();
+    lds.set_wave(1);
+    assert!(lds.write(8, &[6]).unwrap_err().contains("which wave 0 wrote"));
+}

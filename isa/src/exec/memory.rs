@@ -187,6 +187,16 @@ pub struct Lds {
     pub data: Vec<u8>,
     /// Per byte: written?
     pub written: Vec<bool>,
+    /// Race tracking: the wave accessing now, and the barrier interval (epoch,
+    /// from 1; a barrier's release starts the next).
+    wave: u32,
+    epoch: u32,
+    /// Per byte: the epoch and wave of its last write, the epoch of its
+    /// reads and the waves that read it then.
+    write_epoch: Vec<u32>,
+    write_wave: Vec<u32>,
+    read_epoch: Vec<u32>,
+    readers: Vec<u64>,
 }
 
 impl Lds {
@@ -195,10 +205,61 @@ impl Lds {
         Lds {
             data: vec![0; size],
             written: vec![false; size],
+            wave: 0,
+            epoch: 1,
+            write_epoch: vec![0; size],
+            write_wave: vec![0; size],
+            read_epoch: vec![0; size],
+            readers: vec![0; size],
         }
     }
+    /// The wave whose accesses follow.
+    pub fn set_wave(&mut self, wave: u32) {
+        self.wave = wave;
+    }
+    /// A barrier released the workgroup: accesses before it are ordered
+    /// before those after it.
+    pub fn barrier(&mut self) {
+        self.epoch += 1;
+    }
+    /// Checks bytes `a..a + n` against other waves' accesses since the last
+    /// barrier (a race: no barrier orders them), then records this access.
+    /// Accesses of one wave are ordered by its program, of one instruction's
+    /// lanes by the hardware.
+    fn track(&mut self, a: usize, n: usize, write: bool) -> Result<(), String> {
+        let (w, e) = (self.wave, self.epoch);
+        let me = 1u64 << (w % 64);
+        for k in a..a + n {
+            if self.write_epoch[k] == e && self.write_wave[k] != w {
+                let what = if write { "writes" } else { "reads" };
+                return Err(format!(
+                    "LDS race: wave {w} {what} byte {k}, which wave {} wrote since the last barrier",
+                    self.write_wave[k]
+                ));
+            }
+            if write && self.read_epoch[k] == e && self.readers[k] & !me != 0 {
+                return Err(format!(
+                    "LDS race: wave {w} writes byte {k}, which wave {} read since the last barrier",
+                    (self.readers[k] & !me).trailing_zeros()
+                ));
+            }
+        }
+        for k in a..a + n {
+            if write {
+                self.write_epoch[k] = e;
+                self.write_wave[k] = w;
+            } else {
+                if self.read_epoch[k] != e {
+                    self.read_epoch[k] = e;
+                    self.readers[k] = 0;
+                }
+                self.readers[k] |= me;
+            }
+        }
+        Ok(())
+    }
     /// Checked read.
-    pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), String> {
+    pub fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), String> {
         let a = addr as usize;
         if addr > u32::MAX as u64 || a + out.len() > self.data.len() {
             return Err(format!(
@@ -215,6 +276,7 @@ impl Lds {
                 a + k
             ));
         }
+        self.track(a, out.len(), false)?;
         out.copy_from_slice(&self.data[a..a + out.len()]);
         Ok(())
     }
@@ -228,6 +290,7 @@ impl Lds {
                 self.data.len()
             ));
         }
+        self.track(a, bytes.len(), true)?;
         self.data[a..a + bytes.len()].copy_from_slice(bytes);
         self.written[a..a + bytes.len()].fill(true);
         Ok(())

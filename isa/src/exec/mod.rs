@@ -452,6 +452,7 @@ fn run_workgroup(
                 }
                 *counters.by_class.entry(class(inst)).or_insert(0) += 1;
                 *counters.by_mnemonic.entry(inst.mnemonic()).or_insert(0) += 1;
+                lds.set_wave(wave.id);
                 let flow = {
                     let mut ctx = Ctx {
                         arch: prog.arch,
@@ -538,6 +539,7 @@ fn run_workgroup(
             });
         }
         counters.barriers += 1;
+        lds.barrier();
         for w in waves.iter_mut() {
             w.at_barrier = None;
         }
