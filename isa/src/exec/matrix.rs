@@ -1,15 +1,11 @@
 //! Matrix instructions: CDNA MFMA (wave64) and RDNA3 WMMA (wave32).
 //!
-//! Lane layouts are those of `shared/notes/matrix-layouts.md` (AMD's matrix
-//! instruction calculator and the CDNA3 ISA guide), also used by the
-//! `convgrad-emu` tables, never the kernels' own fragment maps:
-//! - MFMA 32x32xK: `A[i][k]` in lane `i + 32*floor(k/e)`, element `k mod e` (e = inputs
-//!   per lane); `B[k][j]` likewise with j; `D[i][j]` in register
-//!   `4*floor(i/8) + i mod 4`, lane `j + 32*(floor(i/4) mod 2)`.
-//! - MFMA 16x16xK: `A[i][k]` in lane `i + 16*floor(k/e)`; `D[i][j]` in register
-//!   `i mod 4`, lane `j + 16*floor(i/4)`.
-//! - WMMA 16x16x16: row i of A in lanes i and i+16 (element k), column j of B in lanes
-//!   j and j+16; `D[i][j]` in register `floor(i/2)`, lane `16*(i mod 2) + j`.
+//! Lane layouts of the 16-bit instructions come from the emulator's vendor tables
+//! (`convgrad_emu::matrix::MatrixOp::{a,b,d}_slot`, from `shared/notes/matrix-layouts.md`:
+//! AMD's matrix instruction calculator and the CDNA3 ISA guide), never from the
+//! kernels' own fragment maps. The f32 MFMAs, which the emulator does not model, follow
+//! the same documents: `A[i][k]` in lane `i + m*k`, `B[k][j]` in lane `j + m*k`, `D` as
+//! for the 16-bit MFMA of the same m.
 //!
 //! Products are summed in f64 and rounded once to f32 (the hardware's internal order
 //! and rounding are not documented; compare results with a tolerance).
@@ -17,6 +13,22 @@
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
 use crate::decode::{Inst, Operand};
+use convgrad_emu::matrix::{MatrixOp, Slot};
+
+/// The emulator's instruction (and lane tables) for a 16-bit MFMA or WMMA mnemonic.
+fn table(n: &str) -> Option<MatrixOp> {
+    use MatrixOp::*;
+    let bf = n.contains("bf16");
+    Some(if n.starts_with("v_wmma_f32_16x16x16") {
+        if bf { Wmma16x16x16Bf16 } else { Wmma16x16x16F16 }
+    } else if n.contains("32x32x8") {
+        if bf { Mfma32x32x8Bf16 } else { Mfma32x32x8F16 }
+    } else if n.contains("16x16x16") {
+        if bf { Mfma16x16x16Bf16 } else { Mfma16x16x16F16 }
+    } else {
+        return None;
+    })
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum In {
@@ -86,14 +98,21 @@ fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
             c.wave.exec()
         ));
     }
-    let e = if ty == In::F32 { 1 } else { 4 };
-    let a_at = |r: usize, kk: usize| (r + mn * (kk / e), kk % e);
+    // Where A[i][k], B[k][j] and D[i][j] live: (lane, element).
+    let op = table(n);
+    let at = |s: Slot| (s.lane as usize, s.elem as usize);
+    let a_at = |r: usize, kk: usize| match op {
+        Some(op) => at(op.a_slot(r as u32, kk as u32)),
+        None => (r + mn * kk, 0),
+    };
+    let b_at = |kk: usize, col: usize| match op {
+        Some(op) => at(op.b_slot(kk as u32, col as u32)),
+        None => (col + mn * kk, 0),
+    };
+    let d_op = op.unwrap_or(if mn == 32 { MatrixOp::Mfma32x32x8F16 } else { MatrixOp::Mfma16x16x16F16 });
     let d_at = |r: usize, col: usize| {
-        if mn == 32 {
-            (4 * (r / 8) + r % 4, col + 32 * ((r / 4) % 2))
-        } else {
-            (r % 4, col + 16 * (r / 4))
-        }
+        let (lane, g) = at(d_op.d_slot(r as u32, col as u32));
+        (g, lane)
     };
     let mut d = vec![0f32; mn * mn];
     for r in 0..mn {
@@ -102,7 +121,7 @@ fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
             let mut s = acc_in(c, i.src[2], lane, g)? as f64;
             for kk in 0..k {
                 let (la, ea) = a_at(r, kk);
-                let (lb, eb) = a_at(col, kk);
+                let (lb, eb) = b_at(kk, col);
                 s += elem(c, i.src[0], la, ea, ty)? * elem(c, i.src[1], lb, eb, ty)?;
             }
             d[r * mn + col] = s as f32;
@@ -136,34 +155,43 @@ fn wmma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
             c.wave.exec()
         ));
     }
+    let op = table(n).expect("a WMMA mnemonic");
+    let at = |s: Slot| (s.lane as usize, s.elem as usize);
     // The replicas of A rows / B columns (lanes r and r+16) must agree.
-    for r in 0..16 {
-        for kk in 0..16 {
-            for (s, what) in [(i.src[0], "A row"), (i.src[1], "B column")] {
-                let (x, y) = (elem(c, s, r, kk, ty)?, elem(c, s, r + 16, kk, ty)?);
+    for r in 0..16u32 {
+        for kk in 0..16u32 {
+            let pairs = [
+                (i.src[0], "A row", op.a_slot(r, kk), op.a_replica(r, kk)),
+                (i.src[1], "B column", op.b_slot(kk, r), op.b_replica(kk, r)),
+            ];
+            for (s, what, first, second) in pairs {
+                let Some(second) = second else { continue };
+                let ((l0, e0), (l1, e1)) = (at(first), at(second));
+                let (x, y) = (elem(c, s, l0, e0, ty)?, elem(c, s, l1, e1, ty)?);
                 if x.to_bits() != y.to_bits() && !(x.is_nan() && y.is_nan()) {
                     return Err(format!(
-                        "{n}: {what} {r} element {kk} differs between lane {r} ({x}) and its replica lane {} ({y})",
-                        r + 16
+                        "{n}: {what} {r} element {kk} differs between lane {l0} ({x}) and its replica lane {l1} ({y})"
                     ));
                 }
             }
         }
     }
     let mut d = [0f32; 256];
-    for r in 0..16 {
-        for col in 0..16 {
-            let (g, lane) = (r / 2, 16 * (r % 2) + col);
+    for r in 0..16u32 {
+        for col in 0..16u32 {
+            let (lane, g) = at(op.d_slot(r, col));
             let mut s = acc_in(c, i.src[2], lane, g)? as f64;
-            for kk in 0..16 {
-                s += elem(c, i.src[0], r, kk, ty)? * elem(c, i.src[1], col, kk, ty)?;
+            for kk in 0..16u32 {
+                let ((la, ea), (lb, eb)) = (at(op.a_slot(r, kk)), at(op.b_slot(kk, col)));
+                s += elem(c, i.src[0], la, ea, ty)? * elem(c, i.src[1], lb, eb, ty)?;
             }
-            d[r * 16 + col] = s as f32;
+            d[(r * 16 + col) as usize] = s as f32;
         }
     }
-    for r in 0..16 {
-        for col in 0..16 {
-            c.set_v32k(i.dst, r / 2, 16 * (r % 2) + col, d[r * 16 + col].to_bits())?;
+    for r in 0..16u32 {
+        for col in 0..16u32 {
+            let (lane, g) = at(op.d_slot(r, col));
+            c.set_v32k(i.dst, g, lane, d[(r * 16 + col) as usize].to_bits())?;
         }
     }
     // 16x16x16 on RDNA3: 32 cycles per wave32 instruction (estimate).
