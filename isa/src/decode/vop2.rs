@@ -10,7 +10,7 @@ pub(super) const GFX9_VOP2: Table = &[
     (1, "v_add_f32"),
     (2, "v_sub_f32"),
     (3, "v_subrev_f32"),
-    (4, "v_mul_legacy_f32"),
+    (4, "v_fmac_f64"),
     (5, "v_mul_f32"),
     (6, "v_mul_i32_i24"),
     (7, "v_mul_hi_i32_i24"),
