@@ -105,8 +105,12 @@ impl Check {
         mem.upload(name, &to_bytes(t, &vec![f64::NAN; n]))
     }
 
-    /// Runs kernel `name` of the code object with argument block `args`.
-    fn launch(&self, mem: &mut Memory, name: &str, spec: &LaunchSpec, args: &[u8]) {
+    /// Runs kernel `name` (the plan's `how`) of the code object with argument block `args`.
+    fn launch(&self, mem: &mut Memory, how: &str, name: &str, spec: &LaunchSpec, args: &[u8]) {
+        eprintln!(
+            "{how} grid {:?} block {} lds {}",
+            spec.grid, spec.block, spec.lds_bytes
+        );
         let path = format!(
             "{}/../../../target/kernels/{}/convgrad.hsaco",
             env!("CARGO_MANIFEST_DIR"),
@@ -154,13 +158,6 @@ impl Check {
     fn weight(&self, p: &ConvProblem, cfg: BwdWeightConfig) {
         let plan = bwd_weight::plan(p, &cfg, self.family, COMPUTE_UNITS)
             .unwrap_or_else(|e| fail(1, &format!("{e}")));
-        eprintln!(
-            "{} grid {:?} block {} lds {}",
-            plan.describe(),
-            plan.main.grid,
-            plan.main.block,
-            plan.main.lds_bytes
-        );
         let (act, wei) = (cfg.types.act(), cfg.types.wei());
         let (xb, x) = self.random(1, act, plan.x.span() as usize);
         let (dyb, dy) = self.random(2, act, plan.dy.span() as usize);
@@ -177,6 +174,7 @@ impl Check {
         let a = plan.args(px, pdw, pdy, pws, &[]);
         self.launch(
             &mut mem,
+            &plan.describe(),
             plan.main.instance.name,
             &plan.main,
             bytemuck::bytes_of(&a),
@@ -189,13 +187,6 @@ impl Check {
     fn data(&self, p: &ConvProblem, cfg: BwdDataConfig) {
         let plan = bwd_data::plan(p, &cfg, self.family, COMPUTE_UNITS)
             .unwrap_or_else(|e| fail(1, &format!("{e}")));
-        eprintln!(
-            "{} grid {:?} block {} lds {}",
-            plan.describe(),
-            plan.main.grid,
-            plan.main.block,
-            plan.main.lds_bytes
-        );
         let (act, wei) = (cfg.types.act(), cfg.types.wei());
         let (dyb, dy) = self.random(3, act, plan.dy.span() as usize);
         let (wb, w) = self.random(4, wei, plan.w.span() as usize);
@@ -211,6 +202,7 @@ impl Check {
         });
         self.launch(
             &mut mem,
+            &plan.describe(),
             plan.main.instance.name,
             &plan.main,
             bytemuck::bytes_of(&a),
