@@ -95,6 +95,14 @@ pub enum Op {
     BwdWeightHalo,
 }
 
+impl Op {
+    /// The kernel families of backward-weight: the ones its selection and
+    /// tuning consider (a new family adds itself here).
+    pub const BWD_WEIGHT: &'static [Op] = &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo];
+    /// The kernel families of backward-data.
+    pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo];
+}
+
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomKind {

@@ -153,15 +153,7 @@ impl Run<'_> {
     /// Every way to run `s` that the table could name under the key of the
     /// hand rules' plan `hand`, that one first; one per distinct launch.
     fn ways(&self, s: &Shape, t: TypeConfig, hand: Way) -> Vec<Way> {
-        const WEIGHT: [instance::Op; 3] =
-            [instance::Op::BwdWeight, instance::Op::BwdWeightDirect, instance::Op::BwdWeightHalo];
-        const DATA: [instance::Op; 4] = [
-            instance::Op::BwdData,
-            instance::Op::BwdDataDirect,
-            instance::Op::BwdDataDepthwise,
-            instance::Op::BwdDataHalo,
-        ];
-        let ops: &[instance::Op] = if self.op == Op::BwdWeight { &WEIGHT } else { &DATA };
+        let ops = if self.op == Op::BwdWeight { instance::Op::BWD_WEIGHT } else { instance::Op::BWD_DATA };
         let family = self.dev.family();
         let mut ways = vec![hand];
         for i in INSTANCES.iter().filter(|i| ops.contains(&i.op) && i.types == t && i.on(family)) {

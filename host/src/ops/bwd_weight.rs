@@ -276,14 +276,23 @@ fn plan_on(
             (fast, kb as u32)
         })
         .filter(|&(_, kb)| kb <= 65535 && (kb == 1 || (p.g as u64 * gm * gn) * kb as u64 <= u32::MAX as u64));
-    let (k_batch, k_per_batch) = match (&fast, &halo) {
-        (Some((f, kb)), _) => (*kb, f.len as u32),
-        (_, Some(h)) => {
+    // A family that plans its own launch (`OWN_LAUNCHES`).
+    let own = match OWN_LAUNCHES.iter().find(|(op, _)| *op == inst.op) {
+        Some((_, launch)) => {
+            let deterministic = cfg.deterministic;
+            Some(launch(&OwnRequest { p, inst, x: &x, dy: &dy, split_k, deterministic, compute_units })?)
+        }
+        None => None,
+    };
+    let (k_batch, k_per_batch) = match (&own, &fast, &halo) {
+        (Some(o), _, _) => (o.k_batch, 0),
+        (_, Some((f, kb)), _) => (*kb, f.len as u32),
+        (_, _, Some(h)) => {
             tap_shift_split(h.tiles, p.g.div_ceil(t.waves_n as usize), split_k, inst.min_blocks(), compute_units)
         }
         _ => (k_batch, k_per_batch),
     };
-    if halo.is_some() && k_batch > 1 && partial * k_batch as u64 > u32::MAX as u64 {
+    if (halo.is_some() || own.is_some()) && k_batch > 1 && partial * k_batch as u64 > u32::MAX as u64 {
         return Err(OpError::Desc(DescError::TooLarge {
             field: "split-K workspace (k_batch * G * K * C * filter)",
             value: partial * k_batch as u64,
@@ -353,7 +362,13 @@ fn plan_on(
         args.gemm.k_per_batch = 0;
         args.div_in[0] = FastDiv::new(p.input[0] as u32);
     }
-    let grid = if halo.is_some() {
+    let own_grid_x = own.map(|o| {
+        (o.set_args)(&mut args);
+        o.grid_x
+    });
+    let grid = if let Some(gx) = own_grid_x {
+        [gx, 1, k_batch]
+    } else if halo.is_some() {
         [p.g.div_ceil(t.waves_n as usize) as u32, 1, k_batch]
     } else if let Some((f, kb)) = &fast {
         [f.col_blocks as u32, 1, *kb]
@@ -374,7 +389,7 @@ fn plan_on(
         _ => 0,
     };
     // One arrival counter per output tile: grid x (per group on the GEMM).
-    let tiles = if direct || halo.is_some() { grid[0] as usize } else { grid[0] as usize * p.g };
+    let tiles = if direct || halo.is_some() || own_grid_x.is_some() { grid[0] as usize } else { grid[0] as usize * p.g };
     let workspace_elems = if mode == 0 { 0 } else { partial_elems + tiles };
     Ok(BwdWeightPlan {
         problem: *p,
@@ -391,6 +406,36 @@ fn plan_on(
         from_table: choice.from_table,
     })
 }
+
+/// What a kernel family that plans its own launch is given.
+pub(super) struct OwnRequest<'a> {
+    /// The problem the kernels run (folded or not).
+    pub p: &'a ConvProblem,
+    /// The chosen instance.
+    pub inst: &'static convgrad_types::instance::Instance,
+    /// Tensors x and dy.
+    pub x: &'a TensorDesc,
+    pub dy: &'a TensorDesc,
+    /// The split asked for (or the tuning table's).
+    pub split_k: SplitK,
+    /// Deterministic split-K.
+    pub deterministic: bool,
+    /// The device's compute units.
+    pub compute_units: u32,
+}
+
+/// A family's own launch: its k-batches, workgroups along grid x (one
+/// split-K arrival counter each; grid z is the k-batch) and the argument
+/// parts it reads, set on the common header.
+pub(super) struct OwnLaunch {
+    pub k_batch: u32,
+    pub grid_x: u32,
+    pub set_args: Box<dyn FnOnce(&mut ConvArgs)>,
+}
+
+/// Kernel families that plan their own launch in their own module, one line each.
+type Launcher = fn(&OwnRequest<'_>) -> Result<OwnLaunch, OpError>;
+const OWN_LAUNCHES: &[(Op, Launcher)] = &[];
 
 /// `(k_batch, tiles per batch)` of the tap-shift kernel for `tiles` row
 /// tiles and `sets` group sets: one round of `per_cu` workgroups per compute
@@ -500,7 +545,7 @@ struct FastPlan {
 /// the most of a workgroup's 256 threads busy (fewer blocks on a tie): 108
 /// columns run as 3 blocks of 36 columns times 7 streams (252 threads), not
 /// one of 108 times 2 (216); 384 as 3 of 128 times 2, not 256 + 128.
-fn column_blocks(cols: u64) -> (u64, u64, u64) {
+pub(super) fn column_blocks(cols: u64) -> (u64, u64, u64) {
     let mut best = (0, 0, 0);
     let mut best_busy = 0;
     // Up to 8 blocks more than the fewest: enough to reach 98% busy for the

@@ -161,8 +161,7 @@ fn narrow_tile_fits(len: u64, tile_len: u32) -> bool {
 
 /// Backward-weight's kernel: GEMM per group `M = K`, `N = C * taps`.
 pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
-    const OPS: [Op; 3] = [Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo];
-    if let Some(c) = forced_or_tuned(Operation::BwdWeight, &OPS, r)? {
+    if let Some(c) = forced_or_tuned(Operation::BwdWeight, Op::BWD_WEIGHT, r)? {
         return Ok(c);
     }
     let p = r.p;
@@ -207,8 +206,7 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
 /// Backward-data's kernel: per group and stride slice a GEMM `N = C`,
 /// reduction `class taps * K`.
 pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
-    const OPS: [Op; 4] = [Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo];
-    if let Some(c) = forced_or_tuned(Operation::BwdData, &OPS, r)? {
+    if let Some(c) = forced_or_tuned(Operation::BwdData, Op::BWD_DATA, r)? {
         return Ok(c);
     }
     let p = r.p;
