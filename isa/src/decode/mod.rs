@@ -295,6 +295,18 @@ impl Words<'_> {
     pub fn unknown(&self, enc: &str, op: u32) -> DecodeError {
         self.err(&format!("unknown {enc} opcode {op} (0x{op:x})"))
     }
+    /// A new instruction of opcode `op` named `name`, or the error naming `what`'s
+    /// unknown opcode.
+    pub fn inst(
+        &self,
+        enc: Enc,
+        what: &str,
+        op: u32,
+        name: Option<&'static str>,
+    ) -> Result<Inst, DecodeError> {
+        let name = name.ok_or_else(|| self.unknown(what, op))?;
+        Ok(Inst::new(self.addr(), enc, op as u16, name))
+    }
 }
 
 /// Decodes the instruction at byte offset `pos` of `bytes` (loaded at address `base`).
@@ -305,17 +317,14 @@ pub fn decode_at(arch: Arch, bytes: &[u8], base: u64, pos: usize) -> Result<Inst
         pos,
         base,
     };
-    let w0 = w.word(0)?;
-    let mut inst = match arch.family() {
-        Family::Gfx9 => decode_gfx9(&w, w0)?,
-        Family::Gfx11 => decode_gfx11(&w, w0)?,
-    };
+    let mut inst = decode_word(&w, w.word(0)?)?;
     // A literal constant follows the instruction's own words when a source says so.
     operand::take_literal(&w, &mut inst)?;
     Ok(inst)
 }
 
-fn decode_gfx9(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
+fn decode_word(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
+    // VOP1/VOPC/VOP2 and the scalar ALU encodings sit alike in both families.
     if w0 >> 31 == 0 {
         return match w0 >> 25 {
             0x3f => vop1::decode(w, w0),
@@ -332,48 +341,17 @@ fn decode_gfx9(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
             _ => sop::sop2(w, w0),
         };
     }
-    match w0 >> 26 {
-        0b110000 => smem::decode(w, w0),
-        0b110100 => {
-            if w0 >> 23 == 0x1a7 {
-                vop3p::decode(w, w0)
-            } else {
-                vop3::decode(w, w0)
-            }
-        }
-        0b110110 => ds::decode(w, w0),
-        0b110111 => flat::decode(w, w0),
-        0b111000 => mubuf::decode(w, w0),
-        _ => Err(w.err("an unknown GFX9 encoding")),
-    }
-}
-
-fn decode_gfx11(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
-    if w0 >> 31 == 0 {
-        return match w0 >> 25 {
-            0x3f => vop1::decode(w, w0),
-            0x3e => vopc::decode(w, w0),
-            _ => vop2::decode(w, w0),
-        };
-    }
-    if w0 >> 30 == 0b10 {
-        return match w0 >> 23 {
-            0x17d => sop::sop1(w, w0),
-            0x17e => sop::sopc(w, w0),
-            0x17f => sop::sopp(w, w0),
-            _ if w0 >> 28 == 0b1011 => sop::sopk(w, w0),
-            _ => sop::sop2(w, w0),
-        };
-    }
-    match w0 >> 26 {
-        0b111101 => smem::decode(w, w0),
-        0b110101 => vop3::decode(w, w0),
-        0b110011 => vop3p::decode(w, w0),
-        0b110010 => vopd::decode(w, w0),
-        0b110110 => ds::decode(w, w0),
-        0b110111 => flat::decode(w, w0),
-        0b111000 => mubuf::decode(w, w0),
-        _ => Err(w.err("an unknown GFX11 encoding")),
+    match (w.arch.family(), w0 >> 26) {
+        (Family::Gfx9, 0b110000) | (Family::Gfx11, 0b111101) => smem::decode(w, w0),
+        (Family::Gfx9, 0b110100) if w0 >> 23 == 0x1a7 => vop3p::decode(w, w0),
+        (Family::Gfx9, 0b110100) | (Family::Gfx11, 0b110101) => vop3::decode(w, w0),
+        (Family::Gfx11, 0b110011) => vop3p::decode(w, w0),
+        (Family::Gfx11, 0b110010) => vopd::decode(w, w0),
+        (_, 0b110110) => ds::decode(w, w0),
+        (_, 0b110111) => flat::decode(w, w0),
+        (_, 0b111000) => mubuf::decode(w, w0),
+        (Family::Gfx9, _) => Err(w.err("an unknown GFX9 encoding")),
+        (Family::Gfx11, _) => Err(w.err("an unknown GFX11 encoding")),
     }
 }
 

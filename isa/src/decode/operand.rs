@@ -47,6 +47,18 @@ impl Operand {
     pub fn sdst7(v: u32) -> Operand {
         Operand::Sgpr((v & 0x7f) as u8)
     }
+    /// A memory instruction's data register: an AccVGPR when the `acc` bit is set.
+    pub(crate) fn data(acc: u8, r: u32) -> Operand {
+        if acc != 0 {
+            Operand::Agpr(r as u16)
+        } else {
+            Operand::Vgpr(r as u16)
+        }
+    }
+    /// The three 9-bit sources of a VOP3/VOP3P second word (bits 8:0, 17:9, 26:18).
+    pub(crate) fn src9x3(w1: u32) -> [Operand; 3] {
+        [0, 9, 18].map(|sh| Operand::src9((w1 >> sh) & 0x1ff))
+    }
     /// Integer value of an inline integer constant (codes 128..=208).
     pub fn inline_int(code: u8) -> Option<i64> {
         match code {

@@ -5,56 +5,54 @@
 //! sdata[12:6] sbase[5:0]`, second word `soffset[31:25] offset[20:0]` (signed).
 //! `sbase` counts SGPR pairs.
 
-use super::tables::{Table, find};
+use super::tables::Tables;
 use super::{DecodeError, Enc, Inst, Operand, Words};
 use crate::arch::Family;
 
-const GFX9_SMEM: Table = &[
-    (0, "s_load_dword"),
-    (1, "s_load_dwordx2"),
-    (2, "s_load_dwordx4"),
-    (3, "s_load_dwordx8"),
-    (4, "s_load_dwordx16"),
-    (8, "s_buffer_load_dword"),
-    (9, "s_buffer_load_dwordx2"),
-    (10, "s_buffer_load_dwordx4"),
-    (11, "s_buffer_load_dwordx8"),
-    (12, "s_buffer_load_dwordx16"),
-    (16, "s_store_dword"),
-    (17, "s_store_dwordx2"),
-    (18, "s_store_dwordx4"),
-    (32, "s_dcache_inv"),
-    (33, "s_dcache_wb"),
-    (34, "s_dcache_inv_vol"),
-    (35, "s_dcache_wb_vol"),
-    (36, "s_memtime"),
-    (37, "s_memrealtime"),
-];
-
-const GFX11_SMEM: Table = &[
-    (0, "s_load_b32"),
-    (1, "s_load_b64"),
-    (2, "s_load_b128"),
-    (3, "s_load_b256"),
-    (4, "s_load_b512"),
-    (8, "s_buffer_load_b32"),
-    (9, "s_buffer_load_b64"),
-    (10, "s_buffer_load_b128"),
-    (11, "s_buffer_load_b256"),
-    (12, "s_buffer_load_b512"),
-    (32, "s_gl1_inv"),
-    (33, "s_dcache_inv"),
-];
+const SMEM: Tables = Tables {
+    gfx9: &[
+        (0, "s_load_dword"),
+        (1, "s_load_dwordx2"),
+        (2, "s_load_dwordx4"),
+        (3, "s_load_dwordx8"),
+        (4, "s_load_dwordx16"),
+        (8, "s_buffer_load_dword"),
+        (9, "s_buffer_load_dwordx2"),
+        (10, "s_buffer_load_dwordx4"),
+        (11, "s_buffer_load_dwordx8"),
+        (12, "s_buffer_load_dwordx16"),
+        (16, "s_store_dword"),
+        (17, "s_store_dwordx2"),
+        (18, "s_store_dwordx4"),
+        (32, "s_dcache_inv"),
+        (33, "s_dcache_wb"),
+        (34, "s_dcache_inv_vol"),
+        (35, "s_dcache_wb_vol"),
+        (36, "s_memtime"),
+        (37, "s_memrealtime"),
+    ],
+    gfx11: &[
+        (0, "s_load_b32"),
+        (1, "s_load_b64"),
+        (2, "s_load_b128"),
+        (3, "s_load_b256"),
+        (4, "s_load_b512"),
+        (8, "s_buffer_load_b32"),
+        (9, "s_buffer_load_b64"),
+        (10, "s_buffer_load_b128"),
+        (11, "s_buffer_load_b256"),
+        (12, "s_buffer_load_b512"),
+        (32, "s_gl1_inv"),
+        (33, "s_dcache_inv"),
+    ],
+    ..Tables::NONE
+};
 
 pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
     let w1 = w.word(1)?;
     let op = (w0 >> 18) & 0xff;
-    let (t, gfx9) = match w.arch.family() {
-        Family::Gfx9 => (GFX9_SMEM, true),
-        Family::Gfx11 => (GFX11_SMEM, false),
-    };
-    let name = find(t, op).ok_or_else(|| w.unknown("SMEM", op))?;
-    let mut i = Inst::new(w.addr(), Enc::Smem, op as u16, name);
+    let gfx9 = w.arch.family() == Family::Gfx9;
+    let mut i = w.inst(Enc::Smem, "SMEM", op, SMEM.find(w.arch, op))?;
     i.len = 8;
     i.dst = Operand::Sgpr(((w0 >> 6) & 0x7f) as u8);
     i.src[0] = Operand::Sgpr(((w0 & 0x3f) * 2) as u8);

@@ -1,5 +1,6 @@
 //! Shared helpers for the opcode tables.
 
+use crate::arch::Arch;
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
@@ -9,6 +10,38 @@ pub(crate) type Table = &'static [(u16, &'static str)];
 /// Finds an opcode in a table.
 pub(crate) fn find(t: Table, op: u32) -> Option<&'static str> {
     t.iter().find(|(o, _)| *o as u32 == op).map(|(_, n)| *n)
+}
+
+/// One encoding's opcodes per architecture. An entry GFX9 and GFX11 share (same
+/// opcode, same mnemonic) stands once, in `both`; `gfx9` holds what gfx90a and gfx942
+/// share, `gfx90a`/`gfx942` what only one of them has.
+pub(crate) struct Tables {
+    pub both: Table,
+    pub gfx9: Table,
+    pub gfx90a: Table,
+    pub gfx942: Table,
+    pub gfx11: Table,
+}
+
+impl Tables {
+    /// No opcodes.
+    pub const NONE: Tables = Tables {
+        both: &[],
+        gfx9: &[],
+        gfx90a: &[],
+        gfx942: &[],
+        gfx11: &[],
+    };
+
+    /// The mnemonic of `op` on `arch`.
+    pub fn find(&self, arch: Arch, op: u32) -> Option<&'static str> {
+        let own: [Table; 2] = match arch {
+            Arch::Gfx90a => [self.gfx90a, self.gfx9],
+            Arch::Gfx942 => [self.gfx942, self.gfx9],
+            Arch::Gfx1100 => [self.gfx11, &[]],
+        };
+        own.into_iter().chain([self.both]).find_map(|t| find(t, op))
+    }
 }
 
 /// Interns a generated mnemonic (FLAT segment prefixes, compare names).

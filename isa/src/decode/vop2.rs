@@ -1,148 +1,160 @@
 //! VOP2: `0 op[30:25] vdst[24:17] vsrc1[16:9] src0[8:0]`, GFX9 and GFX11 (renumbered).
 //! Also the GFX9 SDWA extension word shared by VOP1/VOP2/VOPC.
 
-use super::tables::{Table, find};
+use super::tables::Tables;
 use super::{DecodeError, Enc, Inst, Operand, Sdwa, Variant, Words};
-use crate::arch::{Arch, Family};
+use crate::arch::Family;
 
-pub(super) const GFX9_VOP2: Table = &[
-    (0, "v_cndmask_b32"),
-    (1, "v_add_f32"),
-    (2, "v_sub_f32"),
-    (3, "v_subrev_f32"),
-    (4, "v_fmac_f64"),
-    (5, "v_mul_f32"),
-    (6, "v_mul_i32_i24"),
-    (7, "v_mul_hi_i32_i24"),
-    (8, "v_mul_u32_u24"),
-    (9, "v_mul_hi_u32_u24"),
-    (10, "v_min_f32"),
-    (11, "v_max_f32"),
-    (12, "v_min_i32"),
-    (13, "v_max_i32"),
-    (14, "v_min_u32"),
-    (15, "v_max_u32"),
-    (16, "v_lshrrev_b32"),
-    (17, "v_ashrrev_i32"),
-    (18, "v_lshlrev_b32"),
-    (19, "v_and_b32"),
-    (20, "v_or_b32"),
-    (21, "v_xor_b32"),
-    (22, "v_mac_f32"),
-    (23, "v_madmk_f32"),
-    (24, "v_madak_f32"),
-    (25, "v_add_co_u32"),
-    (26, "v_sub_co_u32"),
-    (27, "v_subrev_co_u32"),
-    (28, "v_addc_co_u32"),
-    (29, "v_subb_co_u32"),
-    (30, "v_subbrev_co_u32"),
-    (31, "v_add_f16"),
-    (32, "v_sub_f16"),
-    (33, "v_subrev_f16"),
-    (34, "v_mul_f16"),
-    (35, "v_mac_f16"),
-    (36, "v_madmk_f16"),
-    (37, "v_madak_f16"),
-    (38, "v_add_u16"),
-    (39, "v_sub_u16"),
-    (40, "v_subrev_u16"),
-    (41, "v_mul_lo_u16"),
-    (42, "v_lshlrev_b16"),
-    (43, "v_lshrrev_b16"),
-    (44, "v_ashrrev_i16"),
-    (45, "v_max_f16"),
-    (46, "v_min_f16"),
-    (47, "v_max_u16"),
-    (48, "v_max_i16"),
-    (49, "v_min_u16"),
-    (50, "v_min_i16"),
-    (51, "v_ldexp_f16"),
-    (52, "v_add_u32"),
-    (53, "v_sub_u32"),
-    (54, "v_subrev_u32"),
-    (55, "v_dot2c_f32_f16"),
-    (56, "v_dot2c_i32_i16"),
-    (57, "v_dot4c_i32_i8"),
-    (58, "v_dot8c_i32_i4"),
-    (59, "v_fmac_f32"),
-    (60, "v_pk_fmac_f16"),
-    (61, "v_xnor_b32"),
-];
-
-pub(super) const GFX11_VOP2: Table = &[
-    (1, "v_cndmask_b32"),
-    (2, "v_dot2acc_f32_f16"),
-    (3, "v_add_f32"),
-    (4, "v_sub_f32"),
-    (5, "v_subrev_f32"),
-    (6, "v_fmac_dx9_zero_f32"),
-    (7, "v_mul_dx9_zero_f32"),
-    (8, "v_mul_f32"),
-    (9, "v_mul_i32_i24"),
-    (10, "v_mul_hi_i32_i24"),
-    (11, "v_mul_u32_u24"),
-    (12, "v_mul_hi_u32_u24"),
-    (15, "v_min_f32"),
-    (16, "v_max_f32"),
-    (17, "v_min_i32"),
-    (18, "v_max_i32"),
-    (19, "v_min_u32"),
-    (20, "v_max_u32"),
-    (24, "v_lshlrev_b32"),
-    (25, "v_lshrrev_b32"),
-    (26, "v_ashrrev_i32"),
-    (27, "v_and_b32"),
-    (28, "v_or_b32"),
-    (29, "v_xor_b32"),
-    (30, "v_xnor_b32"),
-    (32, "v_add_co_ci_u32"),
-    (33, "v_sub_co_ci_u32"),
-    (34, "v_subrev_co_ci_u32"),
-    (37, "v_add_nc_u32"),
-    (38, "v_sub_nc_u32"),
-    (39, "v_subrev_nc_u32"),
-    (43, "v_fmac_f32"),
-    (44, "v_fmamk_f32"),
-    (45, "v_fmaak_f32"),
-    (47, "v_cvt_pk_rtz_f16_f32"),
-    (50, "v_add_f16"),
-    (51, "v_sub_f16"),
-    (52, "v_subrev_f16"),
-    (53, "v_mul_f16"),
-    (54, "v_fmac_f16"),
-    (55, "v_fmamk_f16"),
-    (56, "v_fmaak_f16"),
-    (57, "v_max_f16"),
-    (58, "v_min_f16"),
-    (59, "v_ldexp_f16"),
-    (60, "v_pk_fmac_f16"),
-];
-
-/// The VOP2 mnemonic for an opcode (also used for VOP2 ops in VOP3 encoding).
-pub(super) fn name(arch: Arch, op: u32) -> Option<&'static str> {
-    match arch.family() {
-        Family::Gfx9 => find(GFX9_VOP2, op),
-        Family::Gfx11 => find(GFX11_VOP2, op),
-    }
-}
+/// The VOP2 opcodes (also those of VOP2 ops in the VOP3 encoding).
+pub(super) const VOP2: Tables = Tables {
+    both: &[(60, "v_pk_fmac_f16")],
+    gfx9: &[
+        (0, "v_cndmask_b32"),
+        (1, "v_add_f32"),
+        (2, "v_sub_f32"),
+        (3, "v_subrev_f32"),
+        (4, "v_fmac_f64"),
+        (5, "v_mul_f32"),
+        (6, "v_mul_i32_i24"),
+        (7, "v_mul_hi_i32_i24"),
+        (8, "v_mul_u32_u24"),
+        (9, "v_mul_hi_u32_u24"),
+        (10, "v_min_f32"),
+        (11, "v_max_f32"),
+        (12, "v_min_i32"),
+        (13, "v_max_i32"),
+        (14, "v_min_u32"),
+        (15, "v_max_u32"),
+        (16, "v_lshrrev_b32"),
+        (17, "v_ashrrev_i32"),
+        (18, "v_lshlrev_b32"),
+        (19, "v_and_b32"),
+        (20, "v_or_b32"),
+        (21, "v_xor_b32"),
+        (22, "v_mac_f32"),
+        (23, "v_madmk_f32"),
+        (24, "v_madak_f32"),
+        (25, "v_add_co_u32"),
+        (26, "v_sub_co_u32"),
+        (27, "v_subrev_co_u32"),
+        (28, "v_addc_co_u32"),
+        (29, "v_subb_co_u32"),
+        (30, "v_subbrev_co_u32"),
+        (31, "v_add_f16"),
+        (32, "v_sub_f16"),
+        (33, "v_subrev_f16"),
+        (34, "v_mul_f16"),
+        (35, "v_mac_f16"),
+        (36, "v_madmk_f16"),
+        (37, "v_madak_f16"),
+        (38, "v_add_u16"),
+        (39, "v_sub_u16"),
+        (40, "v_subrev_u16"),
+        (41, "v_mul_lo_u16"),
+        (42, "v_lshlrev_b16"),
+        (43, "v_lshrrev_b16"),
+        (44, "v_ashrrev_i16"),
+        (45, "v_max_f16"),
+        (46, "v_min_f16"),
+        (47, "v_max_u16"),
+        (48, "v_max_i16"),
+        (49, "v_min_u16"),
+        (50, "v_min_i16"),
+        (51, "v_ldexp_f16"),
+        (52, "v_add_u32"),
+        (53, "v_sub_u32"),
+        (54, "v_subrev_u32"),
+        (55, "v_dot2c_f32_f16"),
+        (56, "v_dot2c_i32_i16"),
+        (57, "v_dot4c_i32_i8"),
+        (58, "v_dot8c_i32_i4"),
+        (59, "v_fmac_f32"),
+        (61, "v_xnor_b32"),
+    ],
+    gfx11: &[
+        (1, "v_cndmask_b32"),
+        (2, "v_dot2acc_f32_f16"),
+        (3, "v_add_f32"),
+        (4, "v_sub_f32"),
+        (5, "v_subrev_f32"),
+        (6, "v_fmac_dx9_zero_f32"),
+        (7, "v_mul_dx9_zero_f32"),
+        (8, "v_mul_f32"),
+        (9, "v_mul_i32_i24"),
+        (10, "v_mul_hi_i32_i24"),
+        (11, "v_mul_u32_u24"),
+        (12, "v_mul_hi_u32_u24"),
+        (15, "v_min_f32"),
+        (16, "v_max_f32"),
+        (17, "v_min_i32"),
+        (18, "v_max_i32"),
+        (19, "v_min_u32"),
+        (20, "v_max_u32"),
+        (24, "v_lshlrev_b32"),
+        (25, "v_lshrrev_b32"),
+        (26, "v_ashrrev_i32"),
+        (27, "v_and_b32"),
+        (28, "v_or_b32"),
+        (29, "v_xor_b32"),
+        (30, "v_xnor_b32"),
+        (32, "v_add_co_ci_u32"),
+        (33, "v_sub_co_ci_u32"),
+        (34, "v_subrev_co_ci_u32"),
+        (37, "v_add_nc_u32"),
+        (38, "v_sub_nc_u32"),
+        (39, "v_subrev_nc_u32"),
+        (43, "v_fmac_f32"),
+        (44, "v_fmamk_f32"),
+        (45, "v_fmaak_f32"),
+        (47, "v_cvt_pk_rtz_f16_f32"),
+        (50, "v_add_f16"),
+        (51, "v_sub_f16"),
+        (52, "v_subrev_f16"),
+        (53, "v_mul_f16"),
+        (54, "v_fmac_f16"),
+        (55, "v_fmamk_f16"),
+        (56, "v_fmaak_f16"),
+        (57, "v_max_f16"),
+        (58, "v_min_f16"),
+        (59, "v_ldexp_f16"),
+    ],
+    ..Tables::NONE
+};
 
 pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
     let op = (w0 >> 25) & 0x3f;
-    let name = name(w.arch, op).ok_or_else(|| w.unknown("VOP2", op))?;
-    let mut i = Inst::new(w.addr(), Enc::Vop2, op as u16, name);
-    i.variant = Variant::E32;
-    i.dst = Operand::Vgpr(((w0 >> 17) & 0xff) as u16);
-    i.src[0] = Operand::src9(w0 & 0x1ff);
+    let mut i = e32(w, w0, Enc::Vop2, "VOP2", op, VOP2.find(w.arch, op))?;
     i.src[1] = Operand::Vgpr(((w0 >> 9) & 0xff) as u16);
     // VOP2 forms with an implicit VCC: carry-in/out and v_cndmask read or write VCC.
-    sdwa_dpp(w, &mut i)?;
-    gfx11_t16(w, &mut i);
+    extensions(w, &mut i)?;
     Ok(i)
 }
 
+/// The fields the 32-bit VOP1/VOP2/VOPC forms share: `vdst[24:17]`, `src0[8:0]`.
+pub(super) fn e32(
+    w: &Words,
+    w0: u32,
+    enc: Enc,
+    what: &str,
+    op: u32,
+    name: Option<&'static str>,
+) -> Result<Inst, DecodeError> {
+    let mut i = w.inst(enc, what, op, name)?;
+    i.variant = Variant::E32;
+    i.dst = Operand::Vgpr(((w0 >> 17) & 0xff) as u16);
+    i.src[0] = Operand::src9(w0 & 0x1ff);
+    Ok(i)
+}
+
+/// The SDWA/DPP extension word and the GFX11 true16 halves of a 32-bit form.
+pub(super) fn extensions(w: &Words, i: &mut Inst) -> Result<(), DecodeError> {
+    sdwa_dpp(w, i)?;
+    gfx11_t16(w, i);
+    Ok(())
+}
+
 /// Handles src0 = SDWA (249) / DPP (250, GFX11 also 233/234): reads the extension word.
-pub(super) fn sdwa_dpp(w: &Words, i: &mut Inst) -> Result<(), DecodeError> {
+fn sdwa_dpp(w: &Words, i: &mut Inst) -> Result<(), DecodeError> {
     match i.src[0] {
         Operand::Special(249) if w.arch.family() == Family::Gfx9 => {
             let w1 = w.word(1)?;
@@ -201,7 +213,7 @@ pub(super) fn sdwa_dpp(w: &Words, i: &mut Inst) -> Result<(), DecodeError> {
 /// its 8-bit register number to select the high half (`v6.h` = 134). Moves that bit
 /// into `mods.opsel` (bit 0 src0, bit 1 src1, bit 3 dst, as VOP3's op_sel) and keeps
 /// the register number.
-pub(super) fn gfx11_t16(w: &Words, i: &mut Inst) {
+fn gfx11_t16(w: &Words, i: &mut Inst) {
     if w.arch.family() != Family::Gfx11 {
         return;
     }

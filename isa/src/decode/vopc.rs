@@ -10,7 +10,7 @@
 //! cmpx form is its compare + 0x80.
 
 use super::tables::intern;
-use super::{DecodeError, Enc, Inst, Operand, Variant, Words};
+use super::{DecodeError, Enc, Inst, Operand, Words};
 use crate::arch::Family;
 
 const F_CONDS9: [&str; 16] = [
@@ -100,13 +100,9 @@ pub(super) fn name(fam: Family, op: u32) -> Option<&'static str> {
 
 pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
     let op = (w0 >> 17) & 0xff;
-    let name = name(w.arch.family(), op).ok_or_else(|| w.unknown("VOPC", op))?;
-    let mut i = Inst::new(w.addr(), Enc::Vopc, op as u16, name);
-    i.variant = Variant::E32;
+    let mut i = super::vop2::e32(w, w0, Enc::Vopc, "VOPC", op, name(w.arch.family(), op))?;
     i.dst = Operand::Sgpr(106);
-    i.src[0] = Operand::src9(w0 & 0x1ff);
     i.src[1] = Operand::Vgpr(((w0 >> 9) & 0xff) as u16);
-    super::vop2::sdwa_dpp(w, &mut i)?;
-    super::vop2::gfx11_t16(w, &mut i);
+    super::vop2::extensions(w, &mut i)?;
     Ok(i)
 }
