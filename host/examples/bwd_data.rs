@@ -11,22 +11,18 @@
 use convgrad::check::{self, Init};
 use convgrad::ops::bwd_data::{self, BwdDataBuffers, BwdDataConfig, DLayout};
 use convgrad::runtime::{Backend, Device};
-use convgrad::types::{ConvLayout, ConvProblem, DType, EpilogueOp, TypeConfig, problem::Spatial};
+use convgrad::types::{ConvLayout, ConvProblem, DType, EpilogueOp, TypeConfig};
 use convgrad::verify;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::open(Backend::Auto, 0)?;
     println!("device: {} ({}) — {}", dev.name(), dev.arch(), dev.selection_note());
 
-    // G=4 groups of K=32 -> C=24, 3x3 filter, stride 2, 13x13 input, pad 1, batch 2.
-    let p = ConvProblem::new(2, 4, 2, 32, 24, Spatial {
-        filter: &[3, 3],
-        input: &[13, 13],
-        strides: &[2, 2],
-        dilations: &[1, 1],
-        lpads: &[1, 1],
-        rpads: &[1, 1],
-    })?;
+    // G=4 groups of K=32 -> C=24, 3x3 filter, stride 2, 13x13 input, pad 1, batch 2,
+    // in CK's argument order: ndim G N K C, then filter, input, strides,
+    // dilations, left and right pads per spatial dim (the bwd_weight example
+    // spells the same fields out with `ConvProblem::new`).
+    let p = ConvProblem::from_ck_args(&[2, 4, 2, 32, 24, 3, 3, 13, 13, 2, 2, 1, 1, 1, 1, 1, 1])?;
     let cfg = BwdDataConfig {
         layout: ConvLayout::NhwgcGkyxcNhwgk,
         types: TypeConfig::F16,

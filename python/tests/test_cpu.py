@@ -18,6 +18,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import reference as ref  # noqa: E402
+from problems import ids, shapes  # noqa: E402
 
 from convgrad_torch import _native as nat  # noqa: E402
 import convgrad_torch  # noqa: E402
@@ -39,26 +40,16 @@ def poisoned(shape, dtype, channels_last):
     return in_format(np.full(shape, np.nan, dtype=dtype), channels_last)
 
 
-def conv_out(inp, f, s, p, d):
-    return [(i + 2 * pp - dd * (ff - 1) - 1) // ss + 1 for i, ff, ss, pp, dd in zip(inp, f, s, p, d)]
-
-
-# (name, N, G, C, K, input spatial, filter, stride, padding, dilation)
+# (name, N, G, C, K, input spatial, filter, stride, padding, dilation), by dims.
 PROBLEMS = [
+    ("1d", 2, 2, 4, 4, (13,), (3,), (2,), (1,), (1,)),
     ("2d", 2, 1, 8, 8, (6, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
     ("2d-stride2-grouped", 2, 2, 4, 8, (9, 8), (3, 3), (2, 2), (1, 0), (1, 1)),
     ("2d-depthwise-dil2", 1, 8, 1, 1, (8, 8), (3, 3), (1, 1), (2, 2), (2, 2)),
     ("2d-1x1-stride2", 2, 1, 16, 8, (7, 7), (1, 1), (2, 2), (0, 0), (1, 1)),
-    ("1d", 2, 2, 4, 4, (13,), (3,), (2,), (1,), (1,)),
     ("3d", 1, 1, 4, 8, (4, 5, 5), (3, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 1)),
 ]
-IDS = [p[0] for p in PROBLEMS]
-
-
-def shapes(prob):
-    _, n, g, c, k, inp, f, s, p, d = prob
-    out = conv_out(inp, f, s, p, d)
-    return (n, g * c, *inp), (g * k, c, *f), (n, g * k, *out), out
+IDS = ids(PROBLEMS)
 
 
 def check_op(call, reference, shape_a, shape_b, shape_out, prob, channels_last, dtype, terms, what):
@@ -95,7 +86,7 @@ def test_backward_data(prob, channels_last, dtype):
 def test_backward_data_nchw_with_channels_last_weight():
     """Contiguous activations with a channels_last weight: the NGCHW/GKYXC family."""
     r, seed = rng()
-    prob = PROBLEMS[1]
+    prob = PROBLEMS[2]  # 2d-stride2-grouped
     xs, ws, ys, out = shapes(prob)
     g, s, p, d = prob[2], prob[7], prob[8], prob[9]
     dy = r.standard_normal(ys).astype(np.float32)

@@ -20,6 +20,7 @@ Environment: ``CONVGRAD_TEST_DEVICE=cpu`` runs the same tests on CPU tensors
 """
 
 import os
+import sys
 
 import pytest
 
@@ -27,6 +28,9 @@ torch = pytest.importorskip("torch")
 
 import convgrad_torch as cg  # noqa: E402
 from convgrad_torch import torch_ops  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from problems import ids, shapes  # noqa: E402
 
 DEVICE = os.environ.get("CONVGRAD_TEST_DEVICE", "cuda")
 if DEVICE == "cuda" and not torch.cuda.is_available():
@@ -63,10 +67,6 @@ def aten_bwd(dy, x, w, s, p, d, g, mask=(True, True, False)):
     return torch.ops.aten.convolution_backward(dy, x, w, None, s, p, d, False, [0] * nd, g, list(mask))
 
 
-def conv_out(inp, f, s, p, d):
-    return [(i + 2 * pp - dd * (ff - 1) - 1) // ss + 1 for i, ff, ss, pp, dd in zip(inp, f, s, p, d)]
-
-
 # (name, N, G, C, K, input spatial, filter, stride, padding, dilation)
 PROBLEMS = [
     ("2d", 4, 1, 32, 64, (14, 14), (3, 3), (1, 1), (1, 1), (1, 1)),
@@ -79,16 +79,16 @@ PROBLEMS = [
     ("3d", 2, 1, 8, 16, (6, 8, 8), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
     ("3d-grouped-s2", 1, 2, 8, 8, (7, 7, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1)),
 ]
-IDS = [p[0] for p in PROBLEMS]
+IDS = ids(PROBLEMS)
 
 
 def make(prob, dtype, channels_last, gen):
-    _, n, g, c, k, inp, f, s, p, d = prob
-    out = conv_out(inp, f, s, p, d)
-    x = fmt(torch.randn((n, g * c, *inp), generator=gen, device=DEVICE).to(dtype), channels_last)
-    w = fmt(torch.randn((g * k, c, *f), generator=gen, device=DEVICE).to(dtype), channels_last)
-    dy = fmt(torch.randn((n, g * k, *out), generator=gen, device=DEVICE).to(dtype), channels_last)
-    return x, w, dy, list(s), list(p), list(d), g
+    """Random ``x``, ``w``, ``dy`` of ``prob`` and its stride, padding, dilation, groups."""
+    *_, s, p, d = prob
+    x, w, dy = (
+        fmt(torch.randn(shape, generator=gen, device=DEVICE).to(dtype), channels_last) for shape in shapes(prob)[:3]
+    )
+    return x, w, dy, list(s), list(p), list(d), prob[2]
 
 
 def gen():

@@ -54,6 +54,19 @@ fn get_or_plan<T>(
     Ok(map.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_insert(op).clone())
 }
 
+/// A [`PlanCache`] method `$name` returning the prepared operation `$op` for a
+/// problem, a configuration `$cfg` and the descriptors `$t` (in the order of
+/// `$op::with_descs`), planned on first use and kept in the map `$map`.
+macro_rules! cached_op {
+    ($(#[$doc:meta])* $name:ident($cfg:ty, [$($t:ident),+]) -> $op:ident in $map:ident) => {
+        $(#[$doc])*
+        pub fn $name(&self, dev: &Device, p: &ConvProblem, cfg: &$cfg, $($t: TensorDesc),+) -> Result<Arc<$op>, OpError> {
+            let key = Key::new(dev, p, cfg, [$($t),+]);
+            get_or_plan(&self.$map, key, || $op::with_descs(dev, p, cfg, $($t),+))
+        }
+    };
+}
+
 impl PlanCache {
     /// An empty cache.
     pub fn new() -> Self {
@@ -64,33 +77,15 @@ impl PlanCache {
         static GLOBAL: OnceLock<PlanCache> = OnceLock::new();
         GLOBAL.get_or_init(PlanCache::new)
     }
-    /// The backward-weight operation for `p` with descriptors of x, dw, dy
-    /// on `dev`, planned on first use.
-    pub fn bwd_weight(
-        &self,
-        dev: &Device,
-        p: &ConvProblem,
-        cfg: &BwdWeightConfig,
-        x: TensorDesc,
-        dw: TensorDesc,
-        dy: TensorDesc,
-    ) -> Result<Arc<BwdWeightOp>, OpError> {
-        let key = Key::new(dev, p, cfg, [x, dw, dy]);
-        get_or_plan(&self.weight, key, || BwdWeightOp::with_descs(dev, p, cfg, x, dw, dy))
+    cached_op! {
+        /// The backward-weight operation for `p` with descriptors of x, dw, dy
+        /// on `dev`, planned on first use.
+        bwd_weight(BwdWeightConfig, [x, dw, dy]) -> BwdWeightOp in weight
     }
-    /// The backward-data operation for `p` with descriptors of dy, w, dx on
-    /// `dev`, planned on first use.
-    pub fn bwd_data(
-        &self,
-        dev: &Device,
-        p: &ConvProblem,
-        cfg: &BwdDataConfig,
-        dy: TensorDesc,
-        w: TensorDesc,
-        dx: TensorDesc,
-    ) -> Result<Arc<BwdDataOp>, OpError> {
-        let key = Key::new(dev, p, cfg, [dy, w, dx]);
-        get_or_plan(&self.data, key, || BwdDataOp::with_descs(dev, p, cfg, dy, w, dx))
+    cached_op! {
+        /// The backward-data operation for `p` with descriptors of dy, w, dx on
+        /// `dev`, planned on first use.
+        bwd_data(BwdDataConfig, [dy, w, dx]) -> BwdDataOp in data
     }
     /// Operations cached.
     pub fn len(&self) -> usize {

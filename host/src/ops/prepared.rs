@@ -87,31 +87,47 @@ impl<'a> Workspace<'a> {
     }
 }
 
-/// The tensors of one backward-weight call (lengths checked against the plan).
-#[derive(Clone, Copy, Debug)]
-pub struct BwdWeightTensors<'a> {
-    /// Input activations (act type).
-    pub x: BufRef<'a>,
-    /// Output gradient (act type).
-    pub dy: BufRef<'a>,
-    /// Weight gradient, written (weight type).
-    pub dw: BufRef<'a>,
-    /// `D` tensors of the epilogue (weight type).
-    pub ds: &'a [BufRef<'a>],
+/// A call's tensors: the buffers `$t` and the epilogue's `D` tensors, all
+/// checked against the plan's descriptors when the call is queued.
+macro_rules! op_tensors {
+    ($(#[$doc:meta])* $name:ident { $($(#[$tdoc:meta])* $t:ident),+; $(#[$ddoc:meta])* ds }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name<'a> {
+            $($(#[$tdoc])* pub $t: BufRef<'a>,)+
+            $(#[$ddoc])*
+            pub ds: &'a [BufRef<'a>],
+        }
+    };
 }
 
-/// The tensors of one backward-data call (lengths checked against the plan).
-/// A `D` may be `dx` itself when its layout is `DLayout::Output`.
-#[derive(Clone, Copy, Debug)]
-pub struct BwdDataTensors<'a> {
-    /// Output gradient.
-    pub dy: BufRef<'a>,
-    /// Weights.
-    pub w: BufRef<'a>,
-    /// Input gradient, written.
-    pub dx: BufRef<'a>,
-    /// `D` tensors of the epilogue.
-    pub ds: &'a [BufRef<'a>],
+op_tensors! {
+    /// The tensors of one backward-weight call (lengths checked against the plan).
+    BwdWeightTensors {
+        /// Input activations (act type).
+        x,
+        /// Output gradient (act type).
+        dy,
+        /// Weight gradient, written (weight type).
+        dw;
+        /// `D` tensors of the epilogue (weight type).
+        ds
+    }
+}
+
+op_tensors! {
+    /// The tensors of one backward-data call (lengths checked against the plan).
+    /// A `D` may be `dx` itself when its layout is `DLayout::Output`.
+    BwdDataTensors {
+        /// Output gradient.
+        dy,
+        /// Weights.
+        w,
+        /// Input gradient, written.
+        dx;
+        /// `D` tensors of the epilogue.
+        ds
+    }
 }
 
 /// Checks each buffer's device and length against its descriptor; returns the addresses.
@@ -146,42 +162,57 @@ fn checked_ds(
         .collect()
 }
 
-/// A backward-weight problem planned for one device, its kernel resolved.
-#[derive(Debug)]
-pub struct BwdWeightOp {
-    dev: Device,
-    cfg: BwdWeightConfig,
-    plan: BwdWeightPlan,
-    kernel: Kernel,
+/// The items both prepared operations have: the struct (device,
+/// configuration, plan, resolved kernel) and its `new` (packed tensors),
+/// `with_descs` (the descriptors `$t`, in order, of the tensor roles
+/// `$role`), `plan`, `device` and `describe`.
+macro_rules! prepared_op {
+    ($(#[$doc:meta])* $op:ident($cfg:ty, $plan:ty, $plan_with:path, [$($t:ident: $role:ident),+])) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $op {
+            dev: Device,
+            cfg: $cfg,
+            plan: $plan,
+            kernel: Kernel,
+        }
+
+        impl $op {
+            /// Plans `p` for `dev` with packed tensors of `cfg.layout`.
+            pub fn new(dev: &Device, p: &ConvProblem, cfg: &$cfg) -> Result<Self, OpError> {
+                let d = |r| TensorDesc::packed(p, cfg.layout, r);
+                Self::with_descs(dev, p, cfg, $(d(TensorRole::$role)),+)
+            }
+            #[doc = concat!("Plans `p` for `dev` with explicit (possibly strided) descriptors of ", stringify!($($t),+), ".")]
+            pub fn with_descs(dev: &Device, p: &ConvProblem, cfg: &$cfg, $($t: TensorDesc),+) -> Result<Self, OpError> {
+                let plan = $plan_with(p, cfg, dev.family(), dev.compute_units(), $($t),+)?;
+                let kernel = dev.kernels()?.kernel(plan.main.instance.name)?;
+                Ok($op { dev: dev.clone(), cfg: cfg.clone(), plan, kernel })
+            }
+            /// The plan (descriptors, instance, and what it chose: split-K,
+            /// mapping, epilogue).
+            pub fn plan(&self) -> &$plan {
+                &self.plan
+            }
+            /// The device it runs on.
+            pub fn device(&self) -> &Device {
+                &self.dev
+            }
+            /// One line on what runs: kernel, split or mapping, grid.
+            pub fn describe(&self) -> String {
+                let m = &self.plan.main;
+                format!("{} ; grid {:?} x {} threads", self.plan.describe(), m.grid, m.block)
+            }
+        }
+    };
+}
+
+prepared_op! {
+    /// A backward-weight problem planned for one device, its kernel resolved.
+    BwdWeightOp(BwdWeightConfig, BwdWeightPlan, bwd_weight::plan_with, [x: Input, dw: Weight, dy: Output])
 }
 
 impl BwdWeightOp {
-    /// Plans `p` for `dev` with packed tensors of `cfg.layout`.
-    pub fn new(dev: &Device, p: &ConvProblem, cfg: &BwdWeightConfig) -> Result<Self, OpError> {
-        let d = |r| TensorDesc::packed(p, cfg.layout, r);
-        Self::with_descs(dev, p, cfg, d(TensorRole::Input), d(TensorRole::Weight), d(TensorRole::Output))
-    }
-    /// Plans `p` for `dev` with explicit (possibly strided) descriptors of x, dw, dy.
-    pub fn with_descs(
-        dev: &Device,
-        p: &ConvProblem,
-        cfg: &BwdWeightConfig,
-        x: TensorDesc,
-        dw: TensorDesc,
-        dy: TensorDesc,
-    ) -> Result<Self, OpError> {
-        let plan = bwd_weight::plan_with(p, cfg, dev.family(), dev.compute_units(), x, dw, dy)?;
-        let kernel = dev.kernels()?.kernel(plan.main.instance.name)?;
-        Ok(BwdWeightOp { dev: dev.clone(), cfg: cfg.clone(), plan, kernel })
-    }
-    /// The plan (descriptors, instance, split).
-    pub fn plan(&self) -> &BwdWeightPlan {
-        &self.plan
-    }
-    /// The device it runs on.
-    pub fn device(&self) -> &Device {
-        &self.dev
-    }
     /// Bytes of split-K workspace each call needs (0: none).
     pub fn workspace_bytes(&self) -> usize {
         self.plan.workspace_elems * 4
@@ -202,11 +233,6 @@ impl BwdWeightOp {
             usize::MAX => WorkspaceContents::Unknown,
             n => WorkspaceContents::ZeroFrom(n),
         }
-    }
-    /// One line on what runs: kernel, split, grid.
-    pub fn describe(&self) -> String {
-        let m = &self.plan.main;
-        format!("{} ; grid {:?} x {} threads", self.plan.describe(), m.grid, m.block)
     }
     /// Queues the call on `stream`: no host wait, nothing allocated.
     pub fn execute_on(&self, stream: &Stream, t: BwdWeightTensors<'_>, ws: Workspace<'_>) -> Result<(), OpError> {
@@ -286,47 +312,12 @@ pub(crate) fn launch_bwd_weight(
     Ok(launched?)
 }
 
-/// A backward-data problem planned for one device, its kernel resolved.
-#[derive(Debug)]
-pub struct BwdDataOp {
-    dev: Device,
-    cfg: BwdDataConfig,
-    plan: BwdDataPlan,
-    kernel: Kernel,
+prepared_op! {
+    /// A backward-data problem planned for one device, its kernel resolved.
+    BwdDataOp(BwdDataConfig, BwdDataPlan, bwd_data::plan_with, [dy: Output, w: Weight, dx: Input])
 }
 
 impl BwdDataOp {
-    /// Plans `p` for `dev` with packed tensors of `cfg.layout`.
-    pub fn new(dev: &Device, p: &ConvProblem, cfg: &BwdDataConfig) -> Result<Self, OpError> {
-        let d = |r| TensorDesc::packed(p, cfg.layout, r);
-        Self::with_descs(dev, p, cfg, d(TensorRole::Output), d(TensorRole::Weight), d(TensorRole::Input))
-    }
-    /// Plans `p` for `dev` with explicit (possibly strided) descriptors of dy, w, dx.
-    pub fn with_descs(
-        dev: &Device,
-        p: &ConvProblem,
-        cfg: &BwdDataConfig,
-        dy: TensorDesc,
-        w: TensorDesc,
-        dx: TensorDesc,
-    ) -> Result<Self, OpError> {
-        let plan = bwd_data::plan_with(p, cfg, dev.family(), dev.compute_units(), dy, w, dx)?;
-        let kernel = dev.kernels()?.kernel(plan.main.instance.name)?;
-        Ok(BwdDataOp { dev: dev.clone(), cfg: cfg.clone(), plan, kernel })
-    }
-    /// The plan (descriptors, instance, epilogue).
-    pub fn plan(&self) -> &BwdDataPlan {
-        &self.plan
-    }
-    /// The device it runs on.
-    pub fn device(&self) -> &Device {
-        &self.dev
-    }
-    /// One line on what runs: kernel, mapping, grid.
-    pub fn describe(&self) -> String {
-        let m = &self.plan.main;
-        format!("{} ; grid {:?} x {} threads", self.plan.describe(), m.grid, m.block)
-    }
     /// Queues the call on `stream`: no host wait, nothing allocated, no workspace.
     pub fn execute_on(&self, stream: &Stream, t: BwdDataTensors<'_>) -> Result<(), OpError> {
         let ty = self.cfg.types.act();

@@ -6,16 +6,14 @@
 //! [`ArgRing::stage_kernarg`] path as on HIP (uploaded to device memory, the
 //! kernarg segment is its address).
 
+use super::cpu::{self, Streams};
 use super::driver::{ArgRing, Driver, Info, LaunchSpec, Limits, LoadedModule, RawEvent, RawKernel, StreamId};
 use super::error::{Result, RuntimeError};
 use super::meta::KernelMeta;
 use convgrad_isa::exec::{Counters, Launch, Memory, Program, run};
 use convgrad_isa::{Arch, CodeObject};
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 /// The architectures the executor runs, by name (for error messages).
 pub(crate) fn arch_names() -> String {
@@ -54,8 +52,8 @@ pub(crate) struct IsaDriver {
     info: Info,
     state: Mutex<State>,
     programs: Programs,
-    /// Tokens handed out as stream handles (launches run to completion).
-    streams: AtomicUsize,
+    /// Stream handles (launches run to completion).
+    streams: Streams,
 }
 
 pub(crate) fn open(arch: Arch) -> IsaDriver {
@@ -67,7 +65,7 @@ pub(crate) fn open(arch: Arch) -> IsaDriver {
         info: Info {
             name: format!("convgrad isa executor ({}, real code object on the CPU)", arch.name()),
             arch: arch.name().to_string(),
-            memory_bytes: host_memory_bytes(),
+            memory_bytes: cpu::host_memory_bytes(),
             compute_units: compute_units(arch),
             max_lds_bytes: lds,
             wave_size: if arch == Arch::Gfx1100 { 32 } else { 64 },
@@ -86,20 +84,8 @@ pub(crate) fn open(arch: Arch) -> IsaDriver {
             last: None,
         }),
         programs: Arc::new(Mutex::new(Vec::new())),
-        streams: AtomicUsize::new(1),
+        streams: Streams::new(),
     }
-}
-
-/// Physical memory of the host (what the executor allocates from).
-fn host_memory_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib * 1024)
-        })
-        .unwrap_or(0)
 }
 
 fn fault(call: &'static str, f: impl std::fmt::Display) -> RuntimeError {
@@ -182,16 +168,8 @@ impl Driver for IsaDriver {
         }
     }
     fn fill(&self, addr: u64, value: u8, bytes: usize, _stream: StreamId) -> Result<()> {
-        const CHUNK: usize = 1 << 22;
-        let buf = vec![value; bytes.min(CHUNK)];
         let mut st = self.state();
-        let mut done = 0;
-        while done < bytes {
-            let n = (bytes - done).min(CHUNK);
-            st.mem.write(addr + done as u64, &buf[..n]).map_err(|f| fault("fill", f))?;
-            done += n;
-        }
-        Ok(())
+        cpu::fill_in_chunks(addr, value, bytes, |at, chunk| st.mem.write(at, chunk).map_err(|f| fault("fill", f)))
     }
     fn load(&self, image: &[u8]) -> Result<Box<dyn LoadedModule>> {
         let co = CodeObject::parse(image).map_err(|e| RuntimeError::CodeObject(format!("isa executor: {e}")))?;
@@ -258,27 +236,7 @@ impl Driver for IsaDriver {
         self.state().ring.reset();
         Ok(())
     }
-    fn record(&self, _stream: StreamId) -> Result<RawEvent> {
-        Ok(RawEvent::Host(Instant::now()))
-    }
-    fn elapsed_ms(&self, start: &RawEvent, end: &RawEvent) -> Result<f32> {
-        match (start, end) {
-            (RawEvent::Host(a), RawEvent::Host(b)) => Ok(b.saturating_duration_since(*a).as_secs_f32() * 1e3),
-            #[allow(unreachable_patterns)]
-            _ => Err(RuntimeError::WrongDevice("event")),
-        }
-    }
-    fn own_stream(&self) -> *mut c_void {
-        std::ptr::without_provenance_mut(usize::MAX)
-    }
-    fn create_stream(&self) -> Result<*mut c_void> {
-        let token = self.streams.fetch_add(1, Ordering::Relaxed);
-        Ok(std::ptr::without_provenance_mut(token))
-    }
-    fn destroy_stream(&self, _handle: *mut c_void) {}
-    fn stream_wait(&self, _waiter: StreamId, _on: StreamId) -> Result<()> {
-        Ok(())
-    }
+    cpu::synchronous_streams_and_events!();
     fn address_range(&self, addr: u64) -> Result<(u64, usize)> {
         let st = self.state();
         match st.allocs.range(..=addr).next_back() {

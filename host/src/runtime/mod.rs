@@ -54,6 +54,7 @@
 //! whole length lies in one allocation; convgrad never frees it.
 
 mod buffer;
+mod cpu;
 mod driver;
 mod emu;
 mod error;

@@ -41,7 +41,6 @@ pub fn run_planned(dev: &Device, module: &Module, case: &Case, plan: &op::BwdDat
     let cfg = &case.config;
     let (act, wei) = (cfg.types.act(), cfg.types.wei());
     let l = cfg.layout;
-    let tensor = |name, desc, dtype, role| Tensor::new(name, desc, dtype, dump_layout(l, role, p.ndim));
     let ds: Vec<Tensor<'_>> = (plan.ds.iter().zip(D_NAMES).enumerate())
         .map(|(i, (d, name))| {
             Tensor::new(name, d, act, d_dump_layout(cfg.d_layouts.get(i).copied().unwrap_or(DLayout::Output), p, l))
@@ -49,11 +48,8 @@ pub fn run_planned(dev: &Device, module: &Module, case: &Case, plan: &op::BwdDat
         .collect();
     let draw = Draw { seed: case.seed, init: case.init, alias_d0: case.alias_d0, timed_runs: case.timed_runs, dump: case.dump };
     let planned = Planned { instance: plan.main.instance.name, describe: plan.describe(), k_batch: 1, split_mode: "none" };
-    let tensors = Tensors {
-        inputs: [tensor("dy", &plan.dy, act, TensorRole::Output), tensor("w", &plan.w, wei, TensorRole::Weight)],
-        output: tensor("dx", &plan.dx, act, TensorRole::Input),
-        ds,
-    };
+    let inputs = [("dy", &plan.dy, act, TensorRole::Output), ("w", &plan.w, wei, TensorRole::Weight)];
+    let tensors = Tensors::in_layout(l, p.ndim, inputs, ("dx", &plan.dx, act, TensorRole::Input), ds);
     let execute = |a: Addrs<'_>| {
         let bufs = BwdDataBuffers { dy: a.inputs[0], w: a.inputs[1], dx: a.output, ds: a.ds };
         op::execute(dev, module, plan, bufs)

@@ -48,8 +48,8 @@ pub fn run_with(
         None => op::SplitKWorkspace::for_plan(dev, &plan)?,
     };
     let ws = workspace.or(own.as_ref());
-    let tensor = |name, desc, dtype, role| Tensor::new(name, desc, dtype, dump_layout(cfg.layout, role, p.ndim));
-    let ds: Vec<Tensor<'_>> = plan.ds.iter().zip(D_NAMES).map(|(d, name)| tensor(name, d, wei, TensorRole::Weight)).collect();
+    let d_dump = dump_layout(cfg.layout, TensorRole::Weight, p.ndim);
+    let ds: Vec<Tensor<'_>> = plan.ds.iter().zip(D_NAMES).map(|(d, name)| Tensor::new(name, d, wei, d_dump.clone())).collect();
     let draw = Draw { seed: case.seed, init: case.init, alias_d0: false, timed_runs: case.timed_runs, dump: case.dump };
     let split_mode = match (plan.k_batch, cfg.deterministic) {
         (1, _) => "none",
@@ -57,11 +57,8 @@ pub fn run_with(
         (_, false) => "atomic f32",
     };
     let planned = Planned { instance: plan.main.instance.name, describe: plan.describe(), k_batch: plan.k_batch, split_mode };
-    let tensors = Tensors {
-        inputs: [tensor("x", &plan.x, act, TensorRole::Input), tensor("dy", &plan.dy, act, TensorRole::Output)],
-        output: tensor("dw", &plan.dw, wei, TensorRole::Weight),
-        ds,
-    };
+    let inputs = [("x", &plan.x, act, TensorRole::Input), ("dy", &plan.dy, act, TensorRole::Output)];
+    let tensors = Tensors::in_layout(cfg.layout, p.ndim, inputs, ("dw", &plan.dw, wei, TensorRole::Weight), ds);
     let execute = |a: Addrs<'_>| {
         let bufs = BwdWeightBuffers { x: a.inputs[0], dy: a.inputs[1], dw: a.output, ds: a.ds };
         op::execute(dev, module, &plan, bufs, ws)

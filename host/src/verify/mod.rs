@@ -197,6 +197,22 @@ pub(crate) struct Tensors<'a> {
     pub ds: Vec<Tensor<'a>>,
 }
 
+impl<'a> Tensors<'a> {
+    /// The two inputs and the output, each `(name, descriptor, type, role)`,
+    /// dumped in the layout family `l` of an `ndim`-D problem; the `D`
+    /// tensors `ds` as given.
+    pub fn in_layout(
+        l: ConvLayout,
+        ndim: usize,
+        inputs: [(&'static str, &'a TensorDesc, DType, TensorRole); 2],
+        output: (&'static str, &'a TensorDesc, DType, TensorRole),
+        ds: Vec<Tensor<'a>>,
+    ) -> Self {
+        let tensor = |(name, desc, dtype, role)| Tensor::new(name, desc, dtype, dump_layout(l, role, ndim));
+        Tensors { inputs: inputs.map(tensor), output: tensor(output), ds }
+    }
+}
+
 /// What a plan says about itself, for the [`Outcome`].
 pub(crate) struct Planned {
     pub instance: &'static str,

@@ -66,30 +66,33 @@ impl<'a> Elf<'a> {
                 )
             })
     }
+    /// Byte offsets of the entries of a header table (sections or segments)
+    /// whose offset, entry size and count the ELF header holds at `off_at`,
+    /// `size_at` and `count_at`; none when the table is absent or its entries
+    /// are shorter than `min_size`.
+    fn table(&self, off_at: usize, size_at: usize, count_at: usize, min_size: u64) -> Result<Vec<usize>, String> {
+        let off = self.u64(off_at)?;
+        let size = self.u16(size_at)? as u64;
+        let count = self.u16(count_at)? as u64;
+        if off == 0 || size < min_size {
+            return Ok(Vec::new());
+        }
+        Ok((0..count).map(|i| (off + i * size) as usize).collect())
+    }
     /// Note segments: from section headers (SHT_NOTE), else program headers (PT_NOTE).
     fn note_blobs(&self) -> Result<Vec<&'a [u8]>, String> {
         let mut out = Vec::new();
-        let shoff = self.u64(0x28)?;
-        let shentsize = self.u16(0x3a)? as u64;
-        let shnum = self.u16(0x3c)? as u64;
-        if shoff != 0 && shentsize >= 0x40 {
-            for i in 0..shnum {
-                let h = (shoff + i * shentsize) as usize;
-                if self.u32(h + 4)? == SHT_NOTE {
-                    out.push(self.range(self.u64(h + 0x18)?, self.u64(h + 0x20)?)?);
-                }
+        // Section headers: sh_type at 4, sh_offset at 0x18, sh_size at 0x20.
+        for h in self.table(0x28, 0x3a, 0x3c, 0x40)? {
+            if self.u32(h + 4)? == SHT_NOTE {
+                out.push(self.range(self.u64(h + 0x18)?, self.u64(h + 0x20)?)?);
             }
         }
         if out.is_empty() {
-            let phoff = self.u64(0x20)?;
-            let phentsize = self.u16(0x36)? as u64;
-            let phnum = self.u16(0x38)? as u64;
-            if phoff != 0 && phentsize >= 0x38 {
-                for i in 0..phnum {
-                    let h = (phoff + i * phentsize) as usize;
-                    if self.u32(h)? == PT_NOTE {
-                        out.push(self.range(self.u64(h + 8)?, self.u64(h + 0x20)?)?);
-                    }
+            // Program headers: p_type at 0, p_offset at 8, p_filesz at 0x20.
+            for h in self.table(0x20, 0x36, 0x38, 0x38)? {
+                if self.u32(h)? == PT_NOTE {
+                    out.push(self.range(self.u64(h + 8)?, self.u64(h + 0x20)?)?);
                 }
             }
         }
