@@ -57,13 +57,23 @@ pub enum UserSgpr {
 }
 
 impl UserSgpr {
+    /// Each input with its SGPR count, in kernel-code-property bit order (bit 0 first).
+    const BY_BIT: [(UserSgpr, u32); 7] = [
+        (UserSgpr::PrivateSegmentBuffer, 4),
+        (UserSgpr::DispatchPtr, 2),
+        (UserSgpr::QueuePtr, 2),
+        (UserSgpr::KernargSegmentPtr, 2),
+        (UserSgpr::DispatchId, 2),
+        (UserSgpr::FlatScratchInit, 2),
+        (UserSgpr::PrivateSegmentSize, 1),
+    ];
+
     /// SGPRs the input takes.
     pub fn count(self) -> u32 {
-        match self {
-            UserSgpr::PrivateSegmentBuffer => 4,
-            UserSgpr::PrivateSegmentSize => 1,
-            _ => 2,
-        }
+        Self::BY_BIT
+            .iter()
+            .find(|(u, _)| *u == self)
+            .map_or(0, |(_, n)| *n)
     }
 }
 
@@ -146,21 +156,10 @@ impl KernelDescriptor {
     }
     /// The user SGPRs enabled by the kernel code properties (bits 0..6), in order.
     pub fn user_sgprs(&self) -> Vec<UserSgpr> {
-        use UserSgpr::*;
-        [
-            PrivateSegmentBuffer,
-            DispatchPtr,
-            QueuePtr,
-            KernargSegmentPtr,
-            DispatchId,
-            FlatScratchInit,
-            PrivateSegmentSize,
-        ]
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| self.code_properties >> i & 1 != 0)
-        .map(|(_, u)| u)
-        .collect()
+        (0..UserSgpr::BY_BIT.len())
+            .filter(|b| self.code_properties >> b & 1 != 0)
+            .map(|b| UserSgpr::BY_BIT[b].0)
+            .collect()
     }
     /// Kernarg preload length in SGPRs (gfx940+; 0 elsewhere).
     pub fn kernarg_preload_len(&self) -> u32 {

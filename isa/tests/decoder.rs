@@ -191,20 +191,7 @@ fn check_arch(arch: Arch) -> (usize, usize) {
     (n, operand_checked)
 }
 
-#[test]
-fn decoder_agrees_with_llvm_objdump_gfx90a() {
-    check_arch(Arch::Gfx90a);
-}
-
-#[test]
-fn decoder_agrees_with_llvm_objdump_gfx942() {
-    check_arch(Arch::Gfx942);
-}
-
-#[test]
-fn decoder_agrees_with_llvm_objdump_gfx1100() {
-    check_arch(Arch::Gfx1100);
-}
+common::per_arch!(decoder_agrees_with_llvm_objdump, check_arch);
 
 #[test]
 fn code_objects_have_descriptors_and_metadata() {

@@ -33,6 +33,12 @@ impl Machine {
         let lanes = self.wave.lanes;
         self.wave.vgpr[r * lanes + lane] = x;
     }
+    /// Sets `(register, value)` pairs of one lane.
+    fn set(&mut self, lane: usize, regs: &[(usize, u32)]) {
+        for &(r, x) in regs {
+            self.set_v(r, lane, x);
+        }
+    }
     /// Decodes `words` and executes the instruction.
     fn exec(&mut self, words: &[u32]) -> Inst {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -58,14 +64,12 @@ fn v_perm_b32_selects_bytes() {
     // v_perm_b32 v19, v1, v2, s2 with s2 = 0x05040100: bytes 0,1 of S1 then 0,1 of S0.
     let mut m = Machine::new(Arch::Gfx942);
     m.wave.sgpr[2] = 0x0504_0100;
-    m.set_v(1, 3, 0xaabb_ccdd);
-    m.set_v(2, 3, 0x1122_3344);
+    m.set(3, &[(1, 0xaabb_ccdd), (2, 0x1122_3344)]);
     m.exec(&[0xD1ED0013, 0x000A0501]);
     assert_eq!(m.v(19, 3), 0xccdd_3344);
     // Selector 12 gives 0x00, 13..15 give 0xff, 8..11 replicate sign bits.
     m.wave.sgpr[2] = 0x0c0d_0b08;
-    m.set_v(1, 0, 0x8000_0000);
-    m.set_v(2, 0, 0x0000_0000);
+    m.set(0, &[(1, 0x8000_0000), (2, 0x0000_0000)]);
     m.exec(&[0xD1ED0013, 0x000A0501]);
     assert_eq!(m.v(19, 0), 0x00ff_ff00);
 }
@@ -82,8 +86,7 @@ fn sdwa_selects_the_high_half() {
     m.exec(&[0x7E9216F9, 0x00050620]);
     assert_eq!(f32::from_bits(m.v(73, 5)), -2.5);
     // v_or_b32_sdwa v29, v28, v23 src0_sel:WORD_1 src1_sel:DWORD
-    m.set_v(28, 0, 0xabcd_0000);
-    m.set_v(23, 0, 0x0001_0000);
+    m.set(0, &[(28, 0xabcd_0000), (23, 0x0001_0000)]);
     m.exec(&[0x283A2EF9, 0x0605061C]);
     assert_eq!(m.v(29, 0), 0x0001_abcd);
 }
@@ -92,19 +95,13 @@ fn sdwa_selects_the_high_half() {
 fn packed_f32_moves_and_mixed_fma() {
     // v_pk_mov_b32 v[110:111], v[112:113], v[114:115] op_sel:[1,0]: lo = v113, hi = v114.
     let mut m = Machine::new(Arch::Gfx942);
-    for (r, x) in [(112, 1), (113, 2), (114, 3), (115, 4)] {
-        m.set_v(r, 7, x);
-    }
+    m.set(7, &[(112, 1), (113, 2), (114, 3), (115, 4)]);
     m.exec(&[0xD3B3486E, 0x1802E570]);
     assert_eq!((m.v(110, 7), m.v(111, 7)), (2, 3));
     // v_fma_mix_f32 v30, v183, v91, v111 op_sel_hi:[0,1,0]: f32 * f16(lo) + f32.
-    m.set_v(183, 0, 3.0f32.to_bits());
-    m.set_v(
-        91,
-        0,
-        0xdead_0000 | half::f16::from_f32(0.5).to_bits() as u32,
-    );
-    m.set_v(111, 0, 10.0f32.to_bits());
+    let (a, c) = (3.0f32.to_bits(), 10.0f32.to_bits());
+    let b = 0xdead_0000 | half::f16::from_f32(0.5).to_bits() as u32;
+    m.set(0, &[(183, a), (91, b), (111, c)]);
     m.exec(&[0xD3A0001E, 0x15BEB7B7]);
     assert_eq!(f32::from_bits(m.v(30, 0)), 11.5);
 }
@@ -113,10 +110,8 @@ fn packed_f32_moves_and_mixed_fma() {
 fn carries_go_through_vcc() {
     // v_add_co_u32_e32 v6, vcc, 0x100, v6 then v_addc_co_u32_e32 v10, vcc, 0, v34, vcc.
     let mut m = Machine::new(Arch::Gfx90a);
-    m.set_v(6, 0, 0xffff_ff80);
-    m.set_v(6, 1, 0x10);
-    m.set_v(34, 0, 7);
-    m.set_v(34, 1, 7);
+    m.set(0, &[(6, 0xffff_ff80), (34, 7)]);
+    m.set(1, &[(6, 0x10), (34, 7)]);
     m.exec(&[0x320C0CFF, 0x00000100]);
     assert_eq!((m.v(6, 0), m.v(6, 1)), (0x80, 0x110));
     assert_eq!(m.wave.vcc() & 3, 0b01);
@@ -130,9 +125,7 @@ fn ds_two_address_forms_scale_offsets() {
     // ds_write2_b32 v1, v6, v7 offset1:16, then ds_read2_b32 v[102:103], v36 offset1:1.
     let mut m = Machine::new(Arch::Gfx942);
     m.wave.set_exec(1);
-    m.set_v(1, 0, 8);
-    m.set_v(6, 0, 0x1111);
-    m.set_v(7, 0, 0x2222);
+    m.set(0, &[(1, 8), (6, 0x1111), (7, 0x2222)]);
     m.exec(&[0xD81C1000, 0x00070601]);
     assert_eq!(&m.lds.data[8..12], &0x1111u32.to_le_bytes());
     assert_eq!(&m.lds.data[72..76], &0x2222u32.to_le_bytes());
@@ -147,8 +140,7 @@ fn ds_two_address_forms_scale_offsets() {
 fn gfx11_true16_halves_and_cmpx() {
     let mut m = Machine::new(Arch::Gfx1100);
     // v_mov_b16_e32 v10.h, v6.h keeps v10.l.
-    m.set_v(6, 2, 0xbeef_0000);
-    m.set_v(10, 2, 0x0000_1234);
+    m.set(2, &[(6, 0xbeef_0000), (10, 0x0000_1234)]);
     m.exec(&[0x7F143986]);
     assert_eq!(m.v(10, 2), 0xbeef_1234);
     // v_cvt_f32_f16_e32 v95, v1.h

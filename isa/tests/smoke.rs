@@ -170,20 +170,8 @@ fn smoke(arch: Arch) {
     );
 }
 
-#[test]
-fn smoke_mfma_gfx942_matches_f64_product() {
-    smoke(Arch::Gfx942);
-}
-
-#[test]
-fn smoke_mfma_gfx90a_matches_f64_product() {
-    smoke(Arch::Gfx90a);
-}
-
-#[test]
-fn smoke_wmma_gfx1100_matches_f64_product() {
-    smoke(Arch::Gfx1100);
-}
+// smoke_mfma on gfx90a/gfx942, smoke_wmma on gfx1100.
+common::per_arch!(smoke_matches_f64_product, smoke);
 
 #[test]
 fn checks_fire_on_gfx942() {

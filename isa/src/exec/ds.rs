@@ -11,6 +11,7 @@
 //! distinct dwords needs, is added. Same-address reads broadcast. This is a model
 //! of the ISA guides' rule, not of the exact hardware pipeline.
 
+use super::data::{Load, Store};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
 use crate::decode::Inst;
@@ -18,19 +19,18 @@ use std::collections::HashSet;
 
 #[derive(Clone, Copy)]
 enum Kind {
-    /// Store `n` bytes from the data dwords (sub-dword: low part, or high half if hi).
-    Store { n: usize, hi: bool },
-    /// Load `n` bytes into dst: `ext` sign-extends sub-dword loads; d16: `Some(hi)`
-    /// writes one half and keeps the other.
-    Load {
-        n: usize,
-        sext: bool,
-        d16: Option<bool>,
-    },
+    Store(Store),
+    Load(Load),
     /// Two-address store of `n`-byte elements (stride multiplier `st`).
-    Store2 { n: usize, st: u64 },
+    Store2 {
+        n: usize,
+        st: u64,
+    },
     /// Two-address load.
-    Load2 { n: usize, st: u64 },
+    Load2 {
+        n: usize,
+        st: u64,
+    },
 }
 
 fn conflicts(c: &mut Ctx, addrs: &[(usize, u64, usize)]) {
@@ -67,50 +67,24 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
         let (off0, off1) = ((i.imm & 0xff) as u64, ((i.imm >> 8) & 0xff) as u64);
         let lane_err = |e: String| format!("lane {l}: {e}");
         match k {
-            Kind::Store { n, hi } => {
+            Kind::Store(s) => {
                 let a = base + i.imm as u64;
-                let mut bytes = Vec::with_capacity(n);
-                for d in 0..n.div_ceil(4) {
-                    let v = c.v32k(i.src[1], d, l, Ty::B32)?;
-                    let v = if hi { v >> 16 } else { v };
-                    bytes.extend_from_slice(&v.to_le_bytes());
-                }
-                bytes.truncate(n);
-                c.lds.write(a, &bytes).map_err(lane_err)?;
-                accesses.push((l, a, n));
+                c.lds
+                    .write(a, &s.bytes(c, i.src[1], l)?)
+                    .map_err(lane_err)?;
+                accesses.push((l, a, s.n));
             }
-            Kind::Load { n, sext, d16 } => {
+            Kind::Load(ld) => {
                 let a = base + i.imm as u64;
-                let mut bytes = vec![0u8; n.max(4).next_multiple_of(4)];
-                c.lds.read(a, &mut bytes[..n]).map_err(lane_err)?;
-                accesses.push((l, a, n));
-                if n >= 4 {
-                    for d in 0..n / 4 {
-                        let v = u32::from_le_bytes(bytes[4 * d..4 * d + 4].try_into().unwrap());
-                        c.set_v32k(i.dst, d, l, v)?;
-                    }
-                } else {
-                    let raw = u32::from_le_bytes(bytes[..4].try_into().unwrap());
-                    let v = match (n, sext) {
-                        (1, true) => raw as u8 as i8 as i32 as u32,
-                        (2, true) => raw as u16 as i16 as i32 as u32,
-                        _ => raw,
-                    };
-                    let v = match d16 {
-                        None => v,
-                        Some(false) => (c.v32(i.dst, l, Ty::B32)? & 0xffff_0000) | (v & 0xffff),
-                        Some(true) => (c.v32(i.dst, l, Ty::B32)? & 0xffff) | (v << 16),
-                    };
-                    c.set_v32(i.dst, l, v)?;
-                }
+                let mut bytes = ld.buffer();
+                c.lds.read(a, &mut bytes[..ld.n]).map_err(lane_err)?;
+                accesses.push((l, a, ld.n));
+                ld.put(c, i.dst, l, &bytes)?;
             }
             Kind::Store2 { n, st } => {
                 for (slot, off) in [(1usize, off0), (2, off1)] {
                     let a = base + off * n as u64 * st;
-                    let mut bytes = Vec::new();
-                    for d in 0..n / 4 {
-                        bytes.extend_from_slice(&c.v32k(i.src[slot], d, l, Ty::B32)?.to_le_bytes());
-                    }
+                    let bytes = Store::low(n).bytes(c, i.src[slot], l)?;
                     c.lds.write(a, &bytes).map_err(lane_err)?;
                     accesses.push((l, a, n));
                 }
@@ -141,224 +115,62 @@ macro_rules! ds {
 }
 
 pub(super) const HANDLERS: &[(&str, Handler)] = &[
-    ("ds_write_b8", ds!(Kind::Store { n: 1, hi: false })),
-    ("ds_write_b16", ds!(Kind::Store { n: 2, hi: false })),
-    ("ds_write_b32", ds!(Kind::Store { n: 4, hi: false })),
-    ("ds_write_b64", ds!(Kind::Store { n: 8, hi: false })),
-    ("ds_write_b96", ds!(Kind::Store { n: 12, hi: false })),
-    ("ds_write_b128", ds!(Kind::Store { n: 16, hi: false })),
-    ("ds_write_b16_d16_hi", ds!(Kind::Store { n: 2, hi: true })),
-    ("ds_write_b8_d16_hi", ds!(Kind::Store { n: 1, hi: true })),
+    ("ds_write_b8", ds!(Kind::Store(Store::low(1)))),
+    ("ds_write_b16", ds!(Kind::Store(Store::low(2)))),
+    ("ds_write_b32", ds!(Kind::Store(Store::low(4)))),
+    ("ds_write_b64", ds!(Kind::Store(Store::low(8)))),
+    ("ds_write_b96", ds!(Kind::Store(Store::low(12)))),
+    ("ds_write_b128", ds!(Kind::Store(Store::low(16)))),
+    ("ds_write_b16_d16_hi", ds!(Kind::Store(Store::high(2)))),
+    ("ds_write_b8_d16_hi", ds!(Kind::Store(Store::high(1)))),
     ("ds_write2_b32", ds!(Kind::Store2 { n: 4, st: 1 })),
     ("ds_write2st64_b32", ds!(Kind::Store2 { n: 4, st: 64 })),
     ("ds_write2_b64", ds!(Kind::Store2 { n: 8, st: 1 })),
     ("ds_write2st64_b64", ds!(Kind::Store2 { n: 8, st: 64 })),
-    (
-        "ds_read_b32",
-        ds!(Kind::Load {
-            n: 4,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_read_b64",
-        ds!(Kind::Load {
-            n: 8,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_read_b96",
-        ds!(Kind::Load {
-            n: 12,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_read_b128",
-        ds!(Kind::Load {
-            n: 16,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_read_u8",
-        ds!(Kind::Load {
-            n: 1,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_read_i8",
-        ds!(Kind::Load {
-            n: 1,
-            sext: true,
-            d16: None
-        }),
-    ),
-    (
-        "ds_read_u16",
-        ds!(Kind::Load {
-            n: 2,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_read_i16",
-        ds!(Kind::Load {
-            n: 2,
-            sext: true,
-            d16: None
-        }),
-    ),
-    (
-        "ds_read_u16_d16",
-        ds!(Kind::Load {
-            n: 2,
-            sext: false,
-            d16: Some(false)
-        }),
-    ),
-    (
-        "ds_read_u16_d16_hi",
-        ds!(Kind::Load {
-            n: 2,
-            sext: false,
-            d16: Some(true)
-        }),
-    ),
-    (
-        "ds_read_u8_d16",
-        ds!(Kind::Load {
-            n: 1,
-            sext: false,
-            d16: Some(false)
-        }),
-    ),
-    (
-        "ds_read_u8_d16_hi",
-        ds!(Kind::Load {
-            n: 1,
-            sext: false,
-            d16: Some(true)
-        }),
-    ),
+    ("ds_read_b32", ds!(Kind::Load(Load::u(4)))),
+    ("ds_read_b64", ds!(Kind::Load(Load::u(8)))),
+    ("ds_read_b96", ds!(Kind::Load(Load::u(12)))),
+    ("ds_read_b128", ds!(Kind::Load(Load::u(16)))),
+    ("ds_read_u8", ds!(Kind::Load(Load::u(1)))),
+    ("ds_read_i8", ds!(Kind::Load(Load::i(1)))),
+    ("ds_read_u16", ds!(Kind::Load(Load::u(2)))),
+    ("ds_read_i16", ds!(Kind::Load(Load::i(2)))),
+    ("ds_read_u16_d16", ds!(Kind::Load(Load::d16(2, false)))),
+    ("ds_read_u16_d16_hi", ds!(Kind::Load(Load::d16(2, true)))),
+    ("ds_read_u8_d16", ds!(Kind::Load(Load::d16(1, false)))),
+    ("ds_read_u8_d16_hi", ds!(Kind::Load(Load::d16(1, true)))),
     ("ds_read2_b32", ds!(Kind::Load2 { n: 4, st: 1 })),
     ("ds_read2st64_b32", ds!(Kind::Load2 { n: 4, st: 64 })),
     ("ds_read2_b64", ds!(Kind::Load2 { n: 8, st: 1 })),
     ("ds_read2st64_b64", ds!(Kind::Load2 { n: 8, st: 64 })),
-    ("ds_store_b8", ds!(Kind::Store { n: 1, hi: false })),
-    ("ds_store_b16", ds!(Kind::Store { n: 2, hi: false })),
-    ("ds_store_b32", ds!(Kind::Store { n: 4, hi: false })),
-    ("ds_store_b64", ds!(Kind::Store { n: 8, hi: false })),
-    ("ds_store_b96", ds!(Kind::Store { n: 12, hi: false })),
-    ("ds_store_b128", ds!(Kind::Store { n: 16, hi: false })),
-    ("ds_store_b16_d16_hi", ds!(Kind::Store { n: 2, hi: true })),
-    ("ds_store_b8_d16_hi", ds!(Kind::Store { n: 1, hi: true })),
-    ("ds_store_2addr_b32", ds!(Kind::Store2 { n: 4, st: 1 })),
-    (
-        "ds_store_2addr_stride64_b32",
-        ds!(Kind::Store2 { n: 4, st: 64 }),
-    ),
-    ("ds_store_2addr_b64", ds!(Kind::Store2 { n: 8, st: 1 })),
-    (
-        "ds_store_2addr_stride64_b64",
-        ds!(Kind::Store2 { n: 8, st: 64 }),
-    ),
-    (
-        "ds_load_b32",
-        ds!(Kind::Load {
-            n: 4,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_load_b64",
-        ds!(Kind::Load {
-            n: 8,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_load_b96",
-        ds!(Kind::Load {
-            n: 12,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_load_b128",
-        ds!(Kind::Load {
-            n: 16,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_load_u8",
-        ds!(Kind::Load {
-            n: 1,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_load_i8",
-        ds!(Kind::Load {
-            n: 1,
-            sext: true,
-            d16: None
-        }),
-    ),
-    (
-        "ds_load_u16",
-        ds!(Kind::Load {
-            n: 2,
-            sext: false,
-            d16: None
-        }),
-    ),
-    (
-        "ds_load_i16",
-        ds!(Kind::Load {
-            n: 2,
-            sext: true,
-            d16: None
-        }),
-    ),
-    (
-        "ds_load_u16_d16",
-        ds!(Kind::Load {
-            n: 2,
-            sext: false,
-            d16: Some(false)
-        }),
-    ),
-    (
-        "ds_load_u16_d16_hi",
-        ds!(Kind::Load {
-            n: 2,
-            sext: false,
-            d16: Some(true)
-        }),
-    ),
-    ("ds_load_2addr_b32", ds!(Kind::Load2 { n: 4, st: 1 })),
-    (
-        "ds_load_2addr_stride64_b32",
-        ds!(Kind::Load2 { n: 4, st: 64 }),
-    ),
-    ("ds_load_2addr_b64", ds!(Kind::Load2 { n: 8, st: 1 })),
-    (
-        "ds_load_2addr_stride64_b64",
-        ds!(Kind::Load2 { n: 8, st: 64 }),
-    ),
+];
+
+/// GFX11's names of the operations above: (GFX11 mnemonic, GFX9 mnemonic).
+pub(super) const ALIASES: &[(&str, &str)] = &[
+    ("ds_store_b8", "ds_write_b8"),
+    ("ds_store_b16", "ds_write_b16"),
+    ("ds_store_b32", "ds_write_b32"),
+    ("ds_store_b64", "ds_write_b64"),
+    ("ds_store_b96", "ds_write_b96"),
+    ("ds_store_b128", "ds_write_b128"),
+    ("ds_store_b16_d16_hi", "ds_write_b16_d16_hi"),
+    ("ds_store_b8_d16_hi", "ds_write_b8_d16_hi"),
+    ("ds_store_2addr_b32", "ds_write2_b32"),
+    ("ds_store_2addr_stride64_b32", "ds_write2st64_b32"),
+    ("ds_store_2addr_b64", "ds_write2_b64"),
+    ("ds_store_2addr_stride64_b64", "ds_write2st64_b64"),
+    ("ds_load_b32", "ds_read_b32"),
+    ("ds_load_b64", "ds_read_b64"),
+    ("ds_load_b96", "ds_read_b96"),
+    ("ds_load_b128", "ds_read_b128"),
+    ("ds_load_u8", "ds_read_u8"),
+    ("ds_load_i8", "ds_read_i8"),
+    ("ds_load_u16", "ds_read_u16"),
+    ("ds_load_i16", "ds_read_i16"),
+    ("ds_load_u16_d16", "ds_read_u16_d16"),
+    ("ds_load_u16_d16_hi", "ds_read_u16_d16_hi"),
+    ("ds_load_2addr_b32", "ds_read2_b32"),
+    ("ds_load_2addr_stride64_b32", "ds_read2st64_b32"),
+    ("ds_load_2addr_b64", "ds_read2_b64"),
+    ("ds_load_2addr_stride64_b64", "ds_read2st64_b64"),
 ];

@@ -4,21 +4,15 @@
 //! (the LDS and scratch apertures are not modelled, and an address inside no buffer
 //! is an error). SCRATCH is not modelled.
 
+use super::data::{Load, Store};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
 use crate::decode::{Inst, Operand};
 
 #[derive(Clone, Copy)]
 enum Kind {
-    Load {
-        n: usize,
-        sext: bool,
-        d16: Option<bool>,
-    },
-    Store {
-        n: usize,
-        hi: bool,
-    },
+    Load(Load),
+    Store(Store),
     Atomic(Op),
 }
 
@@ -57,43 +51,16 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
         let a = address(c, i, l)?;
         let fault = |f: super::memory::Fault| format!("lane {l}: {f}");
         match k {
-            Kind::Load { n, sext, d16 } => {
-                let mut b = vec![0u8; n.max(4).next_multiple_of(4)];
-                c.mem.read(a, &mut b[..n]).map_err(fault)?;
-                c.counters.global_bytes_read += n as u64;
-                if n >= 4 {
-                    for d in 0..n / 4 {
-                        c.set_v32k(
-                            i.dst,
-                            d,
-                            l,
-                            u32::from_le_bytes(b[4 * d..4 * d + 4].try_into().unwrap()),
-                        )?;
-                    }
-                } else {
-                    let raw = u32::from_le_bytes(b[..4].try_into().unwrap());
-                    let v = match (n, sext) {
-                        (1, true) => raw as u8 as i8 as i32 as u32,
-                        (2, true) => raw as u16 as i16 as i32 as u32,
-                        _ => raw,
-                    };
-                    let v = match d16 {
-                        None => v,
-                        Some(false) => (c.v32(i.dst, l, Ty::B32)? & 0xffff_0000) | (v & 0xffff),
-                        Some(true) => (c.v32(i.dst, l, Ty::B32)? & 0xffff) | (v << 16),
-                    };
-                    c.set_v32(i.dst, l, v)?;
-                }
+            Kind::Load(ld) => {
+                let mut b = ld.buffer();
+                c.mem.read(a, &mut b[..ld.n]).map_err(fault)?;
+                c.counters.global_bytes_read += ld.n as u64;
+                ld.put(c, i.dst, l, &b)?;
             }
-            Kind::Store { n, hi } => {
-                let mut bytes = Vec::with_capacity(16);
-                for d in 0..n.div_ceil(4) {
-                    let v = c.v32k(i.src[1], d, l, Ty::B32)?;
-                    bytes.extend_from_slice(&(if hi { v >> 16 } else { v }).to_le_bytes());
-                }
-                bytes.truncate(n);
+            Kind::Store(s) => {
+                let bytes = s.bytes(c, i.src[1], l)?;
                 c.mem.write(a, &bytes).map_err(fault)?;
-                c.counters.global_bytes_written += n as u64;
+                c.counters.global_bytes_written += s.n as u64;
             }
             Kind::Atomic(op) => {
                 let mut b = [0u8; 4];
@@ -136,43 +103,38 @@ macro_rules! f {
     };
 }
 
-const fn ld(n: usize) -> Kind {
-    Kind::Load {
-        n,
-        sext: false,
-        d16: None,
-    }
-}
-const fn st(n: usize) -> Kind {
-    Kind::Store { n, hi: false }
-}
-
-/// Entries for both the `flat_` and `global_` prefixes.
+/// Entries for both the `flat_` and `global_` prefixes: handlers (`name => kind`)
+/// or aliases (`name => name`).
 macro_rules! both {
+    (aliases: $($name:literal => $to:literal),* $(,)?) => {
+        &[$(
+            (concat!("flat_", $name), concat!("flat_", $to)),
+            (concat!("global_", $name), concat!("global_", $to)),
+        )*]
+    };
     ($($name:literal => $k:expr),* $(,)?) => {
         &[$((concat!("flat_", $name), f!($k)), (concat!("global_", $name), f!($k))),*]
     };
 }
 
 pub(super) const HANDLERS: &[(&str, Handler)] = both![
-    // GFX9
-    "load_ubyte" => ld(1),
-    "load_sbyte" => Kind::Load { n: 1, sext: true, d16: None },
-    "load_ushort" => ld(2),
-    "load_sshort" => Kind::Load { n: 2, sext: true, d16: None },
-    "load_dword" => ld(4),
-    "load_dwordx2" => ld(8),
-    "load_dwordx3" => ld(12),
-    "load_dwordx4" => ld(16),
-    "load_short_d16" => Kind::Load { n: 2, sext: false, d16: Some(false) },
-    "load_short_d16_hi" => Kind::Load { n: 2, sext: false, d16: Some(true) },
-    "store_byte" => st(1),
-    "store_short" => st(2),
-    "store_short_d16_hi" => Kind::Store { n: 2, hi: true },
-    "store_dword" => st(4),
-    "store_dwordx2" => st(8),
-    "store_dwordx3" => st(12),
-    "store_dwordx4" => st(16),
+    "load_ubyte" => Kind::Load(Load::u(1)),
+    "load_sbyte" => Kind::Load(Load::i(1)),
+    "load_ushort" => Kind::Load(Load::u(2)),
+    "load_sshort" => Kind::Load(Load::i(2)),
+    "load_dword" => Kind::Load(Load::u(4)),
+    "load_dwordx2" => Kind::Load(Load::u(8)),
+    "load_dwordx3" => Kind::Load(Load::u(12)),
+    "load_dwordx4" => Kind::Load(Load::u(16)),
+    "load_short_d16" => Kind::Load(Load::d16(2, false)),
+    "load_short_d16_hi" => Kind::Load(Load::d16(2, true)),
+    "store_byte" => Kind::Store(Store::low(1)),
+    "store_short" => Kind::Store(Store::low(2)),
+    "store_short_d16_hi" => Kind::Store(Store::high(2)),
+    "store_dword" => Kind::Store(Store::low(4)),
+    "store_dwordx2" => Kind::Store(Store::low(8)),
+    "store_dwordx3" => Kind::Store(Store::low(12)),
+    "store_dwordx4" => Kind::Store(Store::low(16)),
     "atomic_add" => Kind::Atomic(Op::AddU32),
     "atomic_sub" => Kind::Atomic(Op::SubU32),
     "atomic_add_f32" => Kind::Atomic(Op::AddF32),
@@ -185,33 +147,37 @@ pub(super) const HANDLERS: &[(&str, Handler)] = both![
     "atomic_and" => Kind::Atomic(Op::And),
     "atomic_or" => Kind::Atomic(Op::Or),
     "atomic_xor" => Kind::Atomic(Op::Xor),
-    // GFX11
-    "load_u8" => ld(1),
-    "load_i8" => Kind::Load { n: 1, sext: true, d16: None },
-    "load_u16" => ld(2),
-    "load_i16" => Kind::Load { n: 2, sext: true, d16: None },
-    "load_b32" => ld(4),
-    "load_b64" => ld(8),
-    "load_b96" => ld(12),
-    "load_b128" => ld(16),
-    "load_d16_b16" => Kind::Load { n: 2, sext: false, d16: Some(false) },
-    "load_d16_hi_b16" => Kind::Load { n: 2, sext: false, d16: Some(true) },
-    "store_b8" => st(1),
-    "store_b16" => st(2),
-    "store_d16_hi_b16" => Kind::Store { n: 2, hi: true },
-    "store_b32" => st(4),
-    "store_b64" => st(8),
-    "store_b96" => st(12),
-    "store_b128" => st(16),
-    "atomic_add_u32" => Kind::Atomic(Op::AddU32),
-    "atomic_sub_u32" => Kind::Atomic(Op::SubU32),
-    "atomic_cmpswap_b32" => Kind::Atomic(Op::CmpSwap),
-    "atomic_swap_b32" => Kind::Atomic(Op::Swap),
-    "atomic_min_u32" => Kind::Atomic(Op::MinU32),
-    "atomic_max_u32" => Kind::Atomic(Op::MaxU32),
-    "atomic_min_i32" => Kind::Atomic(Op::MinI32),
-    "atomic_max_i32" => Kind::Atomic(Op::MaxI32),
-    "atomic_and_b32" => Kind::Atomic(Op::And),
-    "atomic_or_b32" => Kind::Atomic(Op::Or),
-    "atomic_xor_b32" => Kind::Atomic(Op::Xor),
+];
+
+/// GFX11's names of the operations above, for both prefixes: (GFX11, GFX9).
+pub(super) const ALIASES: &[(&str, &str)] = both![
+    aliases:
+    "load_u8" => "load_ubyte",
+    "load_i8" => "load_sbyte",
+    "load_u16" => "load_ushort",
+    "load_i16" => "load_sshort",
+    "load_b32" => "load_dword",
+    "load_b64" => "load_dwordx2",
+    "load_b96" => "load_dwordx3",
+    "load_b128" => "load_dwordx4",
+    "load_d16_b16" => "load_short_d16",
+    "load_d16_hi_b16" => "load_short_d16_hi",
+    "store_b8" => "store_byte",
+    "store_b16" => "store_short",
+    "store_d16_hi_b16" => "store_short_d16_hi",
+    "store_b32" => "store_dword",
+    "store_b64" => "store_dwordx2",
+    "store_b96" => "store_dwordx3",
+    "store_b128" => "store_dwordx4",
+    "atomic_add_u32" => "atomic_add",
+    "atomic_sub_u32" => "atomic_sub",
+    "atomic_cmpswap_b32" => "atomic_cmpswap",
+    "atomic_swap_b32" => "atomic_swap",
+    "atomic_min_u32" => "atomic_umin",
+    "atomic_max_u32" => "atomic_umax",
+    "atomic_min_i32" => "atomic_smin",
+    "atomic_max_i32" => "atomic_smax",
+    "atomic_and_b32" => "atomic_and",
+    "atomic_or_b32" => "atomic_or",
+    "atomic_xor_b32" => "atomic_xor",
 ];

@@ -258,16 +258,20 @@ impl Lds {
         }
         Ok(())
     }
-    /// Checked read.
-    pub fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), String> {
+    /// The offset of an access of `len` bytes at `addr`, if inside the allocation.
+    fn offset(&self, addr: u64, len: usize) -> Result<usize, String> {
         let a = addr as usize;
-        if addr > u32::MAX as u64 || a + out.len() > self.data.len() {
+        if addr > u32::MAX as u64 || a + len > self.data.len() {
             return Err(format!(
-                "LDS access of {} bytes at offset {addr} outside the {} bytes allocated",
-                out.len(),
+                "LDS access of {len} bytes at offset {addr} outside the {} bytes allocated",
                 self.data.len()
             ));
         }
+        Ok(a)
+    }
+    /// Checked read.
+    pub fn read(&mut self, addr: u64, out: &mut [u8]) -> Result<(), String> {
+        let a = self.offset(addr, out.len())?;
         if let Some(k) = self.written[a..a + out.len()].iter().position(|w| !w) {
             return Err(format!(
                 "read of LDS bytes {}..{} that were never written (first: {})",
@@ -282,14 +286,7 @@ impl Lds {
     }
     /// Checked write.
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), String> {
-        let a = addr as usize;
-        if addr > u32::MAX as u64 || a + bytes.len() > self.data.len() {
-            return Err(format!(
-                "LDS access of {} bytes at offset {addr} outside the {} bytes allocated",
-                bytes.len(),
-                self.data.len()
-            ));
-        }
+        let a = self.offset(addr, bytes.len())?;
         self.track(a, bytes.len(), true)?;
         self.data[a..a + bytes.len()].copy_from_slice(bytes);
         self.written[a..a + bytes.len()].fill(true);

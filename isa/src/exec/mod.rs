@@ -13,6 +13,7 @@
 pub mod memory;
 pub mod wave;
 
+mod data;
 mod ds;
 mod flat;
 mod matrix;
@@ -150,6 +151,11 @@ fn registry() -> &'static HashMap<&'static str, Handler> {
         ] {
             for &(n, h) in t {
                 m.insert(n, h);
+            }
+        }
+        for t in [sop::ALIASES, smem::ALIASES, ds::ALIASES, flat::ALIASES] {
+            for &(alias, name) in t {
+                m.insert(alias, m[name]);
             }
         }
         m

@@ -33,11 +33,15 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_load_dwordx4", |c, i| load(c, i, 4)),
     ("s_load_dwordx8", |c, i| load(c, i, 8)),
     ("s_load_dwordx16", |c, i| load(c, i, 16)),
-    ("s_load_b32", |c, i| load(c, i, 1)),
-    ("s_load_b64", |c, i| load(c, i, 2)),
-    ("s_load_b128", |c, i| load(c, i, 4)),
-    ("s_load_b256", |c, i| load(c, i, 8)),
-    ("s_load_b512", |c, i| load(c, i, 16)),
     ("s_dcache_inv", |_, _| Ok(Flow::Next)),
     ("s_gl1_inv", |_, _| Ok(Flow::Next)),
+];
+
+/// GFX11's names of the loads above: (GFX11, GFX9).
+pub(super) const ALIASES: &[(&str, &str)] = &[
+    ("s_load_b32", "s_load_dword"),
+    ("s_load_b64", "s_load_dwordx2"),
+    ("s_load_b128", "s_load_dwordx4"),
+    ("s_load_b256", "s_load_dwordx8"),
+    ("s_load_b512", "s_load_dwordx16"),
 ];

@@ -2,71 +2,87 @@
 
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
-use crate::decode::Inst;
+use crate::decode::{Inst, Operand};
 
 type R = Result<Flow, String>;
 
-/// `D = f(S0, S1, SCC)`, 32-bit; `f` returns the result and the new SCC (None: unchanged).
-fn op2(c: &mut Ctx, i: &Inst, f: fn(u32, u32, bool) -> (u32, Option<bool>)) -> R {
-    let a = c.s32(i.src[0], Ty::B32)?;
-    let b = c.s32(i.src[1], Ty::B32)?;
-    let (d, scc) = f(a, b, c.wave.scc);
-    c.set_s32(i.dst, d)?;
+/// A scalar operand width: one SGPR or a pair.
+trait Word: Copy + Default {
+    fn get(c: &Ctx, o: Operand) -> Result<Self, String>;
+    fn set(c: &mut Ctx, o: Operand, v: Self) -> Result<(), String>;
+}
+
+impl Word for u32 {
+    fn get(c: &Ctx, o: Operand) -> Result<u32, String> {
+        c.s32(o, Ty::B32)
+    }
+    fn set(c: &mut Ctx, o: Operand, v: u32) -> Result<(), String> {
+        c.set_s32(o, v)
+    }
+}
+
+impl Word for u64 {
+    fn get(c: &Ctx, o: Operand) -> Result<u64, String> {
+        c.s64(o, Ty::U64)
+    }
+    fn set(c: &mut Ctx, o: Operand, v: u64) -> Result<(), String> {
+        c.set_s64(o, v)
+    }
+}
+
+/// Writes D and, unless `scc` is None, SCC.
+fn finish<T: Word>(c: &mut Ctx, i: &Inst, (d, scc): (T, Option<bool>)) -> R {
+    T::set(c, i.dst, d)?;
     if let Some(s) = scc {
         c.wave.scc = s;
     }
     Ok(Flow::Next)
+}
+
+/// `D = f(S0, S1, SCC)`, 32-bit; `f` returns the result and the new SCC (None: unchanged).
+fn op2(c: &mut Ctx, i: &Inst, f: fn(u32, u32, bool) -> (u32, Option<bool>)) -> R {
+    let (a, b) = (u32::get(c, i.src[0])?, u32::get(c, i.src[1])?);
+    finish(c, i, f(a, b, c.wave.scc))
 }
 
 /// 64-bit form; `b32` reads S1 as 32 bits (shift amounts, bfe controls).
 fn op2_64(c: &mut Ctx, i: &Inst, b32: bool, f: fn(u64, u64, bool) -> (u64, Option<bool>)) -> R {
-    let a = c.s64(i.src[0], Ty::U64)?;
+    let a = u64::get(c, i.src[0])?;
     let b = if b32 {
-        c.s32(i.src[1], Ty::B32)? as u64
+        u32::get(c, i.src[1])? as u64
     } else {
-        c.s64(i.src[1], Ty::U64)?
+        u64::get(c, i.src[1])?
     };
-    let (d, scc) = f(a, b, c.wave.scc);
-    c.set_s64(i.dst, d)?;
-    if let Some(s) = scc {
-        c.wave.scc = s;
-    }
-    Ok(Flow::Next)
+    finish(c, i, f(a, b, c.wave.scc))
 }
 
-fn op1(c: &mut Ctx, i: &Inst, f: fn(u32, u32, bool) -> (u32, Option<bool>)) -> R {
-    let a = c.s32(i.src[0], Ty::B32)?;
-    let old = c.s32(i.dst, Ty::B32).unwrap_or(0);
-    let (d, scc) = f(a, old, c.wave.scc);
-    c.set_s32(i.dst, d)?;
-    if let Some(s) = scc {
-        c.wave.scc = s;
-    }
-    Ok(Flow::Next)
+/// `D = f(S0, D, SCC)`, 32 or 64 bits (an unreadable D reads as 0).
+fn op1<T: Word>(c: &mut Ctx, i: &Inst, f: fn(T, T, bool) -> (T, Option<bool>)) -> R {
+    let a = T::get(c, i.src[0])?;
+    let old = T::get(c, i.dst).unwrap_or_default();
+    finish(c, i, f(a, old, c.wave.scc))
 }
 
-fn op1_64(c: &mut Ctx, i: &Inst, f: fn(u64, u64, bool) -> (u64, Option<bool>)) -> R {
-    let a = c.s64(i.src[0], Ty::U64)?;
-    let old = c.s64(i.dst, Ty::U64).unwrap_or(0);
-    let (d, scc) = f(a, old, c.wave.scc);
-    c.set_s64(i.dst, d)?;
-    if let Some(s) = scc {
-        c.wave.scc = s;
-    }
-    Ok(Flow::Next)
-}
-
-fn cmp(c: &mut Ctx, i: &Inst, f: fn(u32, u32) -> bool) -> R {
-    let a = c.s32(i.src[0], Ty::B32)?;
-    let b = c.s32(i.src[1], Ty::B32)?;
+/// `SCC = f(S0, S1)`, 32 or 64 bits.
+fn cmp<T: Word>(c: &mut Ctx, i: &Inst, f: fn(T, T) -> bool) -> R {
+    let (a, b) = (T::get(c, i.src[0])?, T::get(c, i.src[1])?);
     c.wave.scc = f(a, b);
     Ok(Flow::Next)
 }
 
-fn cmp64(c: &mut Ctx, i: &Inst, f: fn(u64, u64) -> bool) -> R {
-    let a = c.s64(i.src[0], Ty::U64)?;
-    let b = c.s64(i.src[1], Ty::U64)?;
-    c.wave.scc = f(a, b);
+/// `D = f(D, S0[5:0])` on a pair (`s_bitset0/1_b64`).
+fn bitset64(c: &mut Ctx, i: &Inst, f: fn(u64, u32) -> u64) -> R {
+    let a = u32::get(c, i.src[0])?;
+    let d = u64::get(c, i.dst)?;
+    u64::set(c, i.dst, f(d, a & 63))?;
+    Ok(Flow::Next)
+}
+
+/// `SCC = bit S1[5:0] of S0 == want` on a pair (`s_bitcmp0/1_b64`).
+fn bitcmp64(c: &mut Ctx, i: &Inst, want: u64) -> R {
+    let a = u64::get(c, i.src[0])?;
+    let b = u32::get(c, i.src[1])?;
+    c.wave.scc = a >> (b & 63) & 1 == want;
     Ok(Flow::Next)
 }
 
@@ -91,6 +107,12 @@ fn saveexec(c: &mut Ctx, i: &Inst, wr: bool, f: fn(u64, u64) -> u64) -> R {
     c.wave.set_exec(new);
     c.wave.scc = new != 0;
     Ok(Flow::Next)
+}
+
+/// `s_lshl<K>_add_u32`: `D = (S0 << K) + S1`, SCC = the carry out.
+fn lshl_add<const K: u32>(a: u32, b: u32, _: bool) -> (u32, Option<bool>) {
+    let t = ((a as u64) << K) + b as u64;
+    (t as u32, Some(t >> 32 != 0))
 }
 
 fn branch_if(i: &Inst, cond: bool) -> R {
@@ -216,13 +238,7 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_andn2_b32", |c, i| {
         op2(c, i, |a, b, _| (a & !b, Some(a & !b != 0)))
     }),
-    ("s_and_not1_b32", |c, i| {
-        op2(c, i, |a, b, _| (a & !b, Some(a & !b != 0)))
-    }),
     ("s_orn2_b32", |c, i| {
-        op2(c, i, |a, b, _| (a | !b, Some(a | !b != 0)))
-    }),
-    ("s_or_not1_b32", |c, i| {
         op2(c, i, |a, b, _| (a | !b, Some(a | !b != 0)))
     }),
     ("s_nand_b32", |c, i| {
@@ -246,13 +262,7 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_andn2_b64", |c, i| {
         op2_64(c, i, false, |a, b, _| (a & !b, Some(a & !b != 0)))
     }),
-    ("s_and_not1_b64", |c, i| {
-        op2_64(c, i, false, |a, b, _| (a & !b, Some(a & !b != 0)))
-    }),
     ("s_orn2_b64", |c, i| {
-        op2_64(c, i, false, |a, b, _| (a | !b, Some(a | !b != 0)))
-    }),
-    ("s_or_not1_b64", |c, i| {
         op2_64(c, i, false, |a, b, _| (a | !b, Some(a | !b != 0)))
     }),
     ("s_nand_b64", |c, i| {
@@ -338,30 +348,10 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
             (d, Some(d != 0))
         })
     }),
-    ("s_lshl1_add_u32", |c, i| {
-        op2(c, i, |a, b, _| {
-            let t = ((a as u64) << 1) + b as u64;
-            (t as u32, Some(t >> 32 != 0))
-        })
-    }),
-    ("s_lshl2_add_u32", |c, i| {
-        op2(c, i, |a, b, _| {
-            let t = ((a as u64) << 2) + b as u64;
-            (t as u32, Some(t >> 32 != 0))
-        })
-    }),
-    ("s_lshl3_add_u32", |c, i| {
-        op2(c, i, |a, b, _| {
-            let t = ((a as u64) << 3) + b as u64;
-            (t as u32, Some(t >> 32 != 0))
-        })
-    }),
-    ("s_lshl4_add_u32", |c, i| {
-        op2(c, i, |a, b, _| {
-            let t = ((a as u64) << 4) + b as u64;
-            (t as u32, Some(t >> 32 != 0))
-        })
-    }),
+    ("s_lshl1_add_u32", |c, i| op2(c, i, lshl_add::<1>)),
+    ("s_lshl2_add_u32", |c, i| op2(c, i, lshl_add::<2>)),
+    ("s_lshl3_add_u32", |c, i| op2(c, i, lshl_add::<3>)),
+    ("s_lshl4_add_u32", |c, i| op2(c, i, lshl_add::<4>)),
     ("s_pack_ll_b32_b16", |c, i| {
         op2(c, i, |a, b, _| ((a & 0xffff) | b << 16, None))
     }),
@@ -414,31 +404,33 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_waitcnt_lgkmcnt", nop),
     ("s_version", nop),
     // SOP1
-    ("s_mov_b32", |c, i| op1(c, i, |a, _, _| (a, None))),
-    ("s_mov_b64", |c, i| op1_64(c, i, |a, _, _| (a, None))),
+    ("s_mov_b32", |c, i| op1::<u32>(c, i, |a, _, _| (a, None))),
+    ("s_mov_b64", |c, i| op1::<u64>(c, i, |a, _, _| (a, None))),
     ("s_cmov_b32", |c, i| {
-        op1(c, i, |a, d, s| (if s { a } else { d }, None))
+        op1::<u32>(c, i, |a, d, s| (if s { a } else { d }, None))
     }),
     ("s_cmov_b64", |c, i| {
-        op1_64(c, i, |a, d, s| (if s { a } else { d }, None))
+        op1::<u64>(c, i, |a, d, s| (if s { a } else { d }, None))
     }),
-    ("s_not_b32", |c, i| op1(c, i, |a, _, _| (!a, Some(!a != 0)))),
+    ("s_not_b32", |c, i| {
+        op1::<u32>(c, i, |a, _, _| (!a, Some(!a != 0)))
+    }),
     ("s_not_b64", |c, i| {
-        op1_64(c, i, |a, _, _| (!a, Some(!a != 0)))
+        op1::<u64>(c, i, |a, _, _| (!a, Some(!a != 0)))
     }),
     ("s_brev_b32", |c, i| {
-        op1(c, i, |a, _, _| (a.reverse_bits(), None))
+        op1::<u32>(c, i, |a, _, _| (a.reverse_bits(), None))
     }),
     ("s_brev_b64", |c, i| {
-        op1_64(c, i, |a, _, _| (a.reverse_bits(), None))
+        op1::<u64>(c, i, |a, _, _| (a.reverse_bits(), None))
     }),
     ("s_bcnt0_i32_b32", |c, i| {
-        op1(c, i, |a, _, _| {
+        op1::<u32>(c, i, |a, _, _| {
             (a.count_zeros(), Some(a.count_zeros() != 0))
         })
     }),
     ("s_bcnt1_i32_b32", |c, i| {
-        op1(c, i, |a, _, _| (a.count_ones(), Some(a.count_ones() != 0)))
+        op1::<u32>(c, i, |a, _, _| (a.count_ones(), Some(a.count_ones() != 0)))
     }),
     ("s_bcnt1_i32_b64", |c, i| {
         let a = c.s64(i.src[0], Ty::U64)?;
@@ -447,51 +439,31 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
         Ok(Flow::Next)
     }),
     ("s_ff1_i32_b32", |c, i| {
-        op1(c, i, |a, _, _| {
-            (if a == 0 { u32::MAX } else { a.trailing_zeros() }, None)
-        })
-    }),
-    ("s_ctz_i32_b32", |c, i| {
-        op1(c, i, |a, _, _| {
+        op1::<u32>(c, i, |a, _, _| {
             (if a == 0 { u32::MAX } else { a.trailing_zeros() }, None)
         })
     }),
     ("s_flbit_i32_b32", |c, i| {
-        op1(c, i, |a, _, _| {
-            (if a == 0 { u32::MAX } else { a.leading_zeros() }, None)
-        })
-    }),
-    ("s_clz_i32_u32", |c, i| {
-        op1(c, i, |a, _, _| {
+        op1::<u32>(c, i, |a, _, _| {
             (if a == 0 { u32::MAX } else { a.leading_zeros() }, None)
         })
     }),
     ("s_sext_i32_i8", |c, i| {
-        op1(c, i, |a, _, _| (a as i8 as i32 as u32, None))
+        op1::<u32>(c, i, |a, _, _| (a as i8 as i32 as u32, None))
     }),
     ("s_sext_i32_i16", |c, i| {
-        op1(c, i, |a, _, _| (a as i16 as i32 as u32, None))
+        op1::<u32>(c, i, |a, _, _| (a as i16 as i32 as u32, None))
     }),
     ("s_bitset0_b32", |c, i| {
-        op1(c, i, |a, d, _| (d & !(1 << (a & 31)), None))
+        op1::<u32>(c, i, |a, d, _| (d & !(1 << (a & 31)), None))
     }),
     ("s_bitset1_b32", |c, i| {
-        op1(c, i, |a, d, _| (d | 1 << (a & 31), None))
+        op1::<u32>(c, i, |a, d, _| (d | 1 << (a & 31), None))
     }),
-    ("s_bitset0_b64", |c, i| {
-        let a = c.s32(i.src[0], Ty::B32)?;
-        let d = c.s64(i.dst, Ty::U64)?;
-        c.set_s64(i.dst, d & !(1u64 << (a & 63)))?;
-        Ok(Flow::Next)
-    }),
-    ("s_bitset1_b64", |c, i| {
-        let a = c.s32(i.src[0], Ty::B32)?;
-        let d = c.s64(i.dst, Ty::U64)?;
-        c.set_s64(i.dst, d | 1u64 << (a & 63))?;
-        Ok(Flow::Next)
-    }),
+    ("s_bitset0_b64", |c, i| bitset64(c, i, |d, b| d & !(1 << b))),
+    ("s_bitset1_b64", |c, i| bitset64(c, i, |d, b| d | 1 << b)),
     ("s_abs_i32", |c, i| {
-        op1(c, i, |a, _, _| {
+        op1::<u32>(c, i, |a, _, _| {
             let d = (a as i32).unsigned_abs();
             (d, Some(d != 0))
         })
@@ -532,33 +504,6 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_andn2_wrexec_b64", |c, i| {
         saveexec(c, i, true, |s, e| s & !e)
     }),
-    ("s_and_saveexec_b32", |c, i| {
-        saveexec(c, i, false, |s, e| s & e)
-    }),
-    ("s_or_saveexec_b32", |c, i| {
-        saveexec(c, i, false, |s, e| s | e)
-    }),
-    ("s_xor_saveexec_b32", |c, i| {
-        saveexec(c, i, false, |s, e| s ^ e)
-    }),
-    ("s_and_not1_saveexec_b32", |c, i| {
-        saveexec(c, i, false, |s, e| s & !e)
-    }),
-    ("s_or_not1_saveexec_b32", |c, i| {
-        saveexec(c, i, false, |s, e| s | !e)
-    }),
-    ("s_and_not0_saveexec_b32", |c, i| {
-        saveexec(c, i, false, |s, e| !s & e)
-    }),
-    ("s_or_not0_saveexec_b32", |c, i| {
-        saveexec(c, i, false, |s, e| !s | e)
-    }),
-    ("s_and_not0_wrexec_b32", |c, i| {
-        saveexec(c, i, true, |s, e| !s & e)
-    }),
-    ("s_and_not1_wrexec_b32", |c, i| {
-        saveexec(c, i, true, |s, e| s & !e)
-    }),
     ("s_getpc_b64", |c, i| {
         c.set_s64(i.dst, i.next())?;
         Ok(Flow::Next)
@@ -567,46 +512,36 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
         Ok(Flow::Jump(c.s64(i.src[0], Ty::U64)?))
     }),
     // SOPC
-    ("s_cmp_eq_i32", |c, i| cmp(c, i, |a, b| a == b)),
-    ("s_cmp_lg_i32", |c, i| cmp(c, i, |a, b| a != b)),
+    ("s_cmp_eq_i32", |c, i| cmp::<u32>(c, i, |a, b| a == b)),
+    ("s_cmp_lg_i32", |c, i| cmp::<u32>(c, i, |a, b| a != b)),
     ("s_cmp_gt_i32", |c, i| {
-        cmp(c, i, |a, b| (a as i32) > (b as i32))
+        cmp::<u32>(c, i, |a, b| (a as i32) > (b as i32))
     }),
     ("s_cmp_ge_i32", |c, i| {
-        cmp(c, i, |a, b| (a as i32) >= (b as i32))
+        cmp::<u32>(c, i, |a, b| (a as i32) >= (b as i32))
     }),
     ("s_cmp_lt_i32", |c, i| {
-        cmp(c, i, |a, b| (a as i32) < (b as i32))
+        cmp::<u32>(c, i, |a, b| (a as i32) < (b as i32))
     }),
     ("s_cmp_le_i32", |c, i| {
-        cmp(c, i, |a, b| (a as i32) <= (b as i32))
+        cmp::<u32>(c, i, |a, b| (a as i32) <= (b as i32))
     }),
-    ("s_cmp_eq_u32", |c, i| cmp(c, i, |a, b| a == b)),
-    ("s_cmp_lg_u32", |c, i| cmp(c, i, |a, b| a != b)),
-    ("s_cmp_gt_u32", |c, i| cmp(c, i, |a, b| a > b)),
-    ("s_cmp_ge_u32", |c, i| cmp(c, i, |a, b| a >= b)),
-    ("s_cmp_lt_u32", |c, i| cmp(c, i, |a, b| a < b)),
-    ("s_cmp_le_u32", |c, i| cmp(c, i, |a, b| a <= b)),
+    ("s_cmp_eq_u32", |c, i| cmp::<u32>(c, i, |a, b| a == b)),
+    ("s_cmp_lg_u32", |c, i| cmp::<u32>(c, i, |a, b| a != b)),
+    ("s_cmp_gt_u32", |c, i| cmp::<u32>(c, i, |a, b| a > b)),
+    ("s_cmp_ge_u32", |c, i| cmp::<u32>(c, i, |a, b| a >= b)),
+    ("s_cmp_lt_u32", |c, i| cmp::<u32>(c, i, |a, b| a < b)),
+    ("s_cmp_le_u32", |c, i| cmp::<u32>(c, i, |a, b| a <= b)),
     ("s_bitcmp0_b32", |c, i| {
-        cmp(c, i, |a, b| a >> (b & 31) & 1 == 0)
+        cmp::<u32>(c, i, |a, b| a >> (b & 31) & 1 == 0)
     }),
     ("s_bitcmp1_b32", |c, i| {
-        cmp(c, i, |a, b| a >> (b & 31) & 1 == 1)
+        cmp::<u32>(c, i, |a, b| a >> (b & 31) & 1 == 1)
     }),
-    ("s_bitcmp0_b64", |c, i| {
-        let a = c.s64(i.src[0], Ty::U64)?;
-        let b = c.s32(i.src[1], Ty::B32)?;
-        c.wave.scc = a >> (b & 63) & 1 == 0;
-        Ok(Flow::Next)
-    }),
-    ("s_bitcmp1_b64", |c, i| {
-        let a = c.s64(i.src[0], Ty::U64)?;
-        let b = c.s32(i.src[1], Ty::B32)?;
-        c.wave.scc = a >> (b & 63) & 1 == 1;
-        Ok(Flow::Next)
-    }),
-    ("s_cmp_eq_u64", |c, i| cmp64(c, i, |a, b| a == b)),
-    ("s_cmp_lg_u64", |c, i| cmp64(c, i, |a, b| a != b)),
+    ("s_bitcmp0_b64", |c, i| bitcmp64(c, i, 0)),
+    ("s_bitcmp1_b64", |c, i| bitcmp64(c, i, 1)),
+    ("s_cmp_eq_u64", |c, i| cmp::<u64>(c, i, |a, b| a == b)),
+    ("s_cmp_lg_u64", |c, i| cmp::<u64>(c, i, |a, b| a != b)),
     // SOPP
     ("s_nop", nop),
     ("s_waitcnt", nop),
@@ -650,4 +585,23 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_code_end", |_, _| {
         Err("executed s_code_end padding".into())
     }),
+];
+
+/// GFX11's names of operations above: (GFX11, GFX9).
+pub(super) const ALIASES: &[(&str, &str)] = &[
+    ("s_and_not1_b32", "s_andn2_b32"),
+    ("s_or_not1_b32", "s_orn2_b32"),
+    ("s_and_not1_b64", "s_andn2_b64"),
+    ("s_or_not1_b64", "s_orn2_b64"),
+    ("s_ctz_i32_b32", "s_ff1_i32_b32"),
+    ("s_clz_i32_u32", "s_flbit_i32_b32"),
+    ("s_and_saveexec_b32", "s_and_saveexec_b64"),
+    ("s_or_saveexec_b32", "s_or_saveexec_b64"),
+    ("s_xor_saveexec_b32", "s_xor_saveexec_b64"),
+    ("s_and_not1_saveexec_b32", "s_andn2_saveexec_b64"),
+    ("s_or_not1_saveexec_b32", "s_orn2_saveexec_b64"),
+    ("s_and_not0_saveexec_b32", "s_andn1_saveexec_b64"),
+    ("s_or_not0_saveexec_b32", "s_orn1_saveexec_b64"),
+    ("s_and_not0_wrexec_b32", "s_andn1_wrexec_b64"),
+    ("s_and_not1_wrexec_b32", "s_andn2_wrexec_b64"),
 ];

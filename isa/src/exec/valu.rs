@@ -36,15 +36,15 @@ pub(super) fn src(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<u3
 
 /// Float source `k` with abs/neg modifiers.
 pub(super) fn srcf(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<f32, String> {
-    let mut x = f32::from_bits(src(c, i, k, lane, Ty::F32)?);
+    let x = f32::from_bits(src(c, i, k, lane, Ty::F32)?);
+    Ok(abs_neg(i, k, x))
+}
+
+/// `x` with source `k`'s abs and neg applied.
+fn abs_neg(i: &Inst, k: usize, x: f32) -> f32 {
     let (abs, neg) = mods(i, k);
-    if abs {
-        x = x.abs();
-    }
-    if neg {
-        x = -x;
-    }
-    Ok(x)
+    let x = if abs { x.abs() } else { x };
+    if neg { -x } else { x }
 }
 
 /// (abs, neg) of source `k`.
@@ -68,15 +68,8 @@ pub(super) fn src16(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<
 
 /// f16 source `k` as f32 with abs/neg.
 pub(super) fn srch(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<f32, String> {
-    let mut x = half::f16::from_bits(src16(c, i, k, lane, Ty::F16)?).to_f32();
-    let (abs, neg) = mods(i, k);
-    if abs {
-        x = x.abs();
-    }
-    if neg {
-        x = -x;
-    }
-    Ok(x)
+    let x = half::f16::from_bits(src16(c, i, k, lane, Ty::F16)?).to_f32();
+    Ok(abs_neg(i, k, x))
 }
 
 /// Writes a 32-bit result (SDWA dst_sel / dst_unused honoured).
@@ -136,84 +129,74 @@ pub(super) fn f16_bits(x: f32) -> u16 {
     half::f16::from_f32(x).to_bits()
 }
 
-/// `D = f(S0, S1)` on 32-bit integers.
-pub(super) fn op2(c: &mut Ctx, i: &Inst, f: fn(u32, u32) -> u32) -> R {
+/// A lane value type of the element-wise ops: how a source is read and the result
+/// written.
+pub(super) trait Lane: Copy {
+    fn read(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<Self, String>;
+    fn put(c: &mut Ctx, i: &Inst, lane: usize, v: Self) -> Result<(), String>;
+}
+
+/// 32-bit integers (SDWA selects and dst_sel).
+impl Lane for u32 {
+    fn read(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<u32, String> {
+        src(c, i, k, lane, Ty::B32)
+    }
+    fn put(c: &mut Ctx, i: &Inst, lane: usize, v: u32) -> Result<(), String> {
+        write(c, i, lane, v)
+    }
+}
+
+/// 16-bit integers (op_sel / true16 halves).
+impl Lane for u16 {
+    fn read(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<u16, String> {
+        src16(c, i, k, lane, Ty::B32)
+    }
+    fn put(c: &mut Ctx, i: &Inst, lane: usize, v: u16) -> Result<(), String> {
+        write16(c, i, lane, v)
+    }
+}
+
+/// f32 (abs/neg on the sources, omod and clamp on the result).
+impl Lane for f32 {
+    fn read(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<f32, String> {
+        srcf(c, i, k, lane)
+    }
+    fn put(c: &mut Ctx, i: &Inst, lane: usize, v: f32) -> Result<(), String> {
+        writef(c, i, lane, v)
+    }
+}
+
+/// `D = f([S0, .., S(N-1)])` in every active lane.
+fn map<T: Lane, const N: usize>(c: &mut Ctx, i: &Inst, f: impl Fn([T; N]) -> T) -> R {
     for l in c.active() {
-        let (a, b) = (src(c, i, 0, l, Ty::B32)?, src(c, i, 1, l, Ty::B32)?);
-        write(c, i, l, f(a, b))?;
+        let mut s = [T::read(c, i, 0, l)?; N];
+        for (k, v) in s.iter_mut().enumerate().skip(1) {
+            *v = T::read(c, i, k, l)?;
+        }
+        T::put(c, i, l, f(s))?;
     }
     Ok(Flow::Next)
 }
 
-/// `D = f(S0, S1, S2)` on 32-bit integers.
-pub(super) fn op3(c: &mut Ctx, i: &Inst, f: fn(u32, u32, u32) -> u32) -> R {
-    for l in c.active() {
-        let (a, b, d) = (
-            src(c, i, 0, l, Ty::B32)?,
-            src(c, i, 1, l, Ty::B32)?,
-            src(c, i, 2, l, Ty::B32)?,
-        );
-        write(c, i, l, f(a, b, d))?;
-    }
-    Ok(Flow::Next)
+/// The element-wise ops the handlers call, by arity and [`Lane`] type.
+macro_rules! typed {
+    ($($name:ident: fn($($a:ident),+) -> $t:ty;)*) => {$(
+        pub(super) fn $name(c: &mut Ctx, i: &Inst, f: fn($(typed!(@ $a $t)),+) -> $t) -> R {
+            map(c, i, |[$($a),+]| f($($a),+))
+        }
+    )*};
+    (@ $a:ident $t:ty) => { $t };
 }
 
-/// `D = f(S0)` on 32-bit integers.
-pub(super) fn op1(c: &mut Ctx, i: &Inst, f: fn(u32) -> u32) -> R {
-    for l in c.active() {
-        let a = src(c, i, 0, l, Ty::B32)?;
-        write(c, i, l, f(a))?;
-    }
-    Ok(Flow::Next)
-}
-
-/// f32 binary op.
-pub(super) fn f2(c: &mut Ctx, i: &Inst, f: fn(f32, f32) -> f32) -> R {
-    for l in c.active() {
-        let (a, b) = (srcf(c, i, 0, l)?, srcf(c, i, 1, l)?);
-        writef(c, i, l, f(a, b))?;
-    }
-    Ok(Flow::Next)
-}
-
-/// f32 ternary op.
-pub(super) fn f3(c: &mut Ctx, i: &Inst, f: fn(f32, f32, f32) -> f32) -> R {
-    for l in c.active() {
-        let (a, b, d) = (srcf(c, i, 0, l)?, srcf(c, i, 1, l)?, srcf(c, i, 2, l)?);
-        writef(c, i, l, f(a, b, d))?;
-    }
-    Ok(Flow::Next)
-}
-
-/// f32 unary op.
-pub(super) fn f1(c: &mut Ctx, i: &Inst, f: fn(f32) -> f32) -> R {
-    for l in c.active() {
-        let a = srcf(c, i, 0, l)?;
-        writef(c, i, l, f(a))?;
-    }
-    Ok(Flow::Next)
-}
-
-/// 16-bit integer binary op.
-pub(super) fn op2_16(c: &mut Ctx, i: &Inst, f: fn(u16, u16) -> u16) -> R {
-    for l in c.active() {
-        let (a, b) = (src16(c, i, 0, l, Ty::B32)?, src16(c, i, 1, l, Ty::B32)?);
-        write16(c, i, l, f(a, b))?;
-    }
-    Ok(Flow::Next)
-}
-
-/// 16-bit integer ternary op.
-pub(super) fn op3_16(c: &mut Ctx, i: &Inst, f: fn(u16, u16, u16) -> u16) -> R {
-    for l in c.active() {
-        let (a, b, d) = (
-            src16(c, i, 0, l, Ty::B32)?,
-            src16(c, i, 1, l, Ty::B32)?,
-            src16(c, i, 2, l, Ty::B32)?,
-        );
-        write16(c, i, l, f(a, b, d))?;
-    }
-    Ok(Flow::Next)
+typed! {
+    op1: fn(a) -> u32;
+    op2: fn(a, b) -> u32;
+    op3: fn(a, b, d) -> u32;
+    op2_16: fn(a, b) -> u16;
+    op3_16: fn(a, b, d) -> u16;
+    f1: fn(a) -> f32;
+    f2: fn(a, b) -> f32;
+    f3: fn(a, b, d) -> f32;
 }
 
 /// The lane mask an instruction reads as its carry-in / select: VCC in the 32-bit and

@@ -50,39 +50,16 @@ fn lshl_add_u64(c: &mut Ctx, i: &Inst) -> R {
 /// selector byte of S2; 8-11 replicate a sign bit, 12 gives 0x00, 13-15 0xff.
 fn perm(a: u32, b: u32, s: u32) -> u32 {
     let v = (a as u64) << 32 | b as u64;
+    let sign = |x: u32, bit: u32| if x >> bit & 1 != 0 { 0xff } else { 0 };
     let mut d = 0u32;
     for k in 0..4 {
         let sel = (s >> (8 * k)) & 0xff;
         let byte = match sel {
             0..=7 => (v >> (8 * sel)) as u8,
-            8 => {
-                if b >> 15 & 1 != 0 {
-                    0xff
-                } else {
-                    0
-                }
-            }
-            9 => {
-                if b >> 31 & 1 != 0 {
-                    0xff
-                } else {
-                    0
-                }
-            }
-            10 => {
-                if a >> 15 & 1 != 0 {
-                    0xff
-                } else {
-                    0
-                }
-            }
-            11 => {
-                if a >> 31 & 1 != 0 {
-                    0xff
-                } else {
-                    0
-                }
-            }
+            8 => sign(b, 15),
+            9 => sign(b, 31),
+            10 => sign(a, 15),
+            11 => sign(a, 31),
             12 => 0,
             _ => 0xff,
         };

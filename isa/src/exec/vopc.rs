@@ -64,54 +64,33 @@ fn lane_result(c: &Ctx, i: &Inst, cond: &str, ty: &str, l: usize) -> Result<bool
         let x = if abs { x.abs() } else { x };
         if neg { -x } else { x }
     };
+    // Source k read as 32 bits, as a 16-bit half, as 64 bits.
+    let s32 = |k: usize, ty: Ty| src(c, i, k, l, ty);
+    let s16 = |k: usize, ty: Ty| src16(c, i, k, l, ty);
+    let s64 = |k: usize, ty: Ty| c.v64(i.src[k], l, ty);
     let r = match ty {
         "f32" => {
-            let a = fmod(0, f32::from_bits(src(c, i, 0, l, Ty::F32)?) as f64);
-            let b = fmod(1, f32::from_bits(src(c, i, 1, l, Ty::F32)?) as f64);
-            fcmp(cond, a, b)
+            let a = fmod(0, f32::from_bits(s32(0, Ty::F32)?) as f64);
+            fcmp(cond, a, fmod(1, f32::from_bits(s32(1, Ty::F32)?) as f64))
         }
         "f16" => {
-            let a = fmod(
-                0,
-                half::f16::from_bits(src16(c, i, 0, l, Ty::F16)?).to_f64(),
-            );
-            let b = fmod(
-                1,
-                half::f16::from_bits(src16(c, i, 1, l, Ty::F16)?).to_f64(),
-            );
-            fcmp(cond, a, b)
+            let a = fmod(0, half::f16::from_bits(s16(0, Ty::F16)?).to_f64());
+            fcmp(
+                cond,
+                a,
+                fmod(1, half::f16::from_bits(s16(1, Ty::F16)?).to_f64()),
+            )
         }
         "f64" => {
-            let a = fmod(0, f64::from_bits(c.v64(i.src[0], l, Ty::F64)?));
-            let b = fmod(1, f64::from_bits(c.v64(i.src[1], l, Ty::F64)?));
-            fcmp(cond, a, b)
+            let a = fmod(0, f64::from_bits(s64(0, Ty::F64)?));
+            fcmp(cond, a, fmod(1, f64::from_bits(s64(1, Ty::F64)?)))
         }
-        "u32" => icmp(cond, src(c, i, 0, l, Ty::B32)?, src(c, i, 1, l, Ty::B32)?),
-        "i32" => icmp(
-            cond,
-            src(c, i, 0, l, Ty::B32)? as i32,
-            src(c, i, 1, l, Ty::B32)? as i32,
-        ),
-        "u16" => icmp(
-            cond,
-            src16(c, i, 0, l, Ty::B32)?,
-            src16(c, i, 1, l, Ty::B32)?,
-        ),
-        "i16" => icmp(
-            cond,
-            src16(c, i, 0, l, Ty::B32)? as i16,
-            src16(c, i, 1, l, Ty::B32)? as i16,
-        ),
-        "u64" => icmp(
-            cond,
-            c.v64(i.src[0], l, Ty::U64)?,
-            c.v64(i.src[1], l, Ty::U64)?,
-        ),
-        "i64" => icmp(
-            cond,
-            c.v64(i.src[0], l, Ty::I64)? as i64,
-            c.v64(i.src[1], l, Ty::I64)? as i64,
-        ),
+        "u32" => icmp(cond, s32(0, Ty::B32)?, s32(1, Ty::B32)?),
+        "i32" => icmp(cond, s32(0, Ty::B32)? as i32, s32(1, Ty::B32)? as i32),
+        "u16" => icmp(cond, s16(0, Ty::B32)?, s16(1, Ty::B32)?),
+        "i16" => icmp(cond, s16(0, Ty::B32)? as i16, s16(1, Ty::B32)? as i16),
+        "u64" => icmp(cond, s64(0, Ty::U64)?, s64(1, Ty::U64)?),
+        "i64" => icmp(cond, s64(0, Ty::I64)? as i64, s64(1, Ty::I64)? as i64),
         _ => None,
     };
     r.ok_or_else(|| format!("unsupported compare {}", i.name))

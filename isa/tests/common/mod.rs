@@ -1,5 +1,6 @@
-//! Shared test helpers: the shipped code objects and the toolchain's llvm-objdump.
-#![allow(dead_code)]
+//! Shared test helpers: the shipped code objects, the toolchain's llvm-objdump, and
+//! one test per architecture.
+#![allow(dead_code, unused_macros, unused_imports)]
 
 use convgrad_isa::{Arch, CodeObject};
 use std::path::PathBuf;
@@ -29,6 +30,24 @@ pub fn load(arch: Arch) -> CodeObject {
     );
     CodeObject::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
+
+/// `per_arch!(name, check)`: a module `name` of one `#[test]` per architecture
+/// (`name::gfx942`...), each calling `check(arch)`: they run in parallel and fail
+/// one by one.
+macro_rules! per_arch {
+    ($name:ident, $check:ident) => {
+        $crate::common::per_arch!(@ $name, $check, gfx90a Gfx90a, gfx942 Gfx942, gfx1100 Gfx1100);
+    };
+    (@ $name:ident, $check:ident, $($test:ident $arch:ident),+) => {
+        mod $name {$(
+            #[test]
+            fn $test() {
+                super::$check(convgrad_isa::Arch::$arch);
+            }
+        )+}
+    };
+}
+pub(crate) use per_arch;
 
 /// `llvm-objdump` of the toolchain's llvm-tools component.
 pub fn llvm_objdump() -> PathBuf {

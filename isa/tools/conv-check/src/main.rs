@@ -105,8 +105,10 @@ impl Check {
         mem.upload(name, &to_bytes(t, &vec![f64::NAN; n]))
     }
 
-    /// Runs kernel `name` (the plan's `how`) of the code object with argument block `args`.
-    fn launch(&self, mem: &mut Memory, how: &str, name: &str, spec: &LaunchSpec, args: &[u8]) {
+    /// Runs the kernel of `spec` (the plan's `how`) of the code object with argument
+    /// block `args`.
+    fn launch(&self, mem: &mut Memory, how: &str, spec: &LaunchSpec, args: &[u8]) {
+        let name = spec.instance.name;
         eprintln!(
             "{how} grid {:?} block {} lds {}",
             spec.grid, spec.block, spec.lds_bytes
@@ -155,31 +157,49 @@ impl Check {
         }
     }
 
+    /// Uploads random inputs (name, salt, type, elements) and a NaN-poisoned output,
+    /// runs `spec`'s kernel with the argument block `args` makes from their addresses
+    /// (it may upload more), and returns the inputs' and the output's values.
+    fn run(
+        &self,
+        how: &str,
+        spec: &LaunchSpec,
+        inputs: [(&str, u64, DType, usize); 2],
+        (out, t, n): (&str, DType, usize),
+        args: impl FnOnce(&mut Memory, [u64; 2], u64) -> Vec<u8>,
+    ) -> ([Vec<f64>; 2], Vec<f64>) {
+        let data = inputs.map(|(_, salt, t, n)| self.random(salt, t, n));
+        let mut mem = Memory::new();
+        let ptrs = [0, 1].map(|k| mem.upload(inputs[k].0, &data[k].0));
+        let pout = Self::poisoned(&mut mem, out, t, n);
+        let a = args(&mut mem, ptrs, pout);
+        self.launch(&mut mem, how, spec, &a);
+        let got = from_bytes(t, &mem.download(pout, n * t.bytes()));
+        (data.map(|d| d.1), got)
+    }
+
     fn weight(&self, p: &ConvProblem, cfg: BwdWeightConfig) {
         let plan = bwd_weight::plan(p, &cfg, self.family, COMPUTE_UNITS)
             .unwrap_or_else(|e| fail(1, &format!("{e}")));
         let (act, wei) = (cfg.types.act(), cfg.types.wei());
-        let (xb, x) = self.random(1, act, plan.x.span() as usize);
-        let (dyb, dy) = self.random(2, act, plan.dy.span() as usize);
-        let mut mem = Memory::new();
-        let (px, pdy) = (mem.upload("x", &xb), mem.upload("dy", &dyb));
-        let ndw = plan.dw.span() as usize;
-        let pdw = Self::poisoned(&mut mem, "dw", wei, ndw);
-        // Split-K partials: zeroed, as the host's workspace contract asks.
-        let pws = if plan.workspace_elems > 0 {
-            mem.upload("workspace", &vec![0u8; plan.workspace_elems * 4])
-        } else {
-            0
-        };
-        let a = plan.args(px, pdw, pdy, pws, &[]);
-        self.launch(
-            &mut mem,
+        let ([x, dy], dw) = self.run(
             &plan.describe(),
-            plan.main.instance.name,
             &plan.main,
-            bytemuck::bytes_of(&a),
+            [
+                ("x", 1, act, plan.x.span() as usize),
+                ("dy", 2, act, plan.dy.span() as usize),
+            ],
+            ("dw", wei, plan.dw.span() as usize),
+            |mem, [px, pdy], pdw| {
+                // Split-K partials: zeroed, as the host's workspace contract asks.
+                let pws = if plan.workspace_elems > 0 {
+                    mem.upload("workspace", &vec![0u8; plan.workspace_elems * 4])
+                } else {
+                    0
+                };
+                bytemuck::bytes_of(&plan.args(px, pdw, pdy, pws, &[])).to_vec()
+            },
         );
-        let dw = from_bytes(wei, &mem.download(pdw, ndw * wei.bytes()));
         let judged = verify::bwd_weight::judge(&plan, &cfg, &x, &dy, &[], &dw);
         self.verdict("", plan.main.instance.name, &judged.report);
     }
@@ -188,26 +208,19 @@ impl Check {
         let plan = bwd_data::plan(p, &cfg, self.family, COMPUTE_UNITS)
             .unwrap_or_else(|e| fail(1, &format!("{e}")));
         let (act, wei) = (cfg.types.act(), cfg.types.wei());
-        let (dyb, dy) = self.random(3, act, plan.dy.span() as usize);
-        let (wb, w) = self.random(4, wei, plan.w.span() as usize);
-        let mut mem = Memory::new();
-        let (pdy, pw) = (mem.upload("dy", &dyb), mem.upload("w", &wb));
-        let ndx = plan.dx.span() as usize;
-        let pdx = Self::poisoned(&mut mem, "dx", act, ndx);
-        let a = plan.args(&BwdDataBuffers {
-            dy: pdy,
-            w: pw,
-            dx: pdx,
-            ds: &[],
-        });
-        self.launch(
-            &mut mem,
+        let ([dy, w], dx) = self.run(
             &plan.describe(),
-            plan.main.instance.name,
             &plan.main,
-            bytemuck::bytes_of(&a),
+            [
+                ("dy", 3, act, plan.dy.span() as usize),
+                ("w", 4, wei, plan.w.span() as usize),
+            ],
+            ("dx", act, plan.dx.span() as usize),
+            |_, [dy, w], dx| {
+                let buffers = BwdDataBuffers { dy, w, dx, ds: &[] };
+                bytemuck::bytes_of(&plan.args(&buffers)).to_vec()
+            },
         );
-        let dx = from_bytes(act, &mem.download(pdx, ndx * act.bytes()));
         let judged = verify::bwd_data::judge(&plan, &cfg, &dy, &w, &[], &dx);
         self.verdict(" (bwd-data)", plan.main.instance.name, &judged.report);
     }
