@@ -138,6 +138,7 @@ fn registry() -> &'static HashMap<&'static str, Handler> {
         let mut m = HashMap::new();
         for t in [
             sop::HANDLERS,
+            sop::COMPARES,
             smem::HANDLERS,
             vop1::HANDLERS,
             vop2::HANDLERS,

@@ -160,6 +160,24 @@ fn bfe64(v: u64, ctl: u64, signed: bool) -> u64 {
     }
 }
 
+/// The SOPC and SOPK compares of the conditions, signed and unsigned:
+/// `s_cmp_<cond>_{i32,u32}` (S0 with S1), `s_cmpk_<cond>_{i32,u32}` (D with simm16).
+macro_rules! compares {
+    ($($cond:literal $op:tt),*) => {
+        &[$(
+            (concat!("s_cmp_", $cond, "_i32"), |c, i| {
+                cmp::<u32>(c, i, |a, b| (a as i32) $op (b as i32))
+            }),
+            (concat!("s_cmp_", $cond, "_u32"), |c, i| cmp::<u32>(c, i, |a, b| a $op b)),
+            (concat!("s_cmpk_", $cond, "_i32"), |c, i| cmpk(c, i, true, |a, b| a $op b)),
+            (concat!("s_cmpk_", $cond, "_u32"), |c, i| cmpk(c, i, false, |a, b| a $op b)),
+        )*]
+    };
+}
+
+pub(super) const COMPARES: &[(&str, Handler)] =
+    compares!["eq" ==, "lg" !=, "gt" >, "ge" >=, "lt" <, "le" <=];
+
 pub(super) const HANDLERS: &[(&str, Handler)] = &[
     // SOP2
     ("s_add_u32", |c, i| {
@@ -386,18 +404,6 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
         c.set_s32(i.dst, d as u32)?;
         Ok(Flow::Next)
     }),
-    ("s_cmpk_eq_i32", |c, i| cmpk(c, i, true, |a, b| a == b)),
-    ("s_cmpk_lg_i32", |c, i| cmpk(c, i, true, |a, b| a != b)),
-    ("s_cmpk_gt_i32", |c, i| cmpk(c, i, true, |a, b| a > b)),
-    ("s_cmpk_ge_i32", |c, i| cmpk(c, i, true, |a, b| a >= b)),
-    ("s_cmpk_lt_i32", |c, i| cmpk(c, i, true, |a, b| a < b)),
-    ("s_cmpk_le_i32", |c, i| cmpk(c, i, true, |a, b| a <= b)),
-    ("s_cmpk_eq_u32", |c, i| cmpk(c, i, false, |a, b| a == b)),
-    ("s_cmpk_lg_u32", |c, i| cmpk(c, i, false, |a, b| a != b)),
-    ("s_cmpk_gt_u32", |c, i| cmpk(c, i, false, |a, b| a > b)),
-    ("s_cmpk_ge_u32", |c, i| cmpk(c, i, false, |a, b| a >= b)),
-    ("s_cmpk_lt_u32", |c, i| cmpk(c, i, false, |a, b| a < b)),
-    ("s_cmpk_le_u32", |c, i| cmpk(c, i, false, |a, b| a <= b)),
     ("s_waitcnt_vscnt", nop),
     ("s_waitcnt_vmcnt", nop),
     ("s_waitcnt_expcnt", nop),
@@ -512,26 +518,6 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
         Ok(Flow::Jump(c.s64(i.src[0], Ty::U64)?))
     }),
     // SOPC
-    ("s_cmp_eq_i32", |c, i| cmp::<u32>(c, i, |a, b| a == b)),
-    ("s_cmp_lg_i32", |c, i| cmp::<u32>(c, i, |a, b| a != b)),
-    ("s_cmp_gt_i32", |c, i| {
-        cmp::<u32>(c, i, |a, b| (a as i32) > (b as i32))
-    }),
-    ("s_cmp_ge_i32", |c, i| {
-        cmp::<u32>(c, i, |a, b| (a as i32) >= (b as i32))
-    }),
-    ("s_cmp_lt_i32", |c, i| {
-        cmp::<u32>(c, i, |a, b| (a as i32) < (b as i32))
-    }),
-    ("s_cmp_le_i32", |c, i| {
-        cmp::<u32>(c, i, |a, b| (a as i32) <= (b as i32))
-    }),
-    ("s_cmp_eq_u32", |c, i| cmp::<u32>(c, i, |a, b| a == b)),
-    ("s_cmp_lg_u32", |c, i| cmp::<u32>(c, i, |a, b| a != b)),
-    ("s_cmp_gt_u32", |c, i| cmp::<u32>(c, i, |a, b| a > b)),
-    ("s_cmp_ge_u32", |c, i| cmp::<u32>(c, i, |a, b| a >= b)),
-    ("s_cmp_lt_u32", |c, i| cmp::<u32>(c, i, |a, b| a < b)),
-    ("s_cmp_le_u32", |c, i| cmp::<u32>(c, i, |a, b| a <= b)),
     ("s_bitcmp0_b32", |c, i| {
         cmp::<u32>(c, i, |a, b| a >> (b & 31) & 1 == 0)
     }),
