@@ -11,7 +11,7 @@ use convgrad::check::Init;
 use convgrad::ops::bwd_data::{BwdDataConfig, DLayout, plan};
 use convgrad::ops::OpError;
 use convgrad::runtime::EmuArch;
-use convgrad::types::instance::{Family, INSTANCES, Op};
+use convgrad::types::instance::{Family, Op};
 use convgrad::types::{ConvLayout, ConvProblem, EpilogueOp, TypeConfig};
 use convgrad::verify::bwd_data::Case;
 
@@ -130,24 +130,8 @@ fn bwd_data_bad_requests() {
 #[test]
 fn bwd_data_direct_vector_paths() {
     use convgrad::types::params::vec_mode;
-    let problems = common::direct_problems(
-        [
-            ("depthwise stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 3, 3, 11, 12, 2, 2, 2, 1, 2, 1, 0, 1])),
-            ("depthwise 1d stride3 dil2", prob(&[1, 8, 2, 1, 1, 4, 23, 3, 2, 1, 2])),
-            ("depthwise G=10 stride4 > filter", prob(&[2, 10, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
-            ("groups C=K=4, whole windows", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 19, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ],
-        [
-            // Filter rows wider than one window (taps in several groups).
-            ("depthwise 5x5", prob(&[2, 8, 2, 1, 1, 5, 5, 9, 12, 1, 1, 1, 1, 2, 2, 2, 2])),
-            ("groups C=4 K=2 1x7", prob(&[2, 2, 2, 2, 4, 1, 7, 5, 19, 1, 1, 1, 1, 0, 3, 0, 2])),
-            // Stride-2 classes, K = 8.
-            ("groups C=4 K=8 stride2", prob(&[2, 2, 2, 8, 4, 3, 3, 11, 10, 2, 2, 1, 1, 1, 1, 1, 0])),
-        ],
-    );
     let epis = epilogues();
-    let mut seen = std::collections::BTreeSet::new();
-    sweep(&[EmuArch::Gfx942, EmuArch::Sm90], &problems, TYPES.len(), |dev, module, at, name, p| {
+    common::direct_vector_sweep(TYPES.len(), vec_mode::DY_KVEC, |dev, module, at, name, p| {
         let t = at.pick(&TYPES, 0, 1);
         let base = BwdDataConfig {
             layout: at.pick(&DIRECT_LAYOUTS, 1, 1),
@@ -157,21 +141,9 @@ fn bwd_data_direct_vector_paths() {
         };
         let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 2));
         let mode = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.direct.vec_mode;
-        seen.insert((t.act().bytes(), if mode == 0 { 0 } else { mode & !vec_mode::DY_KVEC }));
-        if mode & vec_mode::DY_KVEC != 0 {
-            seen.insert((t.act().bytes(), vec_mode::DY_KVEC));
-        }
         let o = case(*p, cfg, at.seed(4000, 31), at.pick(&INITS, 0, 1), alias).check(dev, module, name);
-        (format!("{label} vec_mode={mode:#x}: {}", o.report.summary()), o.passed())
+        (format!("{label} vec_mode={mode:#x}: {}", o.report.summary()), o.passed(), t, mode)
     });
-    use vec_mode::{DEPTHWISE, HALF, ON};
-    // Both lane widths of f32 and of the 16-bit types, the fallback, dy read
-    // as k vectors.
-    for bytes in [2, 4] {
-        for want in [0, ON | DEPTHWISE, ON | DEPTHWISE | HALF, ON, ON | HALF, vec_mode::DY_KVEC] {
-            assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
-        }
-    }
 }
 
 /// The depthwise column-strip kernel (not built for CDNA, which keeps the
@@ -246,44 +218,30 @@ fn bwd_data_depthwise_strips() {
 /// cannot run are refused by name.
 #[test]
 fn bwd_data_tap_shifts() {
-    let problems = [
+    let problems = common::tap_shift_problems([
         ("3x3 pad1, tiles across images", prob(&[2, 6, 2, 16, 16, 3, 3, 20, 21, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("K=8 C=12", prob(&[2, 5, 3, 8, 12, 3, 3, 9, 11, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("dil2 asym pads", prob(&[2, 4, 2, 16, 8, 3, 3, 10, 9, 1, 1, 2, 2, 2, 1, 1, 2])),
-        ("2x3 unpadded", prob(&[2, 3, 2, 16, 16, 2, 3, 8, 12, 1, 1, 1, 1, 0, 0, 0, 0])),
-        ("1d", prob(&[1, 4, 3, 16, 16, 5, 30, 1, 1, 2, 2])),
-        ("3d 1x3x3", prob(&[3, 2, 2, 8, 8, 1, 3, 3, 3, 6, 7, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
-        ("1x1", prob(&[2, 4, 2, 16, 16, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
-    ];
-    let types = [TypeConfig::F16, TypeConfig::Bf16];
-    let layouts = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
+    ]);
     let epis = epilogues();
     // CDNA and NVIDIA (gfx1100 went to scratch; see the instance list).
-    sweep(&[EmuArch::Gfx942, EmuArch::Gfx90a, EmuArch::Sm90], &problems, types.len(), |dev, module, at, name, p| {
-        let t = at.pick(&types, 0, 1);
-        // RDNA3 has no tap-shift kernels (they went to scratch there): a
-        // suite pointed at a gfx1100 device (CONVGRAD_TEST_BACKEND) says so.
-        let Some(halo) = INSTANCES.iter().find(|i| i.op == Op::BwdDataHalo && i.types == t && i.on(dev.family())) else {
-            assert_eq!(dev.family(), Family::Rdna3, "no tap-shift kernel for {t:?} on {:?}", dev.family());
+    sweep(&[EmuArch::Gfx942, EmuArch::Gfx90a, EmuArch::Sm90], &problems, common::TAP_SHIFT_TYPES.len(), |dev, module, at, name, p| {
+        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
+        let Some(halo) = common::tap_shift_instance(Op::BwdDataHalo, t, dev) else {
             return (format!("{name}: no tap-shift kernels on RDNA3"), true);
         };
-        let base = BwdDataConfig { layout: at.pick(&layouts, 1, 1), types: t, instance: Some(halo.name.into()), ..Default::default() };
+        let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(halo.name.into()), ..Default::default() };
         let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
         let o = case(*p, cfg, at.seed(7000, 31), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
         (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
     });
     let forced = BwdDataConfig { instance: Some("bwdd_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
-    for (v, why) in [
-        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
-        (vec![2, 4, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8"),
+    let own = [
         (vec![2, 4, 2, 16, 32, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C up to"),
-        (vec![2, 4, 2, 16, 16, 5, 5, 9, 9, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
-        (vec![2, 4, 2, 16, 16, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], "largest tap shift"),
         (vec![3, 4, 2, 16, 16, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "z filter"),
-    ] {
-        let e = plan(&prob(&v), &forced, Family::Nvidia, 132).unwrap_err().to_string();
-        assert!(e.contains("bwdd_halo_f16_224x64x16_mma16x8 does not apply") && e.contains(why), "{v:?}: {e}");
-    }
+    ];
+    common::tap_shift_refusals("bwdd_halo_f16_224x64x16_mma16x8", &own, |p| {
+        plan(p, &forced, Family::Nvidia, 132).unwrap_err().to_string()
+    });
     let e = plan(&prob(&[2, 4, 2, 16, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]), &BwdDataConfig {
         layout: ConvLayout::NgchwGkcyxNgkhw,
         ..forced

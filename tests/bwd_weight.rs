@@ -4,12 +4,12 @@
 
 mod common;
 
-use common::{Check, DIRECT_LAYOUTS, INITS, device, every_instance, prob, sweep};
+use common::{At, Check, DIRECT_LAYOUTS, INITS, device, every_instance, prob, sweep};
 use convgrad::check::Init;
 use convgrad::ops::bwd_weight::{BwdWeightConfig, OpError, SplitK, plan};
 use convgrad::runtime::EmuArch;
 use convgrad::types::instance::Family;
-use convgrad::types::{ConvLayout, ConvProblem, EpilogueOp, TypeConfig, problem::Spatial};
+use convgrad::types::{ConvLayout, ConvProblem, EpilogueOp, TypeConfig};
 use convgrad::verify::bwd_weight::{Case, run};
 
 /// Epilogues to rotate (backward-weight takes one step).
@@ -26,6 +26,20 @@ fn case(problem: ConvProblem, config: BwdWeightConfig, seed: u64, init: Init) ->
 fn label(cfg: &BwdWeightConfig) -> String {
     let (t, l) = (cfg.types.name(), cfg.layout.name());
     format!("{t} {l} {:?} {:?} det={}", cfg.epilogue, cfg.split_k, cfg.deterministic)
+}
+
+/// A configuration of `layout` and `types` whose epilogue, split-K setting
+/// and determinism rotate with the case's place: `at.pick(.., a, b)` with
+/// the factors `(a, b)` of each, in that order.
+fn rotated(at: At, layout: ConvLayout, types: TypeConfig, [epi, split, det]: [(usize, usize); 3]) -> BwdWeightConfig {
+    BwdWeightConfig {
+        layout,
+        types,
+        epilogue: at.pick(&EPIS, epi.0, epi.1),
+        split_k: at.pick(&SPLITS, split.0, split.1),
+        deterministic: at.pick(&[true, false], det.0, det.1),
+        instance: None,
+    }
 }
 
 /// Problems covering dims, groups, depthwise, odd C/K, strides, dilations, asymmetric pads.
@@ -49,14 +63,7 @@ fn problems() -> Vec<(&'static str, ConvProblem)> {
 /// split-K settings rotate over the problems so every combination kind appears.
 fn suite(arch: EmuArch) {
     sweep(&[arch], &problems(), 4, |dev, module, at, name, p| {
-        let cfg = BwdWeightConfig {
-            layout: at.pick(&ConvLayout::ALL, 1, 3),
-            types: at.pick(&TypeConfig::ALL, 1, 1),
-            epilogue: at.pick(&EPIS, 1, 1),
-            split_k: at.pick(&SPLITS, 2, 1),
-            deterministic: at.pick(&[true, false], 1, 1),
-            instance: None,
-        };
+        let cfg = rotated(at, at.pick(&ConvLayout::ALL, 1, 3), at.pick(&TypeConfig::ALL, 1, 1), [(1, 1), (2, 1), (1, 1)]);
         let o = case(*p, cfg.clone(), at.seed(1000, 17), at.pick(&INITS, 0, 1)).check(dev, module, name);
         (format!("{} -> {} kb={}: {}", label(&cfg), o.instance, o.k_batch, o.report.summary()), o.passed())
     });
@@ -123,15 +130,8 @@ fn bwd_weight_bad_requests_are_refused_clearly() {
     assert!(plan(&p, &unknown, Family::Cdna, 8).unwrap_err().to_string().contains("no such instance"));
     let relu = BwdWeightConfig { epilogue: EpilogueOp::AddRelu, ..Default::default() };
     assert!(plan(&p, &relu, Family::Cdna, 8).unwrap_err().to_string().contains("epilogue"));
-    let e = ConvProblem::new(2, 1, 1, 8, 8, Spatial {
-        filter: &[5, 5],
-        input: &[2, 2],
-        strides: &[1, 1],
-        dilations: &[1, 1],
-        lpads: &[0, 0],
-        rpads: &[0, 0],
-    })
-    .unwrap_err();
+    // A 5x5 filter over a 2x2 input.
+    let e = ConvProblem::from_ck_args(&[2, 1, 1, 8, 8, 5, 5, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0]).unwrap_err();
     assert!(e.to_string().contains("smaller than the dilated filter"), "{e}");
     // Over 2^31 elements in one tensor: refused with the reason and a way out.
     let e = ConvProblem::from_ck_args(&[2, 1, 4096, 64, 64, 3, 3, 128, 128, 1, 1, 1, 1, 1, 1, 1, 1]).unwrap_err();
@@ -149,47 +149,15 @@ fn bwd_weight_bad_requests_are_refused_clearly() {
 fn bwd_weight_direct_vector_paths() {
     use convgrad::types::instance::{INSTANCES, Op};
     use convgrad::types::params::vec_mode;
-    let problems = common::direct_problems(
-        [
-            ("depthwise 5x5 stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 5, 5, 15, 14, 2, 2, 2, 1, 2, 1, 0, 1])),
-            ("depthwise 1d stride3", prob(&[1, 8, 3, 1, 1, 4, 23, 3, 2, 1, 2])),
-            ("depthwise G=12 stride > filter", prob(&[2, 12, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
-            ("groups C=K=4", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ],
-        [
-            // Rows longer than a segment, streams across row ends.
-            ("depthwise 3x3 W=29", prob(&[2, 8, 3, 1, 1, 3, 3, 5, 29, 1, 1, 1, 1, 1, 1, 1, 1])),
-            ("groups C=4 K=2 1x3 W=21 asym", prob(&[2, 2, 2, 2, 4, 1, 3, 4, 21, 2, 1, 1, 1, 0, 0, 1, 2])),
-        ],
-    );
-    let mut seen = std::collections::BTreeSet::new();
-    sweep(&[EmuArch::Gfx942, EmuArch::Sm90], &problems, 4, |dev, module, at, name, p| {
+    common::direct_vector_sweep(4, vec_mode::ROWS, |dev, module, at, name, p| {
         let t = at.pick(&TypeConfig::ALL, 0, 1);
         let inst = INSTANCES.iter().find(|x| x.op == Op::BwdWeightDirect && x.types == t).unwrap();
-        let cfg = BwdWeightConfig {
-            layout: at.pick(&DIRECT_LAYOUTS, 1, 1),
-            types: t,
-            epilogue: at.pick(&EPIS, 1, 1),
-            split_k: at.pick(&SPLITS, 2, 1),
-            deterministic: at.pick(&[true, false], 1, 1),
-            instance: Some(inst.name.into()),
-        };
-        let pl = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap();
-        let mode = pl.args_template.direct.vec_mode;
-        seen.insert((t.act().bytes(), mode & !vec_mode::ROWS));
-        if mode & vec_mode::ROWS != 0 {
-            seen.insert((t.act().bytes(), vec_mode::ROWS));
-        }
+        let base = rotated(at, at.pick(&DIRECT_LAYOUTS, 1, 1), t, [(1, 1), (2, 1), (1, 1)]);
+        let cfg = BwdWeightConfig { instance: Some(inst.name.into()), ..base };
+        let mode = plan(p, &cfg, dev.family(), dev.compute_units()).unwrap().args_template.direct.vec_mode;
         let o = case(*p, cfg.clone(), at.seed(5000, 31), at.pick(&INITS, 0, 1)).check(dev, module, name);
-        (format!("{} vec_mode={mode:#x} kb={}: {}", label(&cfg), o.k_batch, o.report.summary()), o.passed())
+        (format!("{} vec_mode={mode:#x} kb={}: {}", label(&cfg), o.k_batch, o.report.summary()), o.passed(), t, mode)
     });
-    use vec_mode::{DEPTHWISE, HALF, ON, ROWS};
-    // Both lane widths of f32 and of the 16-bit types, the fallback, row segments.
-    for bytes in [2, 4] {
-        for want in [0, ON | DEPTHWISE, ON | DEPTHWISE | HALF, ON, ON | HALF, ROWS] {
-            assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
-        }
-    }
 }
 
 /// One split-K workspace kept across calls of both kernels and both split
@@ -300,30 +268,20 @@ fn bwd_weight_auto_split_k() {
 /// only (RDNA3 has no instance).
 #[test]
 fn bwd_weight_tap_shifts() {
-    use convgrad::types::instance::{INSTANCES, Op};
-    let problems = [
+    use convgrad::types::instance::Op;
+    let problems = common::tap_shift_problems([
         ("3x3 pad1, tiles across images", prob(&[2, 6, 3, 16, 16, 3, 3, 13, 12, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("K=8 C=16", prob(&[2, 5, 2, 8, 16, 3, 3, 9, 11, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("dil2 asym pads, C=8", prob(&[2, 4, 2, 16, 8, 3, 3, 10, 9, 1, 1, 2, 2, 2, 1, 1, 2])),
-        ("2x3 unpadded", prob(&[2, 3, 2, 16, 16, 2, 3, 8, 12, 1, 1, 1, 1, 0, 0, 0, 0])),
-        ("1d", prob(&[1, 4, 3, 16, 16, 5, 30, 1, 1, 2, 2])),
-        ("3d 1x3x3", prob(&[3, 2, 2, 8, 8, 1, 3, 3, 3, 6, 7, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
-        ("1x1", prob(&[2, 4, 2, 16, 16, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
-    ];
-    let types = [TypeConfig::F16, TypeConfig::Bf16];
-    let layouts = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
+    ]);
     let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true)];
-    sweep(&[EmuArch::Sm90, EmuArch::Gfx942], &problems, types.len(), |dev, module, at, name, p| {
-        let t = at.pick(&types, 0, 1);
-        // RDNA3 has no tap-shift kernels (they went to scratch there): a
-        // suite pointed at a gfx1100 device (CONVGRAD_TEST_BACKEND) says so.
-        let Some(halo) = INSTANCES.iter().find(|i| i.op == Op::BwdWeightHalo && i.types == t && i.on(dev.family())) else {
-            assert_eq!(dev.family(), Family::Rdna3, "no tap-shift kernel for {t:?} on {:?}", dev.family());
+    sweep(&[EmuArch::Sm90, EmuArch::Gfx942], &problems, common::TAP_SHIFT_TYPES.len(), |dev, module, at, name, p| {
+        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
+        let Some(halo) = common::tap_shift_instance(Op::BwdWeightHalo, t, dev) else {
             return (format!("{name}: no tap-shift kernels on RDNA3"), true);
         };
         let (split_k, deterministic) = at.pick(&splits, 1, 1);
         let cfg = BwdWeightConfig {
-            layout: at.pick(&layouts, 1, 1),
+            layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1),
             types: t,
             epilogue: at.pick(&EPIS, 1, 2),
             split_k,
@@ -337,16 +295,10 @@ fn bwd_weight_tap_shifts() {
         (line, o.passed() && again.is_none_or(|b| b == o.output_bytes))
     });
     let forced = BwdWeightConfig { instance: Some("bwdw_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
-    for (v, why) in [
-        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
-        (vec![2, 4, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8"),
-        (vec![2, 4, 2, 16, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C a multiple of 8"),
-        (vec![2, 4, 2, 16, 16, 5, 5, 9, 9, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
-        (vec![2, 4, 2, 16, 16, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], "largest tap shift"),
-    ] {
-        let e = plan(&prob(&v), &forced, Family::Nvidia, 132).unwrap_err().to_string();
-        assert!(e.contains("bwdw_halo_f16_224x64x16_mma16x8 does not apply") && e.contains(why), "{v:?}: {e}");
-    }
+    let own = [(vec![2, 4, 2, 16, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C a multiple of 8")];
+    common::tap_shift_refusals("bwdw_halo_f16_224x64x16_mma16x8", &own, |p| {
+        plan(p, &forced, Family::Nvidia, 132).unwrap_err().to_string()
+    });
     let rx16 = prob(&[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
     // Chosen where every workgroup gets two row tiles or more: ResNeXt
     // 16->16 at 14x14 (not on RDNA3, which has no instance), not at 7x7.
@@ -412,14 +364,7 @@ fn bwd_weight_stride_equals_filter() {
     let named: Vec<(&str, ConvProblem)> = problems.iter().map(|&(n, p, _)| (n, p)).collect();
     sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &named, 3, |dev, module, at, name, p| {
         let layout = at.pick(&ConvLayout::ALL, 1, 1);
-        let cfg = BwdWeightConfig {
-            layout,
-            types: at.pick(&TypeConfig::ALL, 1, 2),
-            epilogue: at.pick(&EPIS, 1, 1),
-            split_k: at.pick(&SPLITS, 1, 2),
-            deterministic: at.pick(&[true, false], 0, 1),
-            instance: None,
-        };
+        let cfg = rotated(at, layout, at.pick(&TypeConfig::ALL, 1, 2), [(1, 1), (1, 2), (0, 1)]);
         let o = case(*p, cfg.clone(), at.seed(9000, 13), at.pick(&INITS, 1, 1)).check(dev, module, name);
         let want = problems[at.i].2 && common::channels_last(layout, p.g);
         let folded = o.describe.contains("folded");

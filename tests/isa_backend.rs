@@ -2,6 +2,9 @@
 //! gfx942 and gfx1100 run on the CPU by `convgrad-isa`, through the same
 //! runtime, planner and verify harness as every other backend (issue #26).
 
+mod common;
+
+use common::Check;
 use convgrad::check::Init;
 use convgrad::ops::bwd_weight::{self as bw, BwdWeightConfig, SplitK};
 use convgrad::ops::bwd_data::BwdDataConfig;
@@ -22,59 +25,52 @@ fn open(arch: IsaArch) -> Device {
     dev
 }
 
-#[test]
-fn bwd_weight_on_every_amd_arch() {
-    // Plain, split-K with atomic partials (workspace zeroed by the runtime, the
-    // last workgroup sums), and f32.
-    let cases = [
-        (TypeConfig::F16, SplitK::Fixed(1)),
-        (TypeConfig::F16, SplitK::Fixed(2)),
-        (TypeConfig::F32, SplitK::Auto),
-    ];
+/// Runs every case of `cases` (each named by its options) on every
+/// architecture's code object; each must pass against the reference.
+fn on_every_arch<C: Check>(op: &str, cases: &[(String, C)]) {
     for arch in ARCHS {
         let dev = open(arch);
         let module = dev.load_module().expect("module");
-        for (types, split_k) in cases {
-            let case = bwd_weight::Case {
-                problem: prob(&[2, 1, 2, 32, 16, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]),
-                config: BwdWeightConfig { types, split_k, ..Default::default() },
-                seed: 11,
-                init: Init::Float,
-                timed_runs: 0,
-                dump: false,
-            };
-            let out = bwd_weight::run(&dev, &module, &case)
-                .unwrap_or_else(|e| panic!("{} {types:?} {split_k:?}: {e}", arch.name()));
-            println!("{} bwd-weight {types:?} {}: {}", arch.name(), out.describe, out.report.summary());
-            assert!(out.passed(), "{} {types:?} {split_k:?}: {}", arch.name(), out.report.summary());
+        for (what, case) in cases {
+            let name = format!("{} {op} {what}", arch.name());
+            let out = case.check(&dev, &module, &name);
+            println!("{name} {}: {}", out.describe, out.report.summary());
+            assert!(out.passed(), "{name}: {}", out.report.summary());
         }
     }
 }
 
 #[test]
+fn bwd_weight_on_every_amd_arch() {
+    // Plain, split-K with atomic partials (workspace zeroed by the runtime, the
+    // last workgroup sums), and f32.
+    let p = prob(&[2, 1, 2, 32, 16, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let cases = [
+        (TypeConfig::F16, SplitK::Fixed(1)),
+        (TypeConfig::F16, SplitK::Fixed(2)),
+        (TypeConfig::F32, SplitK::Auto),
+    ]
+    .map(|(types, split_k)| {
+        let config = BwdWeightConfig { types, split_k, ..Default::default() };
+        let case = bwd_weight::Case { problem: p, config, seed: 11, init: Init::Float, timed_runs: 0, dump: false };
+        (format!("{types:?} {split_k:?}"), case)
+    });
+    on_every_arch("bwd-weight", &cases);
+}
+
+#[test]
 fn bwd_data_on_every_amd_arch() {
-    for arch in ARCHS {
-        let dev = open(arch);
-        let module = dev.load_module().expect("module");
-        for (types, p) in [
-            (TypeConfig::F16, [2, 1, 2, 16, 32, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]),
-            (TypeConfig::Bf16, [2, 1, 1, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1]),
-        ] {
-            let case = bwd_data::Case {
-                problem: prob(&p),
-                config: BwdDataConfig { types, ..Default::default() },
-                seed: 12,
-                init: Init::Float,
-                alias_d0: false,
-                timed_runs: 0,
-                dump: false,
-            };
-            let out = bwd_data::run(&dev, &module, &case)
-                .unwrap_or_else(|e| panic!("{} {types:?}: {e}", arch.name()));
-            println!("{} bwd-data {types:?} {}: {}", arch.name(), out.describe, out.report.summary());
-            assert!(out.passed(), "{} {types:?}: {}", arch.name(), out.report.summary());
-        }
-    }
+    let cases = [
+        (TypeConfig::F16, [2, 1, 2, 16, 32, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]),
+        (TypeConfig::Bf16, [2, 1, 1, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1]),
+    ]
+    .map(|(types, p)| {
+        let config = BwdDataConfig { types, ..Default::default() };
+        let case =
+            bwd_data::Case { problem: prob(&p), config, seed: 12, init: Init::Float, alias_d0: false, timed_runs: 0, dump: false };
+        (format!("{types:?}"), case)
+    });
+    on_every_arch("bwd-data", &cases);
 }
 
 #[test]

@@ -47,6 +47,12 @@ fn prob(
     .unwrap()
 }
 
+/// A problem in CK's argument order (`ndim G N K C`, then filter, input,
+/// strides, dilations, left and right pads per spatial dim).
+fn ck(v: &[usize]) -> ConvProblem {
+    ConvProblem::from_ck_args(v).unwrap()
+}
+
 fn descs(p: &ConvProblem, l: ConvLayout) -> [TensorDesc; 3] {
     [TensorRole::Input, TensorRole::Weight, TensorRole::Output]
         .map(|role| TensorDesc::packed(p, l, role))
@@ -57,6 +63,12 @@ fn put(vals: &[f64], d: &TensorDesc) -> Vec<f64> {
     let mut b = vec![f64::NAN; d.span() as usize];
     r::from_canonical(vals, &mut b, d);
     b
+}
+
+/// The canonical (GNKC + spatial, row-major) index of `i` in a tensor of
+/// lengths `l`.
+fn canonical(l: &[usize; 6], i: [usize; 6]) -> usize {
+    ((((i[0] * l[1] + i[1]) * l[2] + i[2]) * l[3] + i[3]) * l[4] + i[4]) * l[5] + i[5]
 }
 
 fn nan_buf(d: &TensorDesc) -> Vec<f64> {
@@ -73,19 +85,16 @@ fn assert_close(got: &[f64], want: &[f64], what: &str) {
     }
 }
 
-/// The three passes (forward, backward-data, backward-weight) on tensors
-/// stored as `xd`, `wd`, `yd` describe: `(y, dx, dw)` as stored, NaN where
-/// a pass wrote nothing.
-#[allow(clippy::too_many_arguments)]
-fn passes(
-    p: &ConvProblem,
-    x: &[f64],
-    xd: &TensorDesc,
-    w: &[f64],
-    wd: &TensorDesc,
-    dy: &[f64],
-    yd: &TensorDesc,
-) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+/// A tensor's values as stored, and its descriptor (operands go in the
+/// order x, w, dy).
+type Stored<'a> = (&'a [f64], &'a TensorDesc);
+
+/// What the three passes give: `(y, dx, dw)`.
+type Passes = (Vec<f64>, Vec<f64>, Vec<f64>);
+
+/// The three passes (forward, backward-data, backward-weight) on `x`, `w`,
+/// `dy` as stored: `(y, dx, dw)` as stored, NaN where a pass wrote nothing.
+fn passes(p: &ConvProblem, [(x, xd), (w, wd), (dy, yd)]: [Stored<'_>; 3]) -> Passes {
     let (mut y, mut dx, mut dw) = (nan_buf(yd), nan_buf(xd), nan_buf(wd));
     r::conv_fwd(p, x, xd, w, wd, &mut y, yd);
     r::bwd_data(p, dy, yd, w, wd, &mut dx, xd);
@@ -103,7 +112,7 @@ fn run_all(
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let [xd, wd, yd] = descs(p, l);
     let (xb, wb, dyb) = (put(x, &xd), put(w, &wd), put(dy, &yd));
-    let (y, dx, dw) = passes(p, &xb, &xd, &wb, &wd, &dyb, &yd);
+    let (y, dx, dw) = passes(p, [(&xb, &xd), (&wb, &wd), (&dyb, &yd)]);
     (
         r::to_canonical(&y, &yd),
         r::to_canonical(&dx, &xd),
@@ -112,6 +121,18 @@ fn run_all(
 }
 
 // ------------------------------------------------------- hand-computed cases
+
+/// Runs `pass(chain, out)`, a pass with the epilogue `ops`, into a NaN-filled
+/// output stored as `outd`; the result in canonical order.
+fn with_epilogue(
+    outd: &TensorDesc,
+    ops: &[EpilogueOp],
+    pass: impl FnOnce(&EpiChain, &mut [f64]),
+) -> Vec<f64> {
+    let mut out = nan_buf(outd);
+    pass(&EpiChain::from_ops(ops).unwrap(), &mut out);
+    r::to_canonical(&out, outd)
+}
 
 /// 1-D, W = 5, filter 3, stride 2, pads 1/1 -> 3 outputs.
 /// x = [1,2,3,4,5], w = [1,2,3], dy = [1,10,100]:
@@ -238,19 +259,9 @@ fn hand_epilogues() {
         let [xd, wd, yd] = descs(&p, l);
         let (xb, wb, dyb) = (put(&x, &xd), put(&w, &wd), put(&dyv, &yd));
         let run_dx = |ds: &[(&[f64], &TensorDesc)], ops: &[EpilogueOp]| {
-            let mut dx = nan_buf(&xd);
-            r::bwd_data_multi_d(
-                &p,
-                &dyb,
-                &yd,
-                &wb,
-                &wd,
-                ds,
-                &EpiChain::from_ops(ops).unwrap(),
-                &mut dx,
-                &xd,
-            );
-            r::to_canonical(&dx, &xd)
+            with_epilogue(&xd, ops, |chain, dx| {
+                r::bwd_data_multi_d(&p, &dyb, &yd, &wb, &wd, ds, chain, dx, &xd)
+            })
         };
         // Bias: lengths of dx, strides only on G and C (N and W broadcast).
         let bias_d = TensorDesc {
@@ -282,19 +293,9 @@ fn hand_epilogues() {
         );
 
         let run_dw = |ds: &[(&[f64], &TensorDesc)], ops: &[EpilogueOp]| {
-            let mut dw = nan_buf(&wd);
-            r::bwd_weight_multi_d(
-                &p,
-                &xb,
-                &xd,
-                &dyb,
-                &yd,
-                ds,
-                &EpiChain::from_ops(ops).unwrap(),
-                &mut dw,
-                &wd,
-            );
-            r::to_canonical(&dw, &wd)
+            with_epilogue(&wd, ops, |chain, dw| {
+                r::bwd_weight_multi_d(&p, &xb, &xd, &dyb, &yd, ds, chain, dw, &wd)
+            })
         };
         assert_close(
             &run_dw(&[], &[EpilogueOp::Scale(0.5)]),
@@ -317,19 +318,9 @@ fn hand_epilogues() {
 /// one output = sum of x; dx = dy * 1 everywhere; dw = dy * x.
 #[test]
 fn hand_3d() {
-    let p = prob(
-        3,
-        1,
-        1,
-        1,
-        1,
-        &[2, 2, 2],
-        &[2, 2, 2],
-        &[1, 1, 1],
-        &[1, 1, 1],
-        &[0, 0, 0],
-        &[0, 0, 0],
-    );
+    let p = ck(&[
+        3, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0,
+    ]);
     let x: Vec<f64> = (1..=8).map(f64::from).collect();
     for l in ConvLayout::ALL {
         let (y, dx, dw) = run_all(&p, l, &x, &[1.0; 8], &[3.0]);
@@ -346,25 +337,15 @@ fn in_range(o: usize, f: usize, p: &ConvProblem, a: usize) -> Option<usize> {
     (i >= 0 && (i as usize) < p.input[a]).then_some(i as usize)
 }
 
-/// Straight from the definitions, scatter form for bwd-data (the fast one gathers).
-fn naive(
-    p: &ConvProblem,
-    x: &[f64],
-    xd: &TensorDesc,
-    w: &[f64],
-    wd: &TensorDesc,
-    dy: &[f64],
-    yd: &TensorDesc,
-) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+/// Straight from the definitions, scatter form for bwd-data (the fast one
+/// gathers): `(y, dx, dw)` in canonical order.
+fn naive(p: &ConvProblem, [(x, xd), (w, wd), (dy, yd)]: [Stored<'_>; 3]) -> Passes {
     let o = p.output();
     let (mut y, mut dx, mut dw) = (
         vec![0.0; yd.elems() as usize],
         vec![0.0; xd.elems() as usize],
         vec![0.0; wd.elems() as usize],
     );
-    let canon = |l: &[usize; 6], i: [usize; 6]| {
-        ((((i[0] * l[1] + i[1]) * l[2] + i[2]) * l[3] + i[3]) * l[4] + i[4]) * l[5] + i[5]
-    };
     for g in 0..p.g {
         for n in 0..p.n {
             for k in 0..p.k {
@@ -388,9 +369,9 @@ fn naive(
                             let yi = [g, n, k, o0, o1, o2];
                             let (xv, wv, dyv) =
                                 (x[xd.offset(xi)], w[wd.offset(wi)], dy[yd.offset(yi)]);
-                            y[canon(&yd.lengths, yi)] += xv * wv;
-                            dx[canon(&xd.lengths, xi)] += dyv * wv;
-                            dw[canon(&wd.lengths, wi)] += xv * dyv;
+                            y[canonical(&yd.lengths, yi)] += xv * wv;
+                            dx[canonical(&xd.lengths, xi)] += dyv * wv;
+                            dw[canonical(&wd.lengths, wi)] += xv * dyv;
                         }
                     }
                 }
@@ -492,8 +473,17 @@ fn random_tensor(rng: &mut SplitMix64, d: &TensorDesc) -> Vec<f64> {
 }
 
 /// Random `x`, `w`, `dy` stored as `xd`, `wd`, `yd` describe, drawn in that order.
-fn operands(rng: &mut SplitMix64, xd: &TensorDesc, wd: &TensorDesc, yd: &TensorDesc) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    (random_tensor(rng, xd), random_tensor(rng, wd), random_tensor(rng, yd))
+fn operands(
+    rng: &mut SplitMix64,
+    xd: &TensorDesc,
+    wd: &TensorDesc,
+    yd: &TensorDesc,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    (
+        random_tensor(rng, xd),
+        random_tensor(rng, wd),
+        random_tensor(rng, yd),
+    )
 }
 
 #[derive(Default, Debug)]
@@ -563,7 +553,7 @@ fn adjoint_identities_random() {
         cov.add(&c);
         let Case { p, xd, wd, yd, .. } = &c;
         let (x, w, dy) = operands(&mut rng, xd, wd, yd);
-        let (y, dx, dw) = passes(p, &x, xd, &w, wd, &dy, yd);
+        let (y, dx, dw) = passes(p, [(&x, xd), (&w, wd), (&dy, yd)]);
         for (name, buf, d) in [("y", &y, yd), ("dx", &dx, xd), ("dw", &dw, wd)] {
             assert!(
                 r::to_canonical(buf, d).iter().all(|v| v.is_finite()),
@@ -643,8 +633,8 @@ fn matches_naive_random() {
     for (i, c) in cases.iter().enumerate() {
         let Case { p, xd, wd, yd, .. } = c;
         let (x, w, dy) = operands(&mut rng, xd, wd, yd);
-        let (ny, ndx, ndw) = naive(p, &x, xd, &w, wd, &dy, yd);
-        let (y, dx, dw) = passes(p, &x, xd, &w, wd, &dy, yd);
+        let (ny, ndx, ndw) = naive(p, [(&x, xd), (&w, wd), (&dy, yd)]);
+        let (y, dx, dw) = passes(p, [(&x, xd), (&w, wd), (&dy, yd)]);
         for (name, got, want) in [
             ("fwd", r::to_canonical(&y, yd), ny),
             ("bwd_data", r::to_canonical(&dx, xd), ndx),
@@ -761,7 +751,7 @@ fn groups_are_independent() {
     let [xd, wd, yd] = descs(&p, l);
     let [xd1, wd1, yd1] = descs(&p1, l);
     let (x, w, dy) = operands(&mut rng, &xd, &wd, &yd);
-    let (_, dx, dw) = passes(&p, &x, &xd, &w, &wd, &dy, &yd);
+    let (_, dx, dw) = passes(&p, [(&x, &xd), (&w, &wd), (&dy, &yd)]);
     let (nx, nw, ny) = (
         xd1.span() as usize,
         wd1.span() as usize,
@@ -769,7 +759,7 @@ fn groups_are_independent() {
     );
     for g in 0..p.g {
         let (xg, wg, dyg) = (&x[g * nx..][..nx], &w[g * nw..][..nw], &dy[g * ny..][..ny]);
-        let (_, dx1, dw1) = passes(&p1, xg, &xd1, wg, &wd1, dyg, &yd1);
+        let (_, dx1, dw1) = passes(&p1, [(xg, &xd1), (wg, &wd1), (dyg, &yd1)]);
         assert_eq!(dx1, dx[g * nx..][..nx], "group {g} dx");
         assert_eq!(dw1, dw[g * nw..][..nw], "group {g} dw");
     }
@@ -922,9 +912,6 @@ fn terms(p: &ConvProblem, data: bool, x: &[f64], w: &[f64], dy: &[f64]) -> Vec<V
     let o = p.output();
     let outd = if data { xd } else { wd };
     let mut all = vec![Vec::new(); outd.elems() as usize];
-    let canon = |l: &[usize; 6], i: [usize; 6]| {
-        ((((i[0] * l[1] + i[1]) * l[2] + i[2]) * l[3] + i[3]) * l[4] + i[4]) * l[5] + i[5]
-    };
     for g in 0..p.g {
         for n in 0..p.n {
             for k in 0..p.k {
@@ -946,9 +933,9 @@ fn terms(p: &ConvProblem, data: bool, x: &[f64], w: &[f64], dy: &[f64]) -> Vec<V
                                     let (xv, wv, dyv) =
                                         (x[xd.offset(xi)], w[wd.offset(wi)], dy[yd.offset(yi)]);
                                     if data {
-                                        all[canon(&xd.lengths, xi)].push((dyv, wv));
+                                        all[canonical(&xd.lengths, xi)].push((dyv, wv));
                                     } else {
-                                        all[canon(&wd.lengths, wi)].push((xv, dyv));
+                                        all[canonical(&wd.lengths, wi)].push((xv, dyv));
                                     }
                                 }
                             }
@@ -1387,19 +1374,9 @@ fn accumulation_lengths() {
     );
     assert_eq!(check::accum_len_bwd_data(&p), 8 * 9);
     // CK example 20: N * prod(out) = 14^3.
-    let p = prob(
-        3,
-        4,
-        1,
-        128,
-        256,
-        &[3, 3, 3],
-        &[14, 14, 14],
-        &[1, 1, 1],
-        &[1, 1, 1],
-        &[1, 1, 1],
-        &[1, 1, 1],
-    );
+    let p = ck(&[
+        3, 4, 1, 128, 256, 3, 3, 3, 14, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ]);
     assert_eq!(check::accum_len_bwd_weight(&p, 1), 2744);
     assert_eq!(check::accum_len_bwd_weight(&p, 8), 343 + 8);
 }
@@ -1412,32 +1389,9 @@ fn accumulation_lengths() {
 #[test]
 #[ignore]
 fn speed_2gflop() {
-    let dense = prob(
-        2,
-        1,
-        8,
-        64,
-        64,
-        &[3, 3],
-        &[56, 56],
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-    );
-    let depthwise = prob(
-        2,
-        512,
-        8,
-        1,
-        1,
-        &[3, 3],
-        &[56, 56],
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-        &[1, 1],
-    );
+    // 8 images of 56x56, 3x3 filters, pad 1: G groups of C -> K channels.
+    let layer = |g, k, c| ck(&[2, g, 8, k, c, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let (dense, depthwise) = (layer(1, 64, 64), layer(512, 1, 1));
     let mut rng = SplitMix64::new(9);
     for (p, l) in [
         (dense, ConvLayout::NhwgcGkyxcNhwgk),

@@ -39,6 +39,20 @@ fn gpu(backend: Backend) -> Option<Device> {
     }
 }
 
+/// The emulator model `arch` and, when there is one, the CUDA device.
+fn emu_and_cuda(arch: EmuArch) -> Vec<Device> {
+    let mut devices = vec![emu(arch)];
+    devices.extend(gpu(Backend::Cuda));
+    devices
+}
+
+/// The smoke kernel of `d`'s family: how it is launched, and the kernel.
+fn smoke_kernel(d: &Device) -> (smoke::SmokeSpec, Kernel) {
+    let s = smoke::spec(d.family());
+    let k = d.load_module().unwrap().kernel(s.kernel).unwrap();
+    (s, k)
+}
+
 // ---------------------------------------------------------------- API shape
 
 #[test]
@@ -376,8 +390,7 @@ fn emulator_module_lists_kernels() {
 #[test]
 fn launch_shapes_are_checked_before_running() {
     let d = emu(EmuArch::Gfx942);
-    let s = smoke::spec(Family::Cdna);
-    let k = d.load_module().unwrap().kernel(s.kernel).unwrap();
+    let (s, k) = smoke_kernel(&d);
     let args = convgrad_types::params::ConvArgs::default();
     let e = d
         .launch(&k, [0, 1, 1], s.block, s.lds_bytes, &args)
@@ -520,11 +533,8 @@ fn smoke_hip() {
 /// Repeated launches with events, and a device shared across threads.
 #[test]
 fn events_time_launches_and_devices_are_shared() {
-    let mut devices = vec![emu(EmuArch::Gfx942)];
-    devices.extend(gpu(Backend::Cuda));
-    for d in devices {
-        let s = smoke::spec(d.family());
-        let k = d.load_module().unwrap().kernel(s.kernel).unwrap();
+    for d in emu_and_cuda(EmuArch::Gfx942) {
+        let (s, k) = smoke_kernel(&d);
         let a = d.alloc::<half::f16>(s.m * s.k).unwrap();
         let b = d.alloc::<half::f16>(s.k * s.n).unwrap();
         a.fill_zero().unwrap();
@@ -561,11 +571,8 @@ fn events_time_launches_and_devices_are_shared() {
 /// the smoke kernel, launched with 100 KiB, still computes the product.
 #[test]
 fn large_lds_launch() {
-    let mut devices = vec![emu(EmuArch::Sm90)];
-    devices.extend(gpu(Backend::Cuda));
-    for d in devices {
-        let s = smoke::spec(d.family());
-        let k = d.load_module().unwrap().kernel(s.kernel).unwrap();
+    for d in emu_and_cuda(EmuArch::Sm90) {
+        let (s, k) = smoke_kernel(&d);
         let ha: Vec<half::f16> = (0..s.m * s.k)
             .map(|i| half::f16::from_f32((i % 7) as f32 - 3.0))
             .collect();

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use convgrad_device::arch;
 use convgrad_emu::matrix::MatrixOp;
-use convgrad_emu::{EmuArch, EmuError, lane};
+use convgrad_emu::{EmuArch, EmuError, Violation, lane};
 
 /// Global thread index in a 1-D grid of 1-D workgroups.
 fn gid(block: u32) -> usize {
@@ -26,12 +26,18 @@ unsafe fn copy_kernel(args: *const u8) {
     }
 }
 
+/// The violation `copy_kernel` stops with on three workgroups of 64 lanes
+/// (gfx942), copying from `x` (`x_len` ones) into `y` (`y_len` elements).
+fn copy_violation(x_len: usize, y_len: usize) -> Violation {
+    let emu = emu(EmuArch::Gfx942);
+    let x = upload(&emu, "x", &vec![1f32; x_len]);
+    let y = alloc::<f32>(&emu, "y", y_len);
+    violation(launch(&emu, "copy_kernel", copy_kernel, [3, 1, 1], 64, 0, args(&emu, &[x, y])))
+}
+
 #[test]
 fn oob_global_read() {
-    let emu = emu(EmuArch::Gfx942);
-    let x = upload(&emu, "x", &[1f32; 150]);
-    let y = alloc::<f32>(&emu, "y", 192);
-    let v = violation(launch(&emu, "copy_kernel", copy_kernel, [3, 1, 1], 64, 0, args(&emu, &[x, y])));
+    let v = copy_violation(150, 192);
     assert_eq!((v.kernel.as_str(), v.workgroup, v.lane), ("copy_kernel", [2, 0, 0], 22));
     assert_what(&v, &["out-of-bounds global read of 4 bytes at buffer #", "'x' (600 bytes) element offset 150 (byte offset 600)"]);
     let msg = EmuError::Violation(Box::new(v)).to_string();
@@ -40,10 +46,7 @@ fn oob_global_read() {
 
 #[test]
 fn oob_global_write() {
-    let emu = emu(EmuArch::Gfx942);
-    let x = upload(&emu, "x", &[1f32; 192]);
-    let y = alloc::<f32>(&emu, "y", 100);
-    let v = violation(launch(&emu, "copy_kernel", copy_kernel, [3, 1, 1], 64, 0, args(&emu, &[x, y])));
+    let v = copy_violation(192, 100);
     assert_eq!((v.workgroup, v.lane), ([1, 0, 0], 36));
     assert_what(&v, &["out-of-bounds global write of 4 bytes at buffer #", "'y' (400 bytes) element offset 100"]);
 }
@@ -107,10 +110,7 @@ unsafe fn lds_race_kernel(_: *const u8) {
 
 #[test]
 fn lds_write_write_race() {
-    let emu = emu(EmuArch::Gfx1100);
-    let v = violation(launch(&emu, "lds_race", lds_race_kernel, [1, 1, 1], 32, 64, 0));
-    assert_eq!(v.lane, 1);
-    assert_what(&v, &["LDS data race: lane 1 writes 4 bytes at byte 8, but lane 0 wrote byte 8 in the same barrier interval"]);
+    one_workgroup_violation(&emu(EmuArch::Gfx1100), "lds_race", lds_race_kernel, (32, 64), 1, &["LDS data race: lane 1 writes 4 bytes at byte 8, but lane 0 wrote byte 8 in the same barrier interval"]);
 }
 
 #[test]
@@ -123,11 +123,9 @@ fn lds_read_after_write_race_and_the_barrier_that_fixes_it() {
         }
     }
     let emu = emu(EmuArch::Gfx942);
-    let v = violation(launch(&emu, "racy", racy, [1, 1, 1], 64, 256, 0));
     // Lane 0 reads lane 1's word before lane 1 ran: unwritten. With an order where
     // the writer ran first it is a race; both are bugs the barrier fixes.
-    assert_eq!(v.lane, 0);
-    assert_what(&v, &["read of unwritten LDS: 4 bytes at byte 4"]);
+    one_workgroup_violation(&emu, "racy", racy, (64, 256), 0, &["read of unwritten LDS: 4 bytes at byte 4"]);
 
     unsafe fn racy2(_: *const u8) {
         let t = arch::thread_id();
@@ -136,9 +134,7 @@ fn lds_read_after_write_race_and_the_barrier_that_fixes_it() {
             let _: u32 = arch::lds_ld(t.saturating_sub(1) as usize * 4);
         }
     }
-    let v = violation(launch(&emu, "racy2", racy2, [1, 1, 1], 64, 256, 0));
-    assert_eq!(v.lane, 1);
-    assert_what(&v, &["LDS data race: lane 1 reads 4 bytes at byte 0, but lane 0 wrote byte 0 in the same barrier interval"]);
+    one_workgroup_violation(&emu, "racy2", racy2, (64, 256), 1, &["LDS data race: lane 1 reads 4 bytes at byte 0, but lane 0 wrote byte 0 in the same barrier interval"]);
 
     unsafe fn read_then_write(_: *const u8) {
         let t = arch::thread_id();
@@ -151,9 +147,7 @@ fn lds_read_after_write_race_and_the_barrier_that_fixes_it() {
             }
         }
     }
-    let v = violation(launch(&emu, "war", read_then_write, [1, 1, 1], 64, 256, 0));
-    assert_eq!(v.lane, 5);
-    assert_what(&v, &["lane 5 writes 4 bytes at byte 0, but several other lanes read byte 0 in the same barrier interval (after barrier #1"]);
+    one_workgroup_violation(&emu, "war", read_then_write, (64, 256), 5, &["lane 5 writes 4 bytes at byte 0, but several other lanes read byte 0 in the same barrier interval (after barrier #1"]);
 }
 
 #[test]
@@ -229,11 +223,8 @@ fn wmma_replica_mismatch() {
         let mut d = [0f32; 8];
         lane::mma(MatrixOp::Wmma16x16x16F16, &a, &b, &[0.0; 8], &mut d);
     }
-    let emu = emu(EmuArch::Gfx1100);
-    let v = violation(launch(&emu, "wmma_bad_replica", k, [1, 1, 1], 64, 0, 0));
     // Second wave (lanes 32..63) never gets there: the first wave's fault stops the launch.
-    assert_eq!(v.lane, 19);
-    assert_what(&v, &["v_wmma_f32_16x16x16_f16 operand A replicas differ: row 3 element k=5 is 0x4200 in lane 3 but 0x5640 in lane 19"]);
+    one_workgroup_violation(&emu(EmuArch::Gfx1100), "wmma_bad_replica", k, (64, 0), 19, &["v_wmma_f32_16x16x16_f16 operand A replicas differ: row 3 element k=5 is 0x4200 in lane 3 but 0x5640 in lane 19"]);
 }
 
 #[test]
@@ -248,10 +239,7 @@ fn wmma_replica_mismatch_in_the_second_wave_names_the_workgroup_lane() {
         let mut d = [0f32; 8];
         lane::mma(MatrixOp::Wmma16x16x16F16, &a, &b, &[0.0; 8], &mut d);
     }
-    let emu = emu(EmuArch::Gfx1100);
-    let v = violation(launch(&emu, "wmma_bad_b", k, [1, 1, 1], 64, 0, 0));
-    assert_eq!(v.lane, 52);
-    assert_what(&v, &["operand B replicas differ: column 4 element k=0", "in lane 4 but", "in lane 20"]);
+    one_workgroup_violation(&emu(EmuArch::Gfx1100), "wmma_bad_b", k, (64, 0), 52, &["operand B replicas differ: column 4 element k=0", "in lane 4 but", "in lane 20"]);
 }
 
 #[test]
@@ -260,10 +248,7 @@ fn matrix_op_of_another_architecture() {
         let mut d = [0f32; 4];
         lane::mma(MatrixOp::Mma16x8x16F16, &[0; 8], &[0; 4], &[0.0; 4], &mut d);
     }
-    let emu = emu(EmuArch::Gfx942);
-    let v = violation(launch(&emu, "wrong_arch", k, [1, 1, 1], 64, 0, 0));
-    assert_eq!(v.lane, 0);
-    assert_what(&v, &["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 is not an instruction of gfx942"]);
+    one_workgroup_violation(&emu(EmuArch::Gfx942), "wrong_arch", k, (64, 0), 0, &["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 is not an instruction of gfx942"]);
 }
 
 #[test]
@@ -275,9 +260,7 @@ fn matrix_op_by_part_of_a_wave() {
         }
     }
     let emu = emu(EmuArch::Gfx90a);
-    let v = violation(launch(&emu, "partial_mfma", k, [1, 1, 1], 128, 0, 0));
-    assert_eq!(v.lane, 0);
-    assert_what(&v, &["lane 0 issued v_mfma_f32_16x16x16f16 but lane 10 of the same wave has returned from the kernel"]);
+    one_workgroup_violation(&emu, "partial_mfma", k, (128, 0), 0, &["lane 0 issued v_mfma_f32_16x16x16f16 but lane 10 of the same wave has returned from the kernel"]);
 
     unsafe fn mixed(_: *const u8) {
         let mut d = [0f32; 4];
@@ -287,9 +270,7 @@ fn matrix_op_by_part_of_a_wave() {
             lane::mma(MatrixOp::Mfma16x16x16F16, &[0; 4], &[0; 4], &[0.0; 4], &mut d);
         }
     }
-    let v = violation(launch(&emu, "mixed_mfma", mixed, [1, 1, 1], 64, 0, 0));
-    assert_eq!(v.lane, 7);
-    assert_what(&v, &["wave 0 mixes matrix instructions: lane 7 issued v_mfma_f32_16x16x16bf16_1k while lane 0 issued v_mfma_f32_16x16x16f16"]);
+    one_workgroup_violation(&emu, "mixed_mfma", mixed, (64, 0), 7, &["wave 0 mixes matrix instructions: lane 7 issued v_mfma_f32_16x16x16bf16_1k while lane 0 issued v_mfma_f32_16x16x16f16"]);
 }
 
 #[test]
@@ -309,9 +290,7 @@ fn trap_and_panic_become_violations() {
         let v = [1u32; 4];
         std::hint::black_box(v[std::hint::black_box(t)]);
     }
-    let v = violation(launch(&emu, "panicking", panicking, [1, 1, 1], 64, 0, 0));
-    assert_eq!(v.lane, 4);
-    assert_what(&v, &["kernel panicked at ", "checks.rs:", "index out of bounds: the len is 4 but the index is 4"]);
+    one_workgroup_violation(&emu, "panicking", panicking, (64, 0), 4, &["kernel panicked at ", "checks.rs:", "index out of bounds: the len is 4 but the index is 4"]);
     // The emulator stays usable after a violation.
     launch(&emu, "trapping", trapping, [1, 1, 1], 64, 0, 0).unwrap();
 }

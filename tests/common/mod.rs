@@ -8,8 +8,9 @@
 
 use convgrad::check::Init;
 use convgrad::runtime::{Backend, Device, EmuArch, Module};
-use convgrad::types::instance::{INSTANCES, Instance, Op};
-use convgrad::types::{ConvLayout, ConvProblem};
+use convgrad::types::instance::{Family, INSTANCES, Instance, Op};
+use convgrad::types::params::vec_mode;
+use convgrad::types::{ConvLayout, ConvProblem, TypeConfig};
 use convgrad::verify::{Outcome, bwd_data, bwd_weight};
 
 /// `ndim G N K C filter input strides dilations lpads rpads` in CK's order.
@@ -129,6 +130,7 @@ pub fn every_instance<C: Check>(ops: &[Op], case: impl Fn(&Instance) -> C) {
 
 /// One `#[test]` per architecture model, each running `suite` on that model:
 /// `per_arch!(suite; test_name => Gfx942, ...)`.
+#[allow(unused_macros)]
 macro_rules! per_arch {
     ($suite:ident; $($test:ident => $arch:ident),+ $(,)?) => {
         $(
@@ -139,6 +141,7 @@ macro_rules! per_arch {
         )+
     };
 }
+#[allow(unused_imports)]
 pub(crate) use per_arch;
 
 /// The problems both operations' main suites sweep, in this order (a case's
@@ -170,29 +173,39 @@ pub fn sweep_problems(
 
 /// The problems both operations' direct-kernel sweeps run (channel vectors
 /// along groups for depthwise, along channels for small groups, and the
-/// scalar fallback), in this order. `own` holds each suite's at the places
-/// they take: a strided, dilated depthwise problem with asymmetric pads, a
-/// 1-D depthwise one, a depthwise one with a stride over the filter, groups
-/// of C = K = 4; `extra` follow the shared ones.
-pub fn direct_problems(
-    own: [(&'static str, ConvProblem); 4],
-    extra: impl IntoIterator<Item = (&'static str, ConvProblem)>,
-) -> Vec<(&'static str, ConvProblem)> {
-    let [strided, one_d, over_filter, c4] = own;
-    let mut v = vec![
+/// scalar fallback), each operation's own kinds next to the other's:
+/// strided, dilated depthwise problems with asymmetric pads (3x3, 5x5), 1-D
+/// depthwise ones, depthwise strides over the filter, groups of C = K = 4;
+/// rows longer than backward-weight's row segments, with streams across row
+/// ends; filter rows wider than one of backward-data's windows (taps in
+/// several groups) and its stride-2 classes with K = 8.
+pub fn direct_problems() -> Vec<(&'static str, ConvProblem)> {
+    vec![
+        // Depthwise: lanes along groups.
+        ("depthwise 1d stride3", prob(&[1, 8, 3, 1, 1, 4, 23, 3, 2, 1, 2])),
+        ("depthwise 1d stride3 dil2", prob(&[1, 8, 2, 1, 1, 4, 23, 3, 2, 1, 2])),
         ("depthwise 3x3 pad1", prob(&[2, 16, 2, 1, 1, 3, 3, 9, 10, 1, 1, 1, 1, 1, 1, 1, 1])),
-        strided,
-        one_d,
+        ("depthwise 5x5 stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 5, 5, 15, 14, 2, 2, 2, 1, 2, 1, 0, 1])),
+        ("depthwise stride2 dil2 asym", prob(&[2, 24, 2, 1, 1, 3, 3, 11, 12, 2, 2, 2, 1, 2, 1, 0, 1])),
+        ("depthwise G=12 stride > filter", prob(&[2, 12, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
+        ("depthwise G=10 stride4 > filter", prob(&[2, 10, 2, 1, 1, 2, 2, 9, 11, 4, 3, 1, 1, 1, 0, 0, 2])),
         ("depthwise 3d", prob(&[3, 8, 1, 1, 1, 3, 3, 3, 4, 5, 6, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1])),
-        over_filter,
-        c4,
+        ("depthwise G=6", prob(&[2, 6, 2, 1, 1, 3, 3, 7, 8, 1, 2, 1, 1, 1, 1, 1, 1])),
+        // Rows longer than a segment, streams across row ends.
+        ("depthwise 3x3 W=29", prob(&[2, 8, 3, 1, 1, 3, 3, 5, 29, 1, 1, 1, 1, 1, 1, 1, 1])),
+        // Filter rows wider than one window (taps in several groups).
+        ("depthwise 5x5", prob(&[2, 8, 2, 1, 1, 5, 5, 9, 12, 1, 1, 1, 1, 2, 2, 2, 2])),
+        // Small groups: lanes along channels, or the scalar fallback.
+        ("groups C=K=4", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
         ("groups C=8 K=3 stride2", prob(&[2, 3, 2, 3, 8, 3, 3, 10, 9, 2, 2, 1, 1, 1, 1, 1, 0])),
         ("odd C=3", prob(&[2, 4, 2, 4, 3, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
-        ("groups C=2 dil3", prob(&[2, 4, 2, 2, 2, 3, 3, 10, 9, 1, 1, 3, 3, 2, 3, 3, 2])),
-        ("depthwise G=6", prob(&[2, 6, 2, 1, 1, 3, 3, 7, 8, 1, 2, 1, 1, 1, 1, 1, 1])),
-    ];
-    v.extend(extra);
-    v
+        ("groups C=K=4, whole windows", prob(&[2, 6, 2, 4, 4, 3, 3, 9, 19, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("groups C=4 K=2 1x3 W=21 asym", prob(&[2, 2, 2, 2, 4, 1, 3, 4, 21, 2, 1, 1, 1, 0, 0, 1, 2])),
+        ("groups C=4 K=2 1x7", prob(&[2, 2, 2, 2, 4, 1, 7, 5, 19, 1, 1, 1, 1, 0, 3, 0, 2])),
+        // Stride-2 classes, K = 8.
+        ("groups C=4 K=8 stride2", prob(&[2, 2, 2, 8, 4, 3, 3, 11, 10, 2, 2, 1, 1, 1, 1, 1, 0])),
+    ]
 }
 
 /// Stride == filter along x, for the folding tests of both operations:
@@ -215,4 +228,85 @@ pub fn stride_equals_filter(trailing_folds: bool) -> Vec<(&'static str, ConvProb
 /// to back (GNHWC, or NHWGC with one group).
 pub fn channels_last(layout: ConvLayout, g: usize) -> bool {
     layout == ConvLayout::GnhwcGkyxcGnhwk || (layout == ConvLayout::NhwgcGkyxcNhwgk && g == 1)
+}
+
+/// The direct kernels' channel-vector sweep of either operation: `variants`
+/// cases of every problem of [`direct_problems`] on the gfx942 and sm_90
+/// models, `case` running one
+/// and returning its line, whether it passed, its dtypes and the `vec_mode`
+/// its plan chose. Every path kind must have run at both lane widths (2- and
+/// 4-byte activations): the scalar fallback, depthwise lanes along groups
+/// (full and half vectors), lanes along channels (full and half), and the
+/// operation's own mode bit `own` (set along with any of those).
+pub fn direct_vector_sweep(
+    variants: usize,
+    own: u32,
+    mut case: impl FnMut(&Device, &Module, At, &str, &ConvProblem) -> (String, bool, TypeConfig, u32),
+) {
+    use vec_mode::{DEPTHWISE, HALF, ON};
+    let mut seen = std::collections::BTreeSet::new();
+    sweep(&[EmuArch::Gfx942, EmuArch::Sm90], &direct_problems(), variants, |dev, module, at, name, p| {
+        let (line, passed, t, mode) = case(dev, module, at, name, p);
+        seen.insert((t.act().bytes(), mode & !own));
+        if mode & own != 0 {
+            seen.insert((t.act().bytes(), own));
+        }
+        (line, passed)
+    });
+    for bytes in [2, 4] {
+        for want in [0, ON | DEPTHWISE, ON | DEPTHWISE | HALF, ON, ON | HALF, own] {
+            assert!(seen.contains(&(bytes, want)), "no {bytes}-byte case ran vec_mode {want:#x} (ran {seen:?})");
+        }
+    }
+}
+
+/// The dtypes the tap-shift kernels take.
+pub const TAP_SHIFT_TYPES: [TypeConfig; 2] = [TypeConfig::F16, TypeConfig::Bf16];
+
+/// The layouts the tap-shift kernels take: both channels-last families.
+pub const TAP_SHIFT_LAYOUTS: [ConvLayout; 2] = [ConvLayout::NhwgcGkyxcNhwgk, ConvLayout::GnhwcGkyxcGnhwk];
+
+/// The problems both operations' tap-shift suites run (stride 1, at most 16
+/// channels per group): `own` first (each operation's tiles that straddle
+/// images and its K = 8 case), then dilation with asymmetric pads and C = 8,
+/// a 2x3 filter, 1D, 3D with a 1-tall z filter, 1x1.
+pub fn tap_shift_problems(own: [(&'static str, ConvProblem); 2]) -> Vec<(&'static str, ConvProblem)> {
+    let mut v = own.to_vec();
+    v.extend([
+        ("dil2 asym pads, C=8", prob(&[2, 4, 2, 16, 8, 3, 3, 10, 9, 1, 1, 2, 2, 2, 1, 1, 2])),
+        ("2x3 unpadded", prob(&[2, 3, 2, 16, 16, 2, 3, 8, 12, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("1d", prob(&[1, 4, 3, 16, 16, 5, 30, 1, 1, 2, 2])),
+        ("3d 1x3x3", prob(&[3, 2, 2, 8, 8, 1, 3, 3, 3, 6, 7, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
+        ("1x1", prob(&[2, 4, 2, 16, 16, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
+    ]);
+    v
+}
+
+/// The tap-shift instance of kind `op` for `t` on `dev`'s family. `None`
+/// only on RDNA3, which has no tap-shift kernels (they went to scratch
+/// there): a suite pointed at a gfx1100 device (`CONVGRAD_TEST_BACKEND`)
+/// says so.
+pub fn tap_shift_instance(op: Op, t: TypeConfig, dev: &Device) -> Option<&'static Instance> {
+    let found = INSTANCES.iter().find(|i| i.op == op && i.types == t && i.on(dev.family()));
+    if found.is_none() {
+        assert_eq!(dev.family(), Family::Rdna3, "no tap-shift kernel for {t:?} on {:?}", dev.family());
+    }
+    found
+}
+
+/// A forced tap-shift instance `name` is refused, naming itself and the
+/// reason, for the problems both operations refuse (a stride, K not a
+/// multiple of 8, more than 9 filter taps, a tap shift beyond the tile) and
+/// `own` (CK arguments, reason); `plan` gives a problem's planning error.
+pub fn tap_shift_refusals(name: &str, own: &[(Vec<usize>, &str)], plan: impl Fn(&ConvProblem) -> String) {
+    let shared = [
+        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
+        (vec![2, 4, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8"),
+        (vec![2, 4, 2, 16, 16, 5, 5, 9, 9, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
+        (vec![2, 4, 2, 16, 16, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], "largest tap shift"),
+    ];
+    for (v, why) in shared.iter().chain(own) {
+        let e = plan(&prob(v));
+        assert!(e.contains(&format!("{name} does not apply")) && e.contains(why), "{v:?}: {e}");
+    }
 }

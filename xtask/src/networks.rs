@@ -36,6 +36,17 @@ fn same<'a>(net: &'static str, n: usize, f: usize, rows: &'a [(&str, usize, usiz
     rows.iter().map(move |&(name, c, k, hw)| l2(net, name, (n, 1, c, k), f, hw, 1, f / 2))
 }
 
+/// Pointwise (1x1) dense layers of `net`, batch `n`, named `1x1 C->K`:
+/// `(C, K, Hi = Wi)` each.
+fn pointwise<'a>(net: &'static str, n: usize, rows: &'a [(usize, usize, usize)]) -> impl Iterator<Item = Layer> + 'a {
+    rows.iter().map(move |&(c, k, hw)| l2(net, &format!("1x1 {c}->{k}"), (n, 1, c, k), 1, hw, 1, 0))
+}
+
+/// The stride's part of a layer name: ` s2` for stride 2, nothing for 1.
+fn strided(s: usize) -> String {
+    if s > 1 { format!(" s{s}") } else { String::new() }
+}
+
 /// A layer from CK's argument list.
 fn ck(net: &'static str, name: &str, args: &[usize]) -> Layer {
     let p = ConvProblem::from_ck_args(args).unwrap_or_else(|e| panic!("network layer {net} {name}: {e}"));
@@ -70,44 +81,18 @@ pub fn layers() -> Vec<Layer> {
     }
     // ResNeXt-50 32x4d, batch 64: the grouped 3x3s (4, 8, 16, 32 channels per group).
     let r = "resnext50";
-    for (name, w, hw, s) in [
-        ("layer1 3x3 g32 128", 128, 56, 1),
-        ("layer2 3x3 g32 256 s2", 256, 56, 2),
-        ("layer2 3x3 g32 256", 256, 28, 1),
-        ("layer3 3x3 g32 512 s2", 512, 28, 2),
-        ("layer3 3x3 g32 512", 512, 14, 1),
-        ("layer4 3x3 g32 1024 s2", 1024, 14, 2),
-        ("layer4 3x3 g32 1024", 1024, 7, 1),
-    ] {
-        v.push(l2(r, name, (64, 32, w / 32, w / 32), 3, hw, s, 1));
+    // Named by stage and width (and stride): `(stage, width, Hi = Wi, stride)`.
+    for (stage, w, hw, s) in [(1, 128, 56, 1), (2, 256, 56, 2), (2, 256, 28, 1), (3, 512, 28, 2), (3, 512, 14, 1), (4, 1024, 14, 2), (4, 1024, 7, 1)] {
+        v.push(l2(r, &format!("layer{stage} 3x3 g32 {w}{}", strided(s)), (64, 32, w / 32, w / 32), 3, hw, s, 1));
     }
     // MobileNetV2, batch 64.
     let m = "mobilenet_v2";
     v.push(l2(m, "stem 3x3 s2", (64, 1, 3, 32), 3, 224, 2, 1));
-    for (name, ch, hw, s) in [
-        ("depthwise 32", 32, 112, 1),
-        ("depthwise 96 s2", 96, 112, 2),
-        ("depthwise 144", 144, 56, 1),
-        ("depthwise 144 s2", 144, 56, 2),
-        ("depthwise 192", 192, 28, 1),
-        ("depthwise 192 s2", 192, 28, 2),
-        ("depthwise 384", 384, 14, 1),
-        ("depthwise 576", 576, 14, 1),
-        ("depthwise 576 s2", 576, 14, 2),
-        ("depthwise 960", 960, 7, 1),
-    ] {
-        v.push(depthwise(m, name, 64, ch, 3, hw, s));
+    // Depthwise 3x3s, named by their channels (and stride).
+    for (ch, hw, s) in [(32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2), (384, 14, 1), (576, 14, 1), (576, 14, 2), (960, 7, 1)] {
+        v.push(depthwise(m, &format!("depthwise {ch}{}", strided(s)), 64, ch, 3, hw, s));
     }
-    v.extend(same(m, 64, 1, &[
-        ("1x1 32->16", 32, 16, 112),
-        ("1x1 16->96", 16, 96, 112),
-        ("1x1 96->24", 96, 24, 56),
-        ("1x1 24->144", 24, 144, 56),
-        ("1x1 144->32", 144, 32, 28),
-        ("1x1 384->64", 384, 64, 14),
-        ("1x1 960->160", 960, 160, 7),
-        ("1x1 320->1280", 320, 1280, 7),
-    ]));
+    v.extend(pointwise(m, 64, &[(32, 16, 112), (16, 96, 112), (96, 24, 56), (24, 144, 56), (144, 32, 28), (384, 64, 14), (960, 160, 7), (320, 1280, 7)]));
     // EfficientNet-B0 (5x5 depthwise), batch 64.
     let e = "efficientnet_b0";
     for (name, ch, f, hw, s) in [
@@ -121,7 +106,7 @@ pub fn layers() -> Vec<Layer> {
     ] {
         v.push(depthwise(e, name, 64, ch, f, hw, s));
     }
-    v.extend(same(e, 64, 1, &[("1x1 40->240", 40, 240, 28), ("1x1 80->480", 80, 480, 14), ("1x1 112->672", 112, 672, 14), ("1x1 192->1152", 192, 1152, 7)]));
+    v.extend(pointwise(e, 64, &[(40, 240, 28), (80, 480, 14), (112, 672, 14), (192, 1152, 7)]));
     // ConvNeXt-T (7x7 depthwise, patchify stem and 2x2 stride-2 downsampling), batch 32.
     let x = "convnext_t";
     v.push(l2(x, "stem 4x4 s4", (32, 1, 3, 96), 4, 224, 4, 0));

@@ -63,6 +63,23 @@ pub fn assert_what(v: &Violation, parts: &[&str]) {
     }
 }
 
+/// Launches `entry` as one workgroup of `block` threads with `lds_bytes` of
+/// LDS and no arguments: the launch must fail with a violation at `lane`
+/// whose text holds every fragment of `parts`. Returns it for further checks.
+pub fn one_workgroup_violation(
+    emu: &Emulator,
+    name: &str,
+    entry: KernelEntry,
+    (block, lds_bytes): (u32, usize),
+    lane: u32,
+    parts: &[&str],
+) -> Violation {
+    let v = violation(launch(emu, name, entry, [1, 1, 1], block, lds_bytes, 0));
+    assert_eq!(v.lane, lane, "{name}: {}", v.what);
+    assert_what(&v, parts);
+    v
+}
+
 /// xorshift64*: deterministic test data without a dependency.
 pub struct Rng(pub u64);
 impl Rng {
