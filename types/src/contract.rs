@@ -45,3 +45,20 @@ pub mod bwd_weight_direct {
     /// Output pixels per segment on the row path.
     pub const SEG: usize = 8;
 }
+
+/// The depthwise backward-weight kernel (filter rows with a sliding window).
+pub mod bwd_weight_depthwise {
+    /// Widest filter row (taps along x) it accumulates.
+    pub const MAX_F: usize = 7;
+    /// Output pixels per chunk on the sliding-window path (stride 1 or 2,
+    /// dilation 1 along x): the unrolled step whose window is carried on.
+    pub const CHUNK: usize = 4;
+    /// Channels per thread (4 lanes; half as many where the groups are no
+    /// multiple of 4).
+    pub const LANES: usize = 4;
+    /// Output pixels per chunk for a stride and dilation along x: [`CHUNK`]
+    /// on the sliding-window path, else one (any stride and dilation).
+    pub const fn chunk_pixels(stride: u32, dilation: u32) -> u32 {
+        if dilation == 1 && (stride == 1 || stride == 2) { CHUNK as u32 } else { 1 }
+    }
+}

@@ -93,12 +93,16 @@ pub enum Op {
     /// `dy` and the halo of `x` for `waves_n` groups in LDS, each tap a row
     /// shift of the halo; split-K over the tiles.
     BwdWeightHalo,
+    /// Depthwise backward-weight by filter rows: a thread keeps one filter
+    /// row's taps for a channel vector and slides a window of `x` along the
+    /// output rows (one `dy` and `stride` `x` loads per pixel).
+    BwdWeightDepthwise,
 }
 
 impl Op {
     /// The kernel families of backward-weight: the ones its selection and
     /// tuning consider (a new family adds itself here).
-    pub const BWD_WEIGHT: &'static [Op] = &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo];
+    pub const BWD_WEIGHT: &'static [Op] = &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo, Op::BwdWeightDepthwise];
     /// The kernel families of backward-data.
     pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo];
 }
@@ -330,6 +334,8 @@ impl Instance {
             // The channel-vector path sums its streams in LDS: 256 threads x 4
             // f32 lanes (`bwd_data_direct::LANES`, shared by both direct kernels).
             Op::BwdWeightDirect => 256 * 4 * 4,
+            // The depthwise kernel sums its streams the same way, one tap at a time.
+            Op::BwdWeightDepthwise => 256 * 4 * 4,
             // A (m x k) and B (n x k) f16 tiles, unpadded.
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             // The halo tiles, or every wave's sums of every tap as f32 (the
@@ -409,6 +415,11 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_direct_f16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, F16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_direct_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_direct_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16F32, 256, 1, 1, 256, 1, Fma);
+        // Backward-weight, depthwise by filter rows with a sliding window (f32 FMA, any family).
+        $m!($($extra,)* bwdw_depthwise_f32, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_depthwise_f16, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_depthwise_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_depthwise_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, Bf16F32, 256, 1, 1, 256, 1, Fma);
         // Backward-data (stride-residue slices in one launch), on the matrix units.
         $m!($($extra,)* bwdd_f16_128x128x32_mfma32, [Cdna], BwdData, F16, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdd_f16_64x64x32_mfma16, [Cdna], BwdData, F16, 64, 64, 32, 2, 2, Mfma16x16x16);

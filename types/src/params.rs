@@ -236,8 +236,12 @@ pub struct SlicePart {
 }
 
 /// The direct kernels (backward-data direct and depthwise strips,
-/// backward-weight direct): the channel-vector path and the thread
-/// decompositions.
+/// backward-weight direct and depthwise filter rows): the channel-vector
+/// path and the thread decompositions. Backward-weight's depthwise filter
+/// rows read the fields of the direct kernel's channel vectors with its own
+/// units: columns are `(filter row, channel vector)`, the reduction units
+/// are chunks of output rows and [`div_segs`](Self::div_segs) divides by the
+/// chunks per output row.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct DirectPart {

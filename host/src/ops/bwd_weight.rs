@@ -435,7 +435,7 @@ pub(super) struct OwnLaunch {
 
 /// Kernel families that plan their own launch in their own module, one line each.
 type Launcher = fn(&OwnRequest<'_>) -> Result<OwnLaunch, OpError>;
-const OWN_LAUNCHES: &[(Op, Launcher)] = &[];
+const OWN_LAUNCHES: &[(Op, Launcher)] = &[(Op::BwdWeightDepthwise, super::bwd_weight_depthwise::launch)];
 
 /// `(k_batch, tiles per batch)` of the tap-shift kernel for `tiles` row
 /// tiles and `sets` group sets: one round of `per_cu` workgroups per compute

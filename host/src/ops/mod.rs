@@ -6,6 +6,7 @@
 
 pub mod bwd_data;
 pub mod bwd_weight;
+mod bwd_weight_depthwise;
 mod cache;
 mod fold;
 mod prepared;

@@ -80,6 +80,7 @@ pub fn needs(op: Op) -> &'static str {
         Op::BwdWeightHalo => {
             "stride 1, 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows"
         }
+        Op::BwdWeightDepthwise => "C = K = 1, groups innermost in x and dy in runs of 2, filter width <= 7",
         Op::Smoke => "one atom tile (runtime self-test)",
     }
 }
@@ -99,6 +100,7 @@ pub fn fits(i: &Instance, r: &Request<'_>) -> Result<Fit, String> {
         }),
         Op::BwdWeightHalo => weight_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
         Op::BwdDataHalo => data_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
+        Op::BwdWeightDepthwise => depthwise_rows(r).map(|_| Fit::Any),
         Op::Smoke => Err("a runtime self-test, not a convolution kernel".into()),
     }
 }
@@ -184,6 +186,22 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
         (None, Some(d)) => d,
         (None, None) => return Err(no_kernel("bwd-weight", "f32, f16, bf16 and bf16-f32", r)),
     };
+    // Depthwise filter rows in place of the direct kernel where they fit, a
+    // filter row has 3 taps or more and the direct kernel has no row path
+    // (3 wide at stride and dilation 1 along x). Per output pixel and filter
+    // row they load one dy and `stride` x vectors; the direct kernel loads
+    // one dy per block of 3 taps and one x per tap (7x7: 68 loads per pixel,
+    // 9.7 per filter row, against 2 at stride 1 and 3 at stride 2; 3x3 at
+    // stride 2: 4 against 3). On its row path it loads 2.25 per pixel and
+    // row against the window's 2: that case stays with the measured kernel.
+    let row_path = p.filter[2] == 3 && p.strides[2] == 1 && p.dilations[2] == 1;
+    if inst.op == Op::BwdWeightDirect
+        && p.filter[2] >= 3
+        && !row_path
+        && let Some(c) = first_fitting(Op::BwdWeightDepthwise, r)
+    {
+        return Ok(c);
+    }
     // Tap shifts in place of the GEMM where the problem fits them and the
     // automatic split leaves every workgroup at least two row tiles (each
     // workgroup puts the partials of its whole filters once); not in
@@ -298,6 +316,27 @@ fn strips(r: &Request<'_>) -> bool {
         && taps(1) <= DEPTH
         && tap_step(p, 1) == 1
         && (taps(2) - 1) * tap_step(p, 2) <= HALO
+}
+
+/// The lanes (groups per thread) of the depthwise filter-row kernel (the
+/// device crate's `conv::bwd_weight::depthwise`), or what keeps it from the problem.
+fn depthwise_rows(r: &Request<'_>) -> Result<usize, String> {
+    use convgrad_types::contract::bwd_weight_depthwise::{LANES, MAX_F};
+    let p = r.p;
+    if p.c != 1 || p.k != 1 {
+        return Err("depthwise filter rows need C = K = 1 (one channel per group)".into());
+    }
+    if p.filter[2] > MAX_F {
+        return Err(format!("depthwise filter rows need a filter width of at most {MAX_F}"));
+    }
+    super::bwd_weight_depthwise::lanes(r.x, r.dy).ok_or_else(|| {
+        format!(
+            "depthwise filter rows need the groups innermost in x and dy in runs of {} (a channels-last \
+             layout, G even; use bwdw_direct_{})",
+            LANES / 2,
+            r.types.name()
+        )
+    })
 }
 
 /// Backward-weight's tap-shift grid for tile `t`: the result pixels are dy's.

@@ -1,8 +1,9 @@
 //! Backward-weight kernels, one module each: the implicit GEMM ([`gemm`]),
-//! the direct kernel for tiny per-group GEMMs ([`direct`]) and tap shifts
-//! ([`tap_shift`]). The host's instance names keep the older words
+//! the direct kernel for tiny per-group GEMMs ([`direct`]), tap shifts
+//! ([`tap_shift`]) and depthwise filter rows ([`depthwise`]). The host's instance names keep the older words
 //! (`bwdw_halo_*`: tap shift).
 
+pub mod depthwise;
 pub mod direct;
 pub mod gemm;
 pub mod tap_shift;
