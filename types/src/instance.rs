@@ -196,8 +196,10 @@ impl TileConfig {
     /// buffering elsewhere.
     pub const fn stages(&self, atom: AtomKind) -> u32 {
         match atom {
-            // Copies 3 steps ahead, plus the slab the instructions in flight read.
-            a if a.warpgroup() => 5,
+            // Copies `stages - 2` steps ahead, plus the slab the instructions in
+            // flight read: 96 k ahead on 32-deep slabs, 64 on 64-deep ones
+            // (three stages keep two workgroups of 128x64 on an SM).
+            a if a.warpgroup() => if self.bk >= 64 { 3 } else { 5 },
             AtomKind::Mma16x8x16 => {
                 if self.bk >= 64 {
                     3
@@ -389,6 +391,10 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_128x128x32_wgmma, [Hopper], BwdWeight, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdw_f16_64x64x32_wgmma, [Hopper], BwdWeight, F16, 64, 64, 32, 1, 1, Wgmma64x64x16);
         $m!($($extra,)* bwdw_bf16_64x64x32_wgmma, [Hopper], BwdWeight, Bf16, 64, 64, 32, 1, 1, Wgmma64x64x16);
+        // 64 output channels over a wide N (C x taps of 512 and more): one
+        // warpgroup of 64x128 reads dy half as often as 64x64 tiles.
+        $m!($($extra,)* bwdw_f16_64x128x32_wgmma, [Hopper], BwdWeight, F16, 64, 128, 32, 1, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdw_bf16_64x128x32_wgmma, [Hopper], BwdWeight, Bf16, 64, 128, 32, 1, 1, Wgmma64x128x16);
         // Narrow tiles for grouped problems with few output channels per group (K = 16).
         // 48 columns: three taps of 16 channels, so a 3x3 filter of C = 16 (144
         // columns) fills three tiles where 16x64 padded a fourth of its loads and
@@ -434,9 +440,10 @@ macro_rules! for_each_instance {
         // Hopper: two warpgroups of 64x128 on wgmma, operands in LDS.
         $m!($($extra,)* bwdd_f16_128x128x32_wgmma, [Hopper], BwdData, F16, 128, 128, 32, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_wgmma, [Hopper], BwdData, Bf16, 128, 128, 32, 2, 1, Wgmma64x128x16);
-        // 64 channels per group: two warpgroups of 64x64.
-        $m!($($extra,)* bwdd_f16_128x64x32_wgmma, [Hopper], BwdData, F16, 128, 64, 32, 2, 1, Wgmma64x64x16);
-        $m!($($extra,)* bwdd_bf16_128x64x32_wgmma, [Hopper], BwdData, Bf16, 128, 64, 32, 2, 1, Wgmma64x64x16);
+        // 64 channels per group: two warpgroups of 64x64, 64 k a step (half
+        // the barriers of 32; three stages keep two workgroups on an SM).
+        $m!($($extra,)* bwdd_f16_128x64x64_wgmma, [Hopper], BwdData, F16, 128, 64, 64, 2, 1, Wgmma64x64x16);
+        $m!($($extra,)* bwdd_bf16_128x64x64_wgmma, [Hopper], BwdData, Bf16, 128, 64, 64, 2, 1, Wgmma64x64x16);
         // Narrow tiles for grouped problems with few channels per group (C = 16, 32).
         $m!($($extra,)* bwdd_f16_128x16x32_mma16x8, [Nvidia], BwdData, F16, 128, 16, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 16, 32, 4, 1, Mma16x8x16);

@@ -168,20 +168,25 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     }
     let p = r.p;
     let (m, n) = (p.k as u64, p.c as u64 * p.filter_taps());
-    // The largest tile the GEMM fills; narrow tiles (under 64 rows) only
-    // where K fits one of them.
     let padded =
         |i: &Instance| m.div_ceil(i.tile.bm as u64) * i.tile.bm as u64 * n.div_ceil(i.tile.bn as u64) * i.tile.bn as u64;
+    // Narrow tiles (under 64 rows) only where K fits one of them; full-height
+    // tiles wider than tall only where N spans at least four of them (what
+    // they save is reading dy once per column tile).
+    let wide_fits = |i: &Instance| i.tile.bm < 64 || i.tile.bn <= i.tile.bm || n >= 4 * i.tile.bn as u64;
     let mut tiles: Vec<&'static Instance> =
-        family_of(Op::BwdWeight, r).filter(|i| narrow_tile_fits(m, i.tile.bm)).collect();
-    // Hopper's warpgroup tiles before mma.sync of the same shape.
-    tiles.sort_by_key(|i| (padded(i) - m * n, u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
+        family_of(Op::BwdWeight, r).filter(|i| narrow_tile_fits(m, i.tile.bm) && wide_fits(i)).collect();
+    // The largest tile whose padding stays within an eighth of it, else the
+    // least padding; warpgroup tiles before mma.sync.
+    let over = |i: &Instance| Some((padded(i) - m * n) * 8 / padded(i)).filter(|&w| w >= 1).map_or(0, |_| padded(i) - m * n);
+    tiles.sort_by_key(|i| (over(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
     let direct = family_of(Op::BwdWeightDirect, r).next();
-    // Per-group GEMMs that would fill under a tenth of even the best tile,
-    // or with under 8 output channels (at least half of a 16-row matrix
-    // tile is padding), go to the direct kernel.
+    // Per-group GEMMs that would fill under a tenth of even the least padded
+    // tile, or with under 8 output channels (at least half of a 16-row
+    // matrix tile is padding), go to the direct kernel.
+    let least = tiles.iter().map(|&i| padded(i)).min().unwrap_or(u64::MAX);
     let inst = match (tiles.first().copied(), direct) {
-        (Some(b), Some(d)) if 10 * m * n < padded(b) || m < 8 => d,
+        (Some(_), Some(d)) if 10 * m * n < least || m < 8 => d,
         (Some(b), _) => b,
         (None, Some(d)) => d,
         (None, None) => return Err(no_kernel("bwd-weight", "f32, f16, bf16 and bf16-f32", r)),
