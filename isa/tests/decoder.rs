@@ -228,3 +228,23 @@ fn code_objects_have_descriptors_and_metadata() {
         }
     }
 }
+
+/// GFX10 moved DS's swizzle and permutes and put consume/append/ordered_count
+/// at 61-63; GFX11 kept that (RDNA3 guide). The words are llvm-mc 14's
+/// encodings for gfx1030 (`-show-encoding`), which agree with the guide.
+#[test]
+fn gfx1100_ds_opcodes_follow_the_rdna3_guide() {
+    let ds = |op: u32| {
+        let w0: u32 = 0xd800_0000 | op << 18;
+        let bytes: Vec<u8> = [w0, 0x0100_0002].iter().flat_map(|w| w.to_le_bytes()).collect();
+        convgrad_isa::decode::decode_at(Arch::Gfx1100, &bytes, 0, 0).unwrap().mnemonic().to_string()
+    };
+    let want = [(53, "ds_swizzle_b32"), (61, "ds_consume"), (62, "ds_append"), (63, "ds_ordered_count"), (178, "ds_permute_b32"), (179, "ds_bpermute_b32")];
+    for (op, name) in want {
+        assert_eq!(ds(op), name, "gfx1100 DS opcode {op}");
+    }
+    // GFX9 keeps them at 61-63 (CDNA3 guide).
+    let w0: u32 = 0xd800_0000 | 62 << 17;
+    let bytes: Vec<u8> = [w0, 0x0100_0002].iter().flat_map(|w| w.to_le_bytes()).collect();
+    assert_eq!(convgrad_isa::decode::decode_at(Arch::Gfx942, &bytes, 0, 0).unwrap().mnemonic(), "ds_permute_b32");
+}
