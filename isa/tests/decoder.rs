@@ -248,3 +248,21 @@ fn gfx1100_ds_opcodes_follow_the_rdna3_guide() {
     let bytes: Vec<u8> = [w0, 0x0100_0002].iter().flat_map(|w| w.to_le_bytes()).collect();
     assert_eq!(convgrad_isa::decode::decode_at(Arch::Gfx942, &bytes, 0, 0).unwrap().mnemonic(), "ds_permute_b32");
 }
+
+/// MI300 has no unfused f32 multiply-add: VOP2 23/24 are `v_fmamk/fmaak_f32`
+/// there (CDNA3 guide; llvm-project `llvm/test/MC/AMDGPU/gfx940_asm_features.s`
+/// encodes them as 0x2e000702 / 0x30000702 with the literal after), while
+/// gfx90a keeps `v_madmk/madak_f32` and has `v_mac_f32` at 22.
+#[test]
+fn mi300_vop2_has_the_fused_multiply_adds() {
+    let first = |arch: Arch, w0: u32| {
+        let bytes: Vec<u8> = [w0, 0x42c8_0000].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let i = convgrad_isa::decode::decode_at(arch, &bytes, 0, 0).ok()?;
+        Some((i.name.to_string(), i.len))
+    };
+    assert_eq!(first(Arch::Gfx942, 0x2e00_0702), Some(("v_fmamk_f32".into(), 8)));
+    assert_eq!(first(Arch::Gfx942, 0x3000_0702), Some(("v_fmaak_f32".into(), 8)));
+    assert_eq!(first(Arch::Gfx90a, 0x2e00_0702), Some(("v_madmk_f32".into(), 8)));
+    assert_eq!(first(Arch::Gfx942, 0x2c00_0702), None, "gfx942 has no v_mac_f32");
+    assert_eq!(first(Arch::Gfx90a, 0x2c00_0702).map(|m| m.0), Some("v_mac_f32".into()));
+}

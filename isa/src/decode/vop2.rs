@@ -31,9 +31,6 @@ pub(super) const VOP2: Tables = Tables {
         (19, "v_and_b32"),
         (20, "v_or_b32"),
         (21, "v_xor_b32"),
-        (22, "v_mac_f32"),
-        (23, "v_madmk_f32"),
-        (24, "v_madak_f32"),
         (25, "v_add_co_u32"),
         (26, "v_sub_co_u32"),
         (27, "v_subrev_co_u32"),
@@ -118,6 +115,10 @@ pub(super) const VOP2: Tables = Tables {
         (58, "v_min_f16"),
         (59, "v_ldexp_f16"),
     ],
+    // MI300 dropped the unfused f32 multiply-adds; 23/24 are the fused
+    // forms there (CDNA3 guide; llvm-project's gfx940_asm_features.s).
+    gfx90a: &[(22, "v_mac_f32"), (23, "v_madmk_f32"), (24, "v_madak_f32")],
+    gfx942: &[(23, "v_fmamk_f32"), (24, "v_fmaak_f32")],
     ..Tables::NONE
 };
 

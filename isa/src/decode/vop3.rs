@@ -11,8 +11,6 @@ use crate::arch::{Arch, Family};
 
 const VOP3: Tables = Tables {
     gfx9: &[
-        (0x1c0, "v_mad_legacy_f32"),
-        (0x1c1, "v_mad_f32"),
         (0x1c2, "v_mad_i32_i24"),
         (0x1c3, "v_mad_u32_u24"),
         (0x1c4, "v_cubeid_f32"),
@@ -116,6 +114,8 @@ const VOP3: Tables = Tables {
         (0x2a0, "v_pack_b32_f16"),
     ],
     // gfx942 additions.
+    // Not on MI300 (CDNA3 guide), as VOP2's v_mac_f32.
+    gfx90a: &[(0x1c0, "v_mad_legacy_f32"), (0x1c1, "v_mad_f32")],
     gfx942: &[(0x208, "v_lshl_add_u64")],
     gfx11: &[
         (0x209, "v_fma_dx9_zero_f32"),
