@@ -22,6 +22,13 @@ pub(crate) struct Lds {
     start: u64,
 }
 
+/// The lane of tag `tag` if it is of epoch `e` and not lane `me`: another
+/// lane's access in the same barrier interval.
+#[inline]
+fn other_lane(tag: u64, e: u64, me: u64) -> Option<u64> {
+    if tag >> 16 == e && tag & 0xFFFF != me { Some(tag & 0xFFFF) } else { None }
+}
+
 impl Lds {
     pub fn new(bytes: usize) -> Self {
         Lds { data: vec![crate::memory::POISON; bytes], w: vec![0; bytes], r: vec![0; bytes], epoch: 0, start: 0 }
@@ -46,15 +53,14 @@ impl Lds {
     /// Checked read of `n` bytes at `off` by `lane` into `out`.
     #[inline]
     pub fn load(&mut self, lane: u32, off: usize, out: *mut u8, n: usize, align: usize) -> Result<(), String> {
-        self.bounds("read", off, n, align)?;
-        let (e, me) = (self.epoch, lane as u64);
+        let (e, me) = self.access("read", lane, off, n, align)?;
         for b in off..off + n {
             let w = self.w[b];
             if w >> 16 < self.start {
                 return Err(self.unwritten(off, n, b));
             }
-            if w >> 16 == e && w & 0xFFFF != me {
-                return Err(self.race(lane, "reads", off, n, b, "wrote", w & 0xFFFF));
+            if let Some(other) = other_lane(w, e, me) {
+                return Err(self.race(lane, "reads", off, n, b, "wrote", other));
             }
             let r = self.r[b];
             self.r[b] = if r >> 16 != e {
@@ -73,22 +79,27 @@ impl Lds {
     /// Checked write of the `n` bytes at `v` to `off` by `lane`.
     #[inline]
     pub fn store(&mut self, lane: u32, off: usize, v: *const u8, n: usize, align: usize) -> Result<(), String> {
-        self.bounds("write", off, n, align)?;
-        let (e, me) = (self.epoch, lane as u64);
+        let (e, me) = self.access("write", lane, off, n, align)?;
         for b in off..off + n {
-            let w = self.w[b];
-            if w >> 16 == e && w & 0xFFFF != me {
-                return Err(self.race(lane, "writes", off, n, b, "wrote", w & 0xFFFF));
+            if let Some(other) = other_lane(self.w[b], e, me) {
+                return Err(self.race(lane, "writes", off, n, b, "wrote", other));
             }
-            let r = self.r[b];
-            if r >> 16 == e && r & 0xFFFF != me {
-                return Err(self.race(lane, "writes", off, n, b, "read", r & 0xFFFF));
+            if let Some(other) = other_lane(self.r[b], e, me) {
+                return Err(self.race(lane, "writes", off, n, b, "read", other));
             }
             self.w[b] = e << 16 | me;
         }
         // SAFETY: `v` is valid for `n` bytes (a `T` of the caller); bounds checked.
         unsafe { std::ptr::copy_nonoverlapping(v, self.data.as_mut_ptr().add(off), n) };
         Ok(())
+    }
+
+    /// Checks an access's bounds and alignment; returns the current epoch
+    /// and `lane`'s tag part.
+    #[inline]
+    fn access(&self, kind: &str, lane: u32, off: usize, n: usize, align: usize) -> Result<(u64, u64), String> {
+        self.bounds(kind, off, n, align)?;
+        Ok((self.epoch, lane as u64))
     }
 
     #[inline]

@@ -51,6 +51,14 @@ pub struct Slot {
     pub elem: u32,
 }
 
+/// The operand matrices of an instruction, for [`MatrixOp::slot`].
+#[derive(Clone, Copy)]
+enum Operand {
+    A,
+    B,
+    D,
+}
+
 /// Per-lane operand element counts of an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regs {
@@ -133,45 +141,44 @@ impl MatrixOp {
     }
     /// Where `A[i][k]` lives (for WMMA: the primary copy, lane i < 16).
     pub const fn a_slot(self, i: u32, k: u32) -> Slot {
-        use MatrixOp::*;
-        match self {
-            Mfma32x32x8F16 | Mfma32x32x8Bf16 => mfma::a32(i, k),
-            Mfma16x16x16F16 | Mfma16x16x16Bf16 => mfma::a16(i, k),
-            Wmma16x16x16F16 | Wmma16x16x16Bf16 => wmma::a(i, k),
-            Mma16x8x16F16 | Mma16x8x16Bf16 => mma_sync::a(i, k),
-        }
+        self.slot(Operand::A, i, k)
     }
     /// Where `B[k][j]` lives (for WMMA: the primary copy, lane j < 16).
     pub const fn b_slot(self, k: u32, j: u32) -> Slot {
-        use MatrixOp::*;
-        match self {
-            Mfma32x32x8F16 | Mfma32x32x8Bf16 => mfma::b32(k, j),
-            Mfma16x16x16F16 | Mfma16x16x16Bf16 => mfma::b16(k, j),
-            Wmma16x16x16F16 | Wmma16x16x16Bf16 => wmma::b(k, j),
-            Mma16x8x16F16 | Mma16x8x16Bf16 => mma_sync::b(k, j),
-        }
+        self.slot(Operand::B, k, j)
     }
     /// Where `C[i][j]` and `D[i][j]` live.
     pub const fn d_slot(self, i: u32, j: u32) -> Slot {
+        self.slot(Operand::D, i, j)
+    }
+    /// Where element `(r, c)` of operand `m` lives, from the lane tables of
+    /// the op's shape (both element types share them).
+    const fn slot(self, m: Operand, r: u32, c: u32) -> Slot {
         use MatrixOp::*;
-        match self {
-            Mfma32x32x8F16 | Mfma32x32x8Bf16 => mfma::d32(i, j),
-            Mfma16x16x16F16 | Mfma16x16x16Bf16 => mfma::d16(i, j),
-            Wmma16x16x16F16 | Wmma16x16x16Bf16 => wmma::d(i, j),
-            Mma16x8x16F16 | Mma16x8x16Bf16 => mma_sync::d(i, j),
+        let (a, b, d) = match self {
+            Mfma32x32x8F16 | Mfma32x32x8Bf16 => (mfma::a32(r, c), mfma::b32(r, c), mfma::d32(r, c)),
+            Mfma16x16x16F16 | Mfma16x16x16Bf16 => (mfma::a16(r, c), mfma::b16(r, c), mfma::d16(r, c)),
+            Wmma16x16x16F16 | Wmma16x16x16Bf16 => (wmma::a(r, c), wmma::b(r, c), wmma::d(r, c)),
+            Mma16x8x16F16 | Mma16x8x16Bf16 => (mma_sync::a(r, c), mma_sync::b(r, c), mma_sync::d(r, c)),
+        };
+        match m {
+            Operand::A => a,
+            Operand::B => b,
+            Operand::D => d,
         }
     }
     /// The second copy of `A[i][k]` for instructions that replicate operands (WMMA: lane i+16).
     pub const fn a_replica(self, i: u32, k: u32) -> Option<Slot> {
-        match self {
-            MatrixOp::Wmma16x16x16F16 | MatrixOp::Wmma16x16x16Bf16 => Some(wmma::replica(wmma::a(i, k))),
-            _ => None,
-        }
+        self.replica(self.a_slot(i, k))
     }
     /// The second copy of `B[k][j]` (WMMA: lane j+16).
     pub const fn b_replica(self, k: u32, j: u32) -> Option<Slot> {
+        self.replica(self.b_slot(k, j))
+    }
+    /// The second copy of the A or B element at `s`, if the op replicates them.
+    const fn replica(self, s: Slot) -> Option<Slot> {
         match self {
-            MatrixOp::Wmma16x16x16F16 | MatrixOp::Wmma16x16x16Bf16 => Some(wmma::replica(wmma::b(k, j))),
+            MatrixOp::Wmma16x16x16F16 | MatrixOp::Wmma16x16x16Bf16 => Some(wmma::replica(s)),
             _ => None,
         }
     }
@@ -292,25 +299,22 @@ fn check_replicas(op: MatrixOp, a: &[u16], b: &[u16]) -> Result<(), OperandError
     }
     let (m, n, k) = op.shape();
     let r = op.regs();
-    for i in 0..m {
-        for kk in 0..k {
-            let (p, q) = (op.a_slot(i, kk), op.a_replica(i, kk).unwrap());
-            let (x, y) = (a[p.lane as usize * r.a + p.elem as usize], a[q.lane as usize * r.a + q.elem as usize]);
-            if x != y {
-                return Err(replica_error(op, "A", "row", i, kk, p, q, x, y));
+    // Operand `name`'s `what`s 0..count, each with its primary and replica
+    // slot of reduction index kk (`at`), in registers `v` of `regs` a lane.
+    let check = |name, what, count, v: &[u16], regs: usize, at: &dyn Fn(u32, u32) -> (Slot, Slot)| {
+        for idx in 0..count {
+            for kk in 0..k {
+                let (p, q) = at(idx, kk);
+                let (x, y) = (v[p.lane as usize * regs + p.elem as usize], v[q.lane as usize * regs + q.elem as usize]);
+                if x != y {
+                    return Err(replica_error(op, name, what, idx, kk, p, q, x, y));
+                }
             }
         }
-    }
-    for j in 0..n {
-        for kk in 0..k {
-            let (p, q) = (op.b_slot(kk, j), op.b_replica(kk, j).unwrap());
-            let (x, y) = (b[p.lane as usize * r.b + p.elem as usize], b[q.lane as usize * r.b + q.elem as usize]);
-            if x != y {
-                return Err(replica_error(op, "B", "column", j, kk, p, q, x, y));
-            }
-        }
-    }
-    Ok(())
+        Ok(())
+    };
+    check("A", "row", m, a, r.a, &|i, kk| (op.a_slot(i, kk), op.a_replica(i, kk).unwrap()))?;
+    check("B", "column", n, b, r.b, &|j, kk| (op.b_slot(kk, j), op.b_replica(kk, j).unwrap()))
 }
 
 #[cold]

@@ -3,15 +3,11 @@
 
 use core::arch::amdgpu as a;
 
-unsafe extern "C" {
+super::raw::shim_calls! {
     /// `fence syncscope("workgroup") release; s_barrier; fence syncscope("workgroup") acquire`.
-    fn convgrad_workgroup_barrier();
-    /// `atomicrmw fadd ... syncscope("agent") monotonic`.
-    fn convgrad_atomic_add_f32(p: *mut f32, v: f32);
-    /// `atomicrmw add ... syncscope("agent") acq_rel`.
-    fn convgrad_arrive(p: *mut u32) -> u32;
+    barrier => convgrad_workgroup_barrier;
     /// `fence syncscope("agent") acq_rel`.
-    fn convgrad_fence_agent();
+    arrival_fence => convgrad_fence_agent;
 }
 
 #[inline(always)]
@@ -22,37 +18,10 @@ pub fn thread_id() -> u32 {
 pub fn block_id() -> [u32; 3] {
     [a::workgroup_id_x(), a::workgroup_id_y(), a::workgroup_id_z()]
 }
-#[inline(always)]
-pub fn barrier() {
-    unsafe { convgrad_workgroup_barrier() }
-}
-#[inline(always)]
-pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
-    unsafe { convgrad_atomic_add_f32(p.add(i), v) }
-}
 
-#[inline(always)]
-pub unsafe fn arrive(p: *mut u32, i: usize) -> u32 {
-    unsafe { convgrad_arrive(p.add(i)) }
-}
-#[inline(always)]
-pub fn arrival_fence() {
-    unsafe { convgrad_fence_agent() }
-}
-
-/// Four scalar atomics: CDNA has no 16-byte f32 atomic.
-#[inline(always)]
-pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
-    // Spelled out: a loop over `v` that LLVM leaves rolled indexes it in scratch.
-    unsafe {
-        atomic_add_f32(p, i, v[0]);
-        atomic_add_f32(p, i + 1, v[1]);
-        atomic_add_f32(p, i + 2, v[2]);
-        atomic_add_f32(p, i + 3, v[3]);
-    }
-}
-
-pub use super::raw::{ld, lds_ld, lds_st, st, trap};
+/// CDNA has no 16-byte f32 atomic.
+pub use super::raw::atomic_add_f32x4_each as atomic_add_f32x4;
+pub use super::raw::{arrive, atomic_add_f32, ld, lds_ld, lds_st, st, trap};
 
 pub use super::no_async::{cp_async_commit, cp_async_wait, cp_async16, ldmatrix_x4};
 

@@ -5,27 +5,27 @@
 use core::arch::nvptx as a;
 
 unsafe extern "C" {
-    /// `atomicrmw fadd ... monotonic` (red.global.add.f32).
-    fn convgrad_atomic_add_f32(p: *mut f32, v: f32);
-    /// `fence.acq_rel.gpu; atom.global.add.u32; fence.acq_rel.gpu`.
-    fn convgrad_arrive(p: *mut u32) -> u32;
     /// `cp.async.cg.shared.global [dst], [src], 16, valid ? 16 : 0`.
     fn convgrad_cp_async16_if(dst: *mut u8, src: *const u8, valid: bool);
-    fn convgrad_cp_async_commit();
     fn convgrad_cp_async_wait0();
     fn convgrad_cp_async_wait1();
     fn convgrad_cp_async_wait2();
     fn convgrad_cp_async_wait3();
+    fn convgrad_f32_to_bf16(v: f32) -> u16;
     // Hopper only (generated into the sm_90a shim by xtask).
     fn convgrad_smem_addr(p: *const u8) -> u32;
-    fn convgrad_wgmma_fence();
-    fn convgrad_wgmma_commit();
     fn convgrad_wgmma_wait0();
     fn convgrad_wgmma_wait1();
-    fn convgrad_fence_proxy_async();
-    fn convgrad_f32_to_bf16(v: f32) -> u16;
     #[cfg(convgrad_wgmma)]
     fn convgrad_red_add_f32x4(p: *mut f32, a: f32, b: f32, c: f32, d: f32);
+}
+
+super::raw::shim_calls! {
+    cp_async_commit => convgrad_cp_async_commit;
+    /// Hopper only, as the rest of the warpgroup shim.
+    wgmma_fence => convgrad_wgmma_fence;
+    wgmma_commit => convgrad_wgmma_commit;
+    fence_proxy_async => convgrad_fence_proxy_async;
 }
 
 /// Four 32-bit registers, as LLVM's `<4 x i32>`.
@@ -52,15 +52,6 @@ pub fn barrier() {
     unsafe { a::_syncthreads() }
 }
 #[inline(always)]
-pub unsafe fn atomic_add_f32(p: *mut f32, i: usize, v: f32) {
-    unsafe { convgrad_atomic_add_f32(p.add(i), v) }
-}
-
-#[inline(always)]
-pub unsafe fn arrive(p: *mut u32, i: usize) -> u32 {
-    unsafe { convgrad_arrive(p.add(i)) }
-}
-#[inline(always)]
 pub fn arrival_fence() {}
 
 /// One 16-byte reduction on Hopper; four scalar ones before it.
@@ -70,13 +61,9 @@ pub unsafe fn atomic_add_f32x4(p: *mut f32, i: usize, v: [f32; 4]) {
     unsafe {
         convgrad_red_add_f32x4(p.add(i), v[0], v[1], v[2], v[3])
     }
-    // Spelled out: a loop over `v` that LLVM leaves rolled indexes it in local memory.
     #[cfg(not(convgrad_wgmma))]
     unsafe {
-        atomic_add_f32(p, i, v[0]);
-        atomic_add_f32(p, i + 1, v[1]);
-        atomic_add_f32(p, i + 2, v[2]);
-        atomic_add_f32(p, i + 3, v[3]);
+        super::raw::atomic_add_f32x4_each(p, i, v)
     }
 }
 
@@ -88,10 +75,6 @@ pub unsafe fn cp_async16<V: Copy + Default>(off: usize, src: Option<*const V>) {
         None => (core::ptr::null(), false),
     };
     unsafe { convgrad_cp_async16_if(dst, p, valid) }
-}
-#[inline(always)]
-pub fn cp_async_commit() {
-    unsafe { convgrad_cp_async_commit() }
 }
 #[inline(always)]
 pub fn cp_async_wait(pending: u32) {
@@ -118,22 +101,10 @@ pub fn lds_window(off: usize) -> u32 {
     unsafe { convgrad_smem_addr(super::raw::lds_base().add(off)) }
 }
 #[inline(always)]
-pub fn wgmma_fence() {
-    unsafe { convgrad_wgmma_fence() }
-}
-#[inline(always)]
-pub fn wgmma_commit() {
-    unsafe { convgrad_wgmma_commit() }
-}
-#[inline(always)]
 pub fn wgmma_wait(pending: u32) {
     unsafe {
         if pending == 0 { convgrad_wgmma_wait0() } else { convgrad_wgmma_wait1() }
     }
-}
-#[inline(always)]
-pub fn fence_proxy_async() {
-    unsafe { convgrad_fence_proxy_async() }
 }
 
 /// The hardware conversion (`cvt.rn.bf16.f32`).
@@ -142,4 +113,4 @@ pub fn f32_to_bf16(v: f32) -> u16 {
     unsafe { convgrad_f32_to_bf16(v) }
 }
 
-pub use super::raw::{ld, lds_ld, lds_st, st, trap};
+pub use super::raw::{arrive, atomic_add_f32, ld, lds_ld, lds_st, st, trap};

@@ -5,52 +5,20 @@
 //! `2t + e%2 + 8*(e/4)`; B slot `e` holds k `2t + e%2 + 8*(e/2)`, column `gid`;
 //! C slot `e` holds row `gid + 8*(e/2)`, column `2t + e%2`.
 
-use super::{LdsTile, MmaAtom};
+use super::{LdsTile, input_trait, mma_atom};
 use crate::arch;
 use crate::elem::Elem;
-use convgrad_types::instance::AtomKind;
-use core::marker::PhantomData;
 
-/// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`.
-pub struct Mma16x8x16<T>(PhantomData<T>);
+mma_atom! {
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`.
+    pub struct Mma16x8x16<T: MmaSyncInput>: 16 x 8 x 16, wave 32;
+    In = T, A = [T; 8], B = [T; 4], C = [f32; 4], Run = crate::elem::Al4<[T; 2]>;
+    fn a_elem(lane, e) = (lane / 4 + 8 * ((e / 2) % 2), 2 * (lane % 4) + e % 2 + 8 * (e / 4));
+    fn b_elem(lane, e) = (2 * (lane % 4) + e % 2 + 8 * (e / 2), lane / 4);
+    fn c_elem(lane, e) = (lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2);
+    fn c_slot(i, j) = (4 * (i % 8) + j / 2, 2 * (i / 8) + j % 2);
+    unsafe fn mma(a, b, c) = unsafe { T::mma_sync(a, b, c) };
 
-/// f16 or bf16 mma.sync.
-pub trait MmaSyncInput: Elem {
-    /// `c += a*b`.
-    ///
-    /// # Safety
-    /// Every lane of the wave must call it together (convergent).
-    unsafe fn mma_sync(a: &[Self; 8], b: &[Self; 4], c: &mut [f32; 4]);
-}
-
-impl<T: MmaSyncInput> MmaAtom for Mma16x8x16<T> {
-    const KIND: AtomKind = AtomKind::Mma16x8x16;
-    const M: usize = 16;
-    const N: usize = 8;
-    const K: usize = 16;
-    const WAVE: usize = 32;
-    type In = T;
-    type A = [T; 8];
-    type B = [T; 4];
-    type C = [f32; 4];
-    type ARun = crate::elem::Al4<[T; 2]>;
-    type BRun = crate::elem::Al4<[T; 2]>;
-    #[inline(always)]
-    fn a_elem(lane: usize, e: usize) -> (usize, usize) {
-        (lane / 4 + 8 * ((e / 2) % 2), 2 * (lane % 4) + e % 2 + 8 * (e / 4))
-    }
-    #[inline(always)]
-    fn b_elem(lane: usize, e: usize) -> (usize, usize) {
-        (2 * (lane % 4) + e % 2 + 8 * (e / 2), lane / 4)
-    }
-    #[inline(always)]
-    fn c_elem(lane: usize, e: usize) -> (usize, usize) {
-        (lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2)
-    }
-    #[inline(always)]
-    fn c_slot(i: usize, j: usize) -> (usize, usize) {
-        (4 * (i % 8) + j / 2, 2 * (i / 8) + j % 2)
-    }
     /// One `ldmatrix.x4`: matrices (rows +0/+8) x (k +0/+8) are registers 0..3
     /// of the A layout above; `.trans` when the tile is row-contiguous.
     #[inline(always)]
@@ -73,9 +41,13 @@ impl<T: MmaSyncInput> MmaAtom for Mma16x8x16<T> {
         let h: [T; 8] = halves(v);
         [[h[0], h[1], h[2], h[3]], [h[4], h[5], h[6], h[7]]]
     }
-    #[inline(always)]
-    unsafe fn mma(a: &[T; 8], b: &[T; 4], c: &mut [f32; 4]) {
-        unsafe { T::mma_sync(a, b, c) }
+}
+
+input_trait! {
+    /// f16 or bf16 mma.sync.
+    pub trait MmaSyncInput {
+        /// `c += a*b`.
+        fn mma_sync[8, 4, 4] = Mma16x8x16F16, Mma16x8x16Bf16;
     }
 }
 
@@ -91,9 +63,7 @@ fn halves<T: Elem>(v: [u32; 4]) -> [T; 8] {
 mod hw {
     use super::*;
     use crate::elem::Bf16;
-    #[repr(simd)]
-    #[derive(Clone, Copy)]
-    pub struct F16x2(pub [f16; 2]);
+    crate::atom::simd_types! { F16x2 = [f16; 2] }
     #[repr(C)]
     #[derive(Clone, Copy)]
     pub struct F32x4Ret(pub f32, pub f32, pub f32, pub f32);
@@ -131,24 +101,4 @@ mod hw {
             *c = [r.0, r.1, r.2, r.3];
         }
     }
-}
-
-#[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
-mod emu {
-    use super::*;
-    use crate::elem::Bf16;
-    use convgrad_emu::{lane, matrix::MatrixOp};
-    macro_rules! emu_mma {
-        ($t:ty, $op:ident) => {
-            impl MmaSyncInput for $t {
-                #[inline(always)]
-                unsafe fn mma_sync(a: &[$t; 8], b: &[$t; 4], c: &mut [f32; 4]) {
-                    let cin = *c;
-                    lane::mma(MatrixOp::$op, &crate::atom::bits(a), &crate::atom::bits(b), &cin, c);
-                }
-            }
-        };
-    }
-    emu_mma!(f16, Mma16x8x16F16);
-    emu_mma!(Bf16, Mma16x8x16Bf16);
 }

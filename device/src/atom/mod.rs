@@ -206,52 +206,131 @@ pub fn bits<T: Elem, const L: usize>(f: &[T; L]) -> [u16; L] {
     core::array::from_fn(|i| f[i].bits16())
 }
 
-#[cfg(all(test, not(any(target_arch = "amdgpu", target_arch = "nvptx64"))))]
-mod tests {
-    use super::*;
-    use crate::elem::Bf16;
+/// Declares a register atom and implements [`MmaAtom`] for it from its data,
+/// as CuTe's MMA traits are data: the struct (named as its [`AtomKind`];
+/// generic over the element type with its input trait, if any), its
+/// `M x N x K` shape and wave, the per-lane register arrays and k-run type
+/// (the same for A and B), the four lane maps (`a_elem`, `b_elem`, `c_elem`,
+/// `c_slot`, in any order) and the body of `mma`. What follows the data
+/// (matrix-load overrides) goes into the impl as written.
+macro_rules! mma_atom {
+    (
+        $(#[$doc:meta])*
+        pub struct $name:ident$(<$t:ident: $input:ident>)?: $m:literal x $n:literal x $k:literal, wave $wave:literal;
+        In = $in:ty, A = $a:ty, B = $b:ty, C = $c:ty, Run = $run:ty;
+        $(fn $map:ident($p:pat_param, $q:pat_param) = $at:expr;)*
+        unsafe fn mma($x:ident, $y:ident, $z:ident) = $mma:expr;
+        $($extra:tt)*
+    ) => {
+        $(#[$doc])*
+        pub struct $name$(<$t>(core::marker::PhantomData<$t>))?;
 
-    /// Every lane-slot pair maps to a distinct element, all elements are
-    /// covered (WMMA: each row/column exactly twice, lanes l and l+16), and
-    /// the declared k-runs are consecutive k of one row (A) / column (B).
-    fn check<At: MmaAtom>() {
-        let (m, n, k) = (At::M, At::N, At::K);
-        let e = core::mem::size_of::<At::In>();
-        let (la, lb, lc) = (At::A::default().as_ref().len(), At::B::default().as_ref().len(), At::C::default().as_ref().len());
-        let (ra, rb) = (core::mem::size_of::<At::ARun>() / e, core::mem::size_of::<At::BRun>() / e);
-        let mut seen_a = std::vec![0u32; m * k];
-        let mut seen_b = std::vec![0u32; k * n];
-        let mut seen_c = std::vec![0u32; m * n];
-        for lane in 0..At::WAVE {
-            for s in 0..la {
-                let (i, kk) = At::a_elem(lane, s);
-                seen_a[i * k + kk] += 1;
-                let (i0, k0) = At::a_elem(lane, s - s % ra);
-                assert_eq!((i, kk), (i0, k0 + s % ra), "A run broken at lane {lane} slot {s}");
+        impl$(<$t: $input>)? $crate::atom::MmaAtom for $name$(<$t>)? {
+            const KIND: $crate::atom::AtomKind = $crate::atom::AtomKind::$name;
+            const M: usize = $m;
+            const N: usize = $n;
+            const K: usize = $k;
+            const WAVE: usize = $wave;
+            type In = $in;
+            type A = $a;
+            type B = $b;
+            type C = $c;
+            type ARun = $run;
+            type BRun = $run;
+            $(
+                #[inline(always)]
+                fn $map($p: usize, $q: usize) -> (usize, usize) {
+                    $at
+                }
+            )*
+            #[inline(always)]
+            unsafe fn mma($x: &$a, $y: &$b, $z: &mut $c) {
+                $mma
             }
-            for s in 0..lb {
-                let (kk, j) = At::b_elem(lane, s);
-                seen_b[kk * n + j] += 1;
-                let (k0, j0) = At::b_elem(lane, s - s % rb);
-                assert_eq!((kk, j), (k0 + s % rb, j0), "B run broken at lane {lane} slot {s}");
+            $($extra)*
+        }
+    };
+}
+pub(crate) use mma_atom;
+
+/// `#[repr(simd)]` wrappers of arrays: the LLVM vector types the matrix
+/// intrinsics take and return.
+#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+macro_rules! simd_types {
+    ($($name:ident = [$t:ty; $n:literal]),* $(,)?) => {$(
+        #[repr(simd)]
+        #[derive(Clone, Copy)]
+        pub struct $name(pub [$t; $n]);
+    )*};
+}
+#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+pub(crate) use simd_types;
+
+/// Bf16 elements as the `i16` vector lanes the bf16 intrinsics take (Bf16
+/// is a transparent u16: the bits reinterpret as-is).
+#[cfg(target_arch = "amdgpu")]
+#[inline(always)]
+pub(crate) fn bf16_lanes<const L: usize>(v: &[crate::elem::Bf16; L]) -> [i16; L] {
+    // SAFETY: `L` 2-byte plain-data elements either way.
+    unsafe { core::mem::transmute_copy::<[crate::elem::Bf16; L], [i16; L]>(v) }
+}
+
+/// Declares an atom's input trait: the element types (f16, bf16) its
+/// instruction takes, each method `$f` one instruction on operand arrays of
+/// `$la`, `$lb`, `$lc` elements. The GPU targets implement it with their
+/// intrinsics; on the host it runs as the emulator's matrix ops `$f16` and
+/// `$bf16`.
+macro_rules! input_trait {
+    (
+        $(#[$doc:meta])*
+        pub trait $input:ident {
+            $($(#[$fdoc:meta])* fn $f:ident[$la:literal, $lb:literal, $lc:literal] = $f16:ident, $bf16:ident;)*
+        }
+    ) => {
+        $(#[$doc])*
+        pub trait $input: $crate::elem::Elem {
+            $(
+                $(#[$fdoc])*
+                ///
+                /// # Safety
+                /// Every lane of the wave must call it together (convergent).
+                unsafe fn $f(a: &[Self; $la], b: &[Self; $lb], c: &mut [f32; $lc]);
+            )*
+        }
+
+        #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+        mod emu {
+            use super::$input;
+            use crate::atom::emulate;
+            use crate::elem::Bf16;
+            use convgrad_emu::matrix::MatrixOp;
+            impl $input for f16 {
+                $(
+                    #[inline(always)]
+                    unsafe fn $f(a: &[f16; $la], b: &[f16; $lb], c: &mut [f32; $lc]) {
+                        emulate(MatrixOp::$f16, a, b, c)
+                    }
+                )*
             }
-            for s in 0..lc {
-                let (i, j) = At::c_elem(lane, s);
-                seen_c[i * n + j] += 1;
+            impl $input for Bf16 {
+                $(
+                    #[inline(always)]
+                    unsafe fn $f(a: &[Bf16; $la], b: &[Bf16; $lb], c: &mut [f32; $lc]) {
+                        emulate(MatrixOp::$bf16, a, b, c)
+                    }
+                )*
             }
         }
-        let copies = (At::WAVE * la / (m * k)) as u32;
-        assert!(seen_a.iter().all(|&c| c == copies), "A coverage");
-        assert!(seen_b.iter().all(|&c| c == copies), "B coverage");
-        assert!(seen_c.iter().all(|&c| c == 1), "C coverage");
-    }
+    };
+}
+pub(crate) use input_trait;
 
-    #[test]
-    fn atom_layouts_are_consistent() {
-        check::<mfma::Mfma32x32x8<f16>>();
-        check::<mfma::Mfma16x16x16<Bf16>>();
-        check::<wmma::Wmma16x16x16<f16>>();
-        check::<mma_sync::Mma16x8x16<f16>>();
-        check::<fma::Fma>();
-    }
+/// The emulator's `op` on this lane's registers: `c = a * b + c`.
+#[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+#[inline(always)]
+pub(crate) fn emulate<T: Elem, const LA: usize, const LB: usize, const LC: usize>(
+    op: convgrad_emu::matrix::MatrixOp, a: &[T; LA], b: &[T; LB], c: &mut [f32; LC],
+) {
+    let cin = *c;
+    convgrad_emu::lane::mma(op, &bits(a), &bits(b), &cin, c);
 }

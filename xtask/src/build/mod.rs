@@ -588,28 +588,23 @@ fn llvm_steps(
     tc.run("opt", opt_args).context("opt")?;
     let triple = format!("-mtriple={}", arch.triple());
     let cpu = format!("-mcpu={}", arch.cpu());
+    // llc with the target, then `flags`, writing `output` from opt.bc.
+    let llc = |flags: &[&str], output: &str| -> Result<()> {
+        let mut args: Vec<std::ffi::OsString> = [triple.as_str(), cpu.as_str()]
+            .iter()
+            .chain(flags)
+            .chain(&["-o"])
+            .map(Into::into)
+            .collect();
+        args.extend([p(output).into_os_string(), p("opt.bc").into_os_string()]);
+        tc.run("llc", args).context("llc")?;
+        Ok(())
+    };
     let out = arch.object_path();
     std::fs::create_dir_all(out.parent().unwrap())?;
     match arch.vendor {
         Vendor::Amd => {
-            tc.run(
-                "llc",
-                [
-                    triple.as_str(),
-                    cpu.as_str(),
-                    llc_opt,
-                    "-filetype=obj",
-                    "-o",
-                ]
-                .map(Into::into)
-                .into_iter()
-                .chain([
-                    p("convgrad.o").into_os_string(),
-                    p("opt.bc").into_os_string(),
-                ])
-                .collect::<Vec<std::ffi::OsString>>(),
-            )
-            .context("llc")?;
+            llc(&[llc_opt, "-filetype=obj"], "convgrad.o")?;
             // 5. link the code object.
             let mut args: Vec<std::ffi::OsString> = [
                 "-flavor",
@@ -633,18 +628,7 @@ fn llvm_steps(
             // 7.0) llc copies by-value kernel parameters to local memory.
             // sm_90a needs 8.0 (wgmma) and 8.1 (red.global.v4.f32).
             let ptx = if arch.family() == Family::Hopper { "-mattr=+ptx81" } else { "-mattr=+ptx78" };
-            tc.run(
-                "llc",
-                [triple.as_str(), cpu.as_str(), ptx, llc_opt, "-o"]
-                    .map(Into::into)
-                    .into_iter()
-                    .chain([
-                        p("convgrad.ptx").into_os_string(),
-                        p("opt.bc").into_os_string(),
-                    ])
-                    .collect::<Vec<std::ffi::OsString>>(),
-            )
-            .context("llc")?;
+            llc(&[ptx, llc_opt], "convgrad.ptx")?;
             let ptx = std::fs::read_to_string(p("convgrad.ptx"))?;
             let ext = nvptx::extern_functions(&ptx);
             if !ext.is_empty() {
