@@ -119,7 +119,6 @@ pub(super) const VOP2: Tables = Tables {
     // forms there (CDNA3 guide; llvm-project's gfx940_asm_features.s).
     gfx90a: &[(22, "v_mac_f32"), (23, "v_madmk_f32"), (24, "v_madak_f32")],
     gfx942: &[(23, "v_fmamk_f32"), (24, "v_fmaak_f32")],
-    ..Tables::NONE
 };
 
 pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
