@@ -15,6 +15,7 @@ pub mod epilogue;
 pub mod filter_cols;
 pub mod lanes;
 pub mod residues;
+pub mod row_run;
 pub mod tap_grid;
 pub mod tap_window;
 
@@ -81,12 +82,18 @@ pub fn next_out_pixel(a: &ConvArgs, n: &mut u32, o: &mut [u32; 3]) {
         o[1] += 1;
         if o[1] == a.output[1] {
             o[1] = 0;
-            o[0] += 1;
-            if o[0] == a.output[0] {
-                o[0] = 0;
-                *n += 1;
-            }
+            next_out_depth(a, n, &mut o[0]);
         }
+    }
+}
+
+/// Steps output depth `oz` on, carrying into image `n` past the last.
+#[inline(always)]
+pub fn next_out_depth(a: &ConvArgs, n: &mut u32, oz: &mut u32) {
+    *oz += 1;
+    if *oz == a.output[0] {
+        *oz = 0;
+        *n += 1;
     }
 }
 

@@ -35,7 +35,8 @@
 use crate::arch;
 use crate::conv::filter_cols::{filter_col, put_dw, write_dw};
 use crate::conv::lanes::{THREADS, ld_lanes};
-use crate::conv::{load_args, window_origin};
+use crate::conv::row_run::RowRun;
+use crate::conv::{load_args, next_out_depth, window_origin};
 use crate::elem::Elem;
 use crate::gemm::splitk;
 use crate::unroll::unroll;
@@ -164,27 +165,14 @@ unsafe fn walk<In: Elem, const VW: usize, const F: usize, const P: usize, const 
             oy += 1;
             if oy == a.output[1] {
                 oy = 0;
-                oz += 1;
-                if oz == a.output[0] {
-                    oz = 0;
-                    n += 1;
-                }
+                next_out_depth(a, &mut n, &mut oz);
             }
         }
     }
 }
 
-/// One chunk of [`walk`] with its filter row inside the input.
-struct Chunk {
-    /// Offset of the chunk's first `dY` pixel.
-    y_px: u32,
-    /// Offset of the filter row's `x` row (column 0).
-    x_row: u32,
-    /// Input column of window entry 0 (wrapping below zero).
-    ix0: u32,
-    /// Pixels in the chunk (1 to `P`).
-    len: u32,
-}
+/// One chunk of [`walk`] (1 to `P` pixels).
+type Chunk = RowRun;
 
 /// Applies the `F` taps of a filter row to one chunk: its `P` `dY` vectors
 /// and the window's `x` vectors (entry `e` at column `ix0 + e`, or `ix0 + e *

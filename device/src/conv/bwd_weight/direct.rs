@@ -34,7 +34,8 @@
 
 use crate::conv::filter_cols::{filter_col, put_dw, split_filter_col, write_dw, write_dw_or_partial};
 use crate::conv::lanes::{THREADS, dispatch_lanes, ld_lanes};
-use crate::conv::{load_args, next_out_pixel, spatial_off, split_out_pixel, window_origin};
+use crate::conv::row_run::RowRun;
+use crate::conv::{load_args, next_out_depth, next_out_pixel, spatial_off, split_out_pixel, window_origin};
 use crate::arch;
 use crate::elem::Elem;
 use crate::gemm::splitk;
@@ -272,27 +273,14 @@ unsafe fn row_segments<In: Elem, const VW: usize, const DEPTHWISE: bool>(a: &Con
             seg += 1;
             if seg == a.direct.div_segs.div {
                 seg = 0;
-                oz += 1;
-                if oz == a.output[0] {
-                    oz = 0;
-                    n += 1;
-                }
+                next_out_depth(a, &mut n, &mut oz);
             }
         }
     }
 }
 
-/// One row segment of [`row_segments`] with its filter row inside the input.
-struct Segment {
-    /// Offset of the segment's first `dY` pixel.
-    y_px: u32,
-    /// Offset of the filter row's `x` row (column 0).
-    x_row: u32,
-    /// Input column of window column 0 (wrapping below zero).
-    ix0: u32,
-    /// Pixels in the segment (1 to `SEG`).
-    len: u32,
-}
+/// One row segment of [`row_segments`] (1 to `SEG` pixels).
+type Segment = RowRun;
 
 /// Applies a filter row's three taps to one segment: `SEG` `dY` vectors
 /// and the `SEG + 2` `x` vectors of its window, masked where they fall past
