@@ -170,6 +170,7 @@ fn bwd_weight_split_k_workspace_is_reused() {
     use convgrad::verify::bwd_weight::run_with;
     let gemm = prob(&[2, 2, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1]);
     let direct = prob(&[2, 16, 3, 1, 1, 3, 3, 20, 20, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let stem = prob(&[2, 1, 2, 24, 3, 7, 7, 22, 22, 2, 2, 1, 1, 3, 3, 3, 3]);
     for arch in [EmuArch::Gfx942, EmuArch::Sm90] {
         let (dev, module) = device(arch);
         let ws = SplitKWorkspace::new(&dev, 1 << 16).unwrap();
@@ -187,6 +188,11 @@ fn bwd_weight_split_k_workspace_is_reused() {
             (direct, 3, true),
             (direct, 4, false),
             (gemm, 2, false),
+            // x' at the workspace's start, then a call that needs zeros there.
+            (stem, 3, false),
+            (stem, 4, true),
+            (stem, 3, false),
+            (gemm, 3, false),
         ];
         for (i, (p, kb, det)) in calls.into_iter().enumerate() {
             let cfg = BwdWeightConfig { split_k: SplitK::Fixed(kb), deterministic: det, ..Default::default() };
@@ -218,8 +224,9 @@ fn bwd_weight_direct_deterministic_is_bitwise_reproducible() {
 
 /// The automatic k_batch's measured decisions on an H200 (132 SMs): one round
 /// of two blocks (and at least 8 warps) per SM; two where that leaves a deep reduction unsplit; four
-/// blocks per SM for element copies (the RGB stem: 176 splits, under their cap of 256); no
-/// split once the tiles fill the GPU (CK example 20).
+/// blocks per SM for element copies (20 channels: 2 x 264 / 3 column tiles = 176 splits, under
+/// their cap of 256; the RGB stem runs unfolded, on vectors: 88); no split once the tiles fill the
+/// GPU (CK example 20).
 #[test]
 fn bwd_weight_auto_split_k() {
     let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
@@ -227,7 +234,8 @@ fn bwd_weight_auto_split_k() {
         ("r50 1x1 14 256->1024", &[2, 1, 256, 1024, 256, 1, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0][..], 16),
         ("512ch 3x3 7, 128 images", &[2, 1, 128, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 3),
         ("512ch 3x3 7, 16 images", &[2, 1, 16, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 1),
-        ("RGB stem", &[2, 1, 256, 64, 3, 7, 7, 224, 224, 2, 2, 1, 1, 3, 3, 3, 3], 176),
+        ("RGB stem, unfolded", &[2, 1, 256, 64, 3, 7, 7, 224, 224, 2, 2, 1, 1, 3, 3, 3, 3], 88),
+        ("20 channels, element copies", &[2, 1, 256, 64, 20, 3, 3, 112, 112, 2, 2, 1, 1, 1, 1, 1, 1], 176),
         ("CK example 20", &[3, 4, 1, 128, 256, 3, 3, 3, 14, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1),
     ] {
         let got = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap().k_batch;
@@ -367,8 +375,41 @@ fn bwd_weight_stride_equals_filter() {
         let cfg = rotated(at, layout, at.pick(&TypeConfig::ALL, 1, 2), [(1, 1), (1, 2), (0, 1)]);
         let o = case(*p, cfg.clone(), at.seed(9000, 13), at.pick(&INITS, 1, 1)).check(dev, module, name);
         let want = problems[at.i].2 && common::channels_last(layout, p.g);
-        let folded = o.describe.contains("folded");
+        // Not "unfolded" (small-C inputs with padding, copied first).
+        let folded = o.describe.contains(" folded");
         let line = format!("{} -> {} (folded {folded}, expected {want}): {}", label(&cfg), o.describe, o.report.summary());
         (line, o.passed() && folded == want)
+    });
+}
+
+/// Small-C inputs (RGB stems, 1-4 channels, 1-D to 3-D, strides, dilations,
+/// asymmetric pads) run unfolded into channels where the GEMM would gather
+/// them element by element: 2-byte types with channels-last weights (not
+/// where the direct kernel runs). Every
+/// layout, type, epilogue and split-K mode against the reference, and the
+/// plan says whether it unfolded.
+#[test]
+fn bwd_weight_small_c_unfolded() {
+    let named = [
+        ("ResNet stem 7x7 s2", prob(&[2, 1, 2, 64, 3, 7, 7, 30, 30, 2, 2, 1, 1, 3, 3, 3, 3])),
+        ("U-Net 3x3 s1 RGB", prob(&[2, 1, 2, 32, 3, 3, 3, 20, 20, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("MobileNet 3x3 s2 RGB", prob(&[2, 1, 2, 32, 3, 3, 3, 21, 21, 2, 2, 1, 1, 1, 1, 1, 1])),
+        ("3-D 4 channels", prob(&[3, 1, 1, 16, 4, 3, 3, 3, 8, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("1-D 2 channels dilated", prob(&[1, 1, 2, 24, 2, 5, 40, 2, 2, 2, 2])),
+        ("1 channel 5x5 asym", prob(&[2, 1, 2, 16, 1, 5, 5, 19, 23, 1, 2, 1, 1, 2, 1, 1, 2])),
+    ];
+    sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &named, 3, |dev, module, at, name, p| {
+        let layout = at.pick(&ConvLayout::ALL, 1, 1);
+        let cfg = rotated(at, layout, at.pick(&TypeConfig::ALL, 1, 2), [(1, 1), (1, 2), (0, 1)]);
+        let o = case(*p, cfg.clone(), at.seed(11000, 7), at.pick(&INITS, 1, 1)).check(dev, module, name);
+        // Never a GEMM gathering the channels one by one where they could be
+        // unfolded; the direct kernel's tiny GEMMs (some of these small
+        // problems, unfolded or not) need no vectors. Unfolded only where eligible.
+        let eligible = cfg.types.act().bytes() == 2 && layout != ConvLayout::NgchwGkcyxNgkhw;
+        let unfolded = o.describe.contains("unfolded");
+        let gathers = !unfolded && !o.instance.starts_with("bwdw_direct");
+        let ok = if eligible { !gathers } else { !unfolded };
+        let line = format!("{} -> {} (unfolded {unfolded}, eligible {eligible}): {}", label(&cfg), o.describe, o.report.summary());
+        (line, o.passed() && ok)
     });
 }

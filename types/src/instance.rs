@@ -97,6 +97,11 @@ pub enum Op {
     /// row's taps for a channel vector and slides a window of `x` along the
     /// output rows (one `dy` and `stride` `x` loads per pixel).
     BwdWeightDepthwise,
+    /// Not a convolution kernel: backward-weight's pre-pass for small-C
+    /// inputs (RGB stems), which unfolds the taps of the trailing spatial
+    /// axes into channels of a workspace copy of `x` (zero padded to whole
+    /// 16-byte vectors) so that the GEMM on it loads vectors.
+    BwdWeightUnfold,
 }
 
 impl Op {
@@ -332,7 +337,7 @@ impl Instance {
     /// LDS bytes it is launched with.
     pub const fn lds_bytes(&self) -> u32 {
         match self.op {
-            Op::BwdDataDirect | Op::BwdDataDepthwise => 0,
+            Op::BwdDataDirect | Op::BwdDataDepthwise | Op::BwdWeightUnfold => 0,
             // The channel-vector path sums its streams in LDS: 256 threads x 4
             // f32 lanes (`bwd_data_direct::LANES`, shared by both direct kernels).
             Op::BwdWeightDirect => 256 * 4 * 4,
@@ -426,6 +431,9 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_depthwise_f16, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, F16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_depthwise_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_depthwise_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, Bf16F32, 256, 1, 1, 256, 1, Fma);
+        // Backward-weight's pre-pass for small-C inputs, by element size (bf16f32 takes bf16's).
+        $m!($($extra,)* bwdw_unfold_f16, [Cdna, Rdna3, Nvidia], BwdWeightUnfold, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_unfold_bf16, [Cdna, Rdna3, Nvidia], BwdWeightUnfold, Bf16, 256, 1, 1, 256, 1, Fma);
         // Backward-data (stride-residue slices in one launch), on the matrix units.
         $m!($($extra,)* bwdd_f16_128x128x32_mfma32, [Cdna], BwdData, F16, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdd_f16_64x64x32_mfma16, [Cdna], BwdData, F16, 64, 64, 32, 2, 2, Mfma16x16x16);

@@ -163,6 +163,9 @@ pub struct ConvArgs {
     pub strips: StripPart,
     /// The tap-shift kernels' padded grid.
     pub tap_shift: TapShiftPart,
+    /// Small-C inputs unfolded into channels (backward-weight's pre-pass
+    /// and the kernels that run on its output).
+    pub unfold: UnfoldPart,
     /// Padding to a multiple of 8 bytes (zero).
     pub _pad: u32,
 }
@@ -309,6 +312,30 @@ pub struct TapShiftPart {
     pub div_halo: [FastDiv; 2],
 }
 
+/// `x` unfolded into channels ahead of backward-weight
+/// ([`Op::BwdWeightUnfold`](crate::instance::Op), `convgrad_device::conv::bwd_weight::unfold`):
+/// `x'` is `[N][D'][H'][W'][C']` packed, the trailing `dims` spatial axes
+/// running over output positions and their taps times `C` as channels.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct UnfoldPart {
+    /// Every backward-weight kernel: the real channels of an unfolded
+    /// problem (taps of the unfolded axes times `C`); filter columns of
+    /// channels at or past it pad `C'` to whole vectors and are not
+    /// stored. 0: all are stored (not unfolded, or no padding).
+    pub valid: u32,
+    /// The pre-pass: spatial axes unfolded, counted from x (1: x; 2: y, x; 3: all).
+    pub dims: u32,
+    /// The pre-pass: elements of `x'` (a multiple of 16 bytes' worth).
+    pub elems: u32,
+    /// Padding to 16 bytes (zero).
+    pub _pad: u32,
+    /// The pre-pass: division by the 16-byte vectors per pixel of `x'`.
+    pub div_vecs: FastDiv,
+    /// The pre-pass: division by `x'`'s spatial sizes `[D', H', W']`.
+    pub div_pix: [FastDiv; 3],
+}
+
 /// FNV-1a over a list of words, usable in constants.
 pub const fn fnv1a(words: &[u32]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
@@ -379,7 +406,10 @@ impl ConvArgs {
             offset_of!(ConvArgs, tap_shift) as u32,
             size_of::<TapShiftPart>() as u32,
             offset_of!(TapShiftPart, div_halo) as u32,
-            10, // bump when a field's meaning changes
+            offset_of!(ConvArgs, unfold) as u32,
+            size_of::<UnfoldPart>() as u32,
+            offset_of!(UnfoldPart, div_pix) as u32,
+            11, // bump when a field's meaning changes
         ])
     };
 }

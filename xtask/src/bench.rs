@@ -35,6 +35,9 @@ struct BenchArgs {
     /// Force this kernel instance (tuning); shapes it cannot run are skipped.
     #[arg(long)]
     instance: Option<String>,
+    /// bwd-weight: force this many split-K batches (tuning; default: chosen).
+    #[arg(long)]
+    split_k: Option<u32>,
 }
 
 /// The options `bench` and `tune` share: the device, the operation, the shapes.
@@ -469,6 +472,7 @@ pub(crate) fn time_data_on(dev: &Device, module: &Module, plan: &BwdDataPlan, in
 }
 
 /// Median kernel time of one shape (ms), with fresh random inputs, and the kernel's description.
+#[allow(clippy::too_many_arguments)]
 fn time_ours(
     dev: &Device,
     module: &Module,
@@ -477,11 +481,13 @@ fn time_ours(
     t: TypeConfig,
     iters: usize,
     instance: Option<&str>,
+    split_k: Option<u32>,
 ) -> Result<(f64, String)> {
     let (family, cus) = (dev.family(), dev.compute_units());
     match op {
         Op::BwdWeight => {
-            let plan = weight_op::plan(&s.p, &weight_config(t, instance, SplitK::Auto), family, cus)?;
+            let split = split_k.map_or(SplitK::Auto, SplitK::Fixed);
+            let plan = weight_op::plan(&s.p, &weight_config(t, instance, split), family, cus)?;
             let ms = time_weight(dev, module, &plan, t, iters)?;
             Ok((
                 ms,
@@ -600,7 +606,7 @@ pub fn run(args: &[String]) -> Result<()> {
     // (dtype, fused) -> ours ms, for the overhead of the fused epilogue.
     let mut pair: Vec<(TypeConfig, bool, f64)> = vec![];
     for ((s, t), peer_ms) in sel.iter().zip(&theirs) {
-        let timed = time_ours(dev, module, op, s, *t, iters, a.instance.as_deref())
+        let timed = time_ours(dev, module, op, s, *t, iters, a.instance.as_deref(), a.split_k)
             .with_context(|| format!("{} {} {}", op.name(), s.name, t.name()));
         let (ms, kern) = match (timed, &a.instance) {
             (Ok(r), _) => r,

@@ -30,19 +30,24 @@ pub fn split_filter_col(a: &ConvArgs, n: u32) -> (u32, [u32; 3]) {
     (c, [z, y, x])
 }
 
-/// Writes `v` (the full reduction) through the epilogue into `dW`.
+/// Writes `v` (the full reduction) through the epilogue into `dW`; not the
+/// columns that pad an unfolded problem's channels (`UnfoldPart::valid`).
 #[inline(always)]
 pub(crate) unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v: f32) {
     let (c, [z, y, x]) = split_filter_col(a, n);
+    if a.unfold.valid != 0 && c >= a.unfold.valid {
+        return;
+    }
     unsafe { store_result::<Out>(a, a.w, &a.w_strides, [g, m, c, z, y, x], v) }
 }
 
 /// Writes weights `(g, m, n0 .. n0 + len)` (`n0` a multiple of [`RUN`])
 /// through the epilogue: in GKZYXC with whole channel runs they are channels
-/// of one tap, one vector store.
+/// of one tap, one vector store (not where padding columns make the
+/// channels of an unfolded problem a run of another length in `dW`).
 #[inline(always)]
 pub(crate) unsafe fn write_dw_run<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n0: u32, len: u32, v: [f32; RUN]) {
-    if c_fastest(a) && a.c.is_multiple_of(RUN as u32) {
+    if c_fastest(a) && a.c.is_multiple_of(RUN as u32) && a.unfold.valid == 0 {
         let (c, [z, y, x]) = split_filter_col(a, n0);
         unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v, &mut BiasRun::new()) }
     } else {

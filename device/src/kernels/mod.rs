@@ -85,6 +85,7 @@ macro_rules! body {
         $crate::conv::bwd_weight::direct::kernel::<in_ty!($ty), out_ty!($ty)>($args)
     };
     ($args:ident, BwdWeightDepthwise, $ty:ident, $($rest:tt)*) => { $crate::conv::bwd_weight::depthwise::kernel::<in_ty!($ty), out_ty!($ty)>($args) };
+    ($args:ident, BwdWeightUnfold, $ty:ident, $($rest:tt)*) => { $crate::conv::bwd_weight::unfold::kernel::<in_ty!($ty)>($args) };
     ($args:ident, Smoke, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         $crate::kernels::smoke::run::<atom_ty!($atom, F16)>($args)
     };

@@ -4,7 +4,7 @@
 //! GEMM per group: `M = K`, `N = C * Z*Y*X`, reduction `N_batch * Do*Ho*Wo`.
 
 use convgrad_types::epilogue::{EpiChain, MAX_D};
-use super::{fold, select};
+use super::{fold, select, unfold};
 use convgrad_types::instance::{Family, Op};
 use convgrad_types::contract::bwd_weight_direct::{SEG, TAP_BLOCK};
 use convgrad_types::params::{ConvArgs, FastDiv, GemmPart, flags, vec_mode};
@@ -81,6 +81,29 @@ pub struct BwdWeightPlan {
     pub args_template: ConvArgs,
     /// Whether the tuning table chose the kernel (else the hand rules or a forced instance).
     pub from_table: bool,
+    /// The pre-pass that unfolds a small-C `x` into channels, where the
+    /// plan runs the unfolded problem (see [`UnfoldPlan`]).
+    pub unfold: Option<UnfoldPlan>,
+}
+
+/// Backward-weight's pre-pass for small-C inputs (RGB stems): a launch that
+/// writes `x'`, the taps of the trailing spatial axes unfolded into
+/// channels zero padded to whole 16-byte vectors, at the start of the
+/// workspace; the main launch runs the unfolded problem on it (its split-K
+/// part follows `x'`) and does not store the padding columns.
+#[derive(Clone, Debug)]
+pub struct UnfoldPlan {
+    /// The launch (`bwdw_unfold_*`).
+    pub launch: LaunchSpec,
+    /// Its argument block (the caller's problem), addresses left zero.
+    pub args_template: ConvArgs,
+    /// f32 workspace elements ahead of the split-K part that hold `x'`.
+    pub ws_elems: usize,
+    /// Channels `C'` of `x'` and the real ones (taps times `C`), and the
+    /// spatial axes unfolded, counted from x.
+    pub cols: usize,
+    pub valid: usize,
+    pub dims: usize,
 }
 
 /// Builds the plan for `p` on a device of `family` with `compute_units`.
@@ -133,7 +156,28 @@ pub fn plan_with(
             folded => return folded.map(|plan| BwdWeightPlan { problem: *p, x, dw, ds, ..plan }),
         }
     }
-    plan_on(p, cfg, family, compute_units, chain, x, dw, dy)
+    let given = plan_on(p, cfg, family, compute_units, chain, x, dw, dy)?;
+    // Channels that fill no vector: where the GEMM would gather them one by
+    // one, the kernels run the problem unfolded (the direct kernels' tiny
+    // GEMMs stay; as for the fold, a forced instance that does not fit the
+    // unfolded problem runs the problem as given).
+    let gathers = given.main.instance.op == Op::BwdWeight;
+    if let Some(u) = unfold::choose(p, cfg.types, &dw).filter(|_| gathers) {
+        match plan_on(&u.problem, cfg, family, compute_units, chain, u.x, u.dw, dy) {
+            Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
+            Err(e) => return Err(e),
+            Ok(mut plan) => {
+                let inst = unfold::Unfolded::instance(cfg.types);
+                let launch = LaunchSpec { instance: inst, grid: [u.grid_x(), 1, 1], block: inst.threads(family), lds_bytes: 0 };
+                let ws_elems = u.ws_elems();
+                plan.args_template.unfold.valid = if u.valid == u.cols { 0 } else { u.valid as u32 };
+                plan.workspace_elems += ws_elems;
+                let pre = UnfoldPlan { launch, args_template: u.args(p, &x), ws_elems, cols: u.cols, valid: u.valid, dims: u.dims };
+                return Ok(BwdWeightPlan { problem: *p, x, dw, ds, unfold: Some(pre), ..plan });
+            }
+        }
+    }
+    Ok(given)
 }
 
 /// The plan of [`plan_with`] for the problem the kernels run (`p` folded or not).
@@ -404,6 +448,7 @@ fn plan_on(
         atomic_partials: mode == flags::SPLITK_ATOMIC,
         args_template: args,
         from_table: choice.from_table,
+        unfold: None,
     })
 }
 
@@ -465,21 +510,40 @@ impl BwdWeightPlan {
         } else {
             String::new()
         };
-        let folded = fold::describe(&self.problem, a);
+        let folded = match &self.unfold {
+            Some(u) => {
+                let axes = ["x", "y and x", "z, y and x"][u.dims - 1];
+                format!(" ; {axes} unfolded into channels first (C' = {} for {}, {})", u.cols, u.valid, u.launch.instance.name)
+            }
+            None => fold::describe(&self.problem, a),
+        };
         let table = if self.from_table { " ; tuning table" } else { "" };
         format!("{} ; k_batch {} ; split-K {mode}{shifts}{folded}{table}", self.main.instance.name, self.k_batch)
     }
-    /// The argument block with device addresses filled in.
+    /// The argument block with device addresses filled in (unfolded: `x'`
+    /// at the workspace's start, the split-K part after it).
     pub fn args(&self, x: u64, dw: u64, dy: u64, workspace: u64, ds: &[u64]) -> ConvArgs {
         let mut a = self.args_template;
         a.x = x;
         a.w = dw;
         a.dy = dy;
         a.ws = workspace;
+        if let Some(u) = &self.unfold {
+            a.x = workspace;
+            a.ws = if self.workspace_elems > u.ws_elems { workspace + 4 * u.ws_elems as u64 } else { 0 };
+        }
         for (i, &d) in ds.iter().enumerate().take(MAX_D) {
             a.d[i] = d;
         }
         a
+    }
+    /// The pre-pass's argument block: it reads `x` and writes `x'` at the workspace's start.
+    pub fn unfold_args(&self, x: u64, workspace: u64) -> Option<ConvArgs> {
+        self.unfold.as_ref().map(|u| ConvArgs { x, w: workspace, ..u.args_template })
+    }
+    /// Bytes at the workspace's start that every call overwrites (`x'`).
+    pub fn scratch_bytes(&self) -> usize {
+        self.unfold.as_ref().map_or(0, |u| 4 * u.ws_elems)
     }
     /// GEMM-K each output element accumulates over (the tolerance grows with it).
     pub fn accumulation_length(&self) -> u64 {
@@ -620,8 +684,9 @@ pub fn execute(
     workspace: Option<&SplitKWorkspace>,
 ) -> Result<(), OpError> {
     let k = module.kernel(plan.main.instance.name)?;
+    let pre = plan.unfold.as_ref().map(|u| module.kernel(u.launch.instance.name)).transpose()?;
     let ws = workspace.map_or(super::Workspace::None, super::Workspace::Tracked);
-    super::prepared::launch_bwd_weight(dev, &dev.default_stream(), &k, plan, bufs, ws)
+    super::prepared::launch_bwd_weight(dev, &dev.default_stream(), &k, pre.as_ref(), plan, bufs, ws)
 }
 
 /// Whether `cfg` can run `p` (packed tensors of `cfg.layout`) on `arch`

@@ -12,6 +12,7 @@ mod fold;
 mod prepared;
 pub mod select;
 pub mod tuned;
+mod unfold;
 
 pub use cache::PlanCache;
 pub use prepared::{Workspace, WorkspaceContents};

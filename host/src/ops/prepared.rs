@@ -227,7 +227,8 @@ impl BwdWeightOp {
             return before;
         }
         let tail = if before.zero_from() > need { before.zero_from() } else { 0 };
-        let partials = if self.plan.atomic_partials { 0 } else { self.plan.partial_elems * 4 };
+        let scratch = self.plan.scratch_bytes();
+        let partials = scratch + if self.plan.atomic_partials { 0 } else { self.plan.partial_elems * 4 };
         match tail.max(partials) {
             0 => WorkspaceContents::Zeroed,
             usize::MAX => WorkspaceContents::Unknown,
@@ -242,25 +243,29 @@ impl BwdWeightOp {
             checked(&self.dev, stream, [("x", &t.x, &p.x, act), ("dy", &t.dy, &p.dy, act), ("dw", &t.dw, &p.dw, wei)])?;
         let ds = checked_ds(&self.dev, stream, &p.ds, wei, t.ds)?;
         let bufs = BwdWeightBuffers { x, dy, dw, ds: &ds };
-        launch_bwd_weight(&self.dev, stream, &self.kernel, p, bufs, ws)
+        let pre = p.unfold.as_ref().map(|u| self.dev.kernels()?.kernel(u.launch.instance.name)).transpose()?;
+        launch_bwd_weight(&self.dev, stream, &self.kernel, pre.as_ref(), p, bufs, ws)
     }
 }
 
-/// Queues `plan`'s launch on `stream` after readying the workspace: zeroes
-/// (on the stream) what the call needs as zeros and a previous call may
-/// have left non-zero.
+/// Queues `plan`'s launches on `stream` (the unfolding pre-pass `pre`, then
+/// `kernel`) after readying the workspace: zeroes (on the stream) what the
+/// call needs as zeros and a previous call may have left non-zero.
 pub(crate) fn launch_bwd_weight(
     dev: &Device,
     stream: &Stream,
     kernel: &Kernel,
+    pre: Option<&Kernel>,
     plan: &BwdWeightPlan,
     bufs: BwdWeightBuffers<'_>,
     ws: Workspace<'_>,
 ) -> Result<(), OpError> {
     super::check_d_count(plan.ds.len(), bufs.ds.len())?;
     let need = plan.workspace_elems * 4;
-    // Atomic partials and every counter must start at zero; stored partials need not.
-    let zeros_from = if plan.atomic_partials { 0 } else { plan.partial_elems * 4 };
+    // Atomic partials and every counter must start at zero; stored partials
+    // need not, nor `x'` ahead of them (each call writes it whole).
+    let scratch = plan.scratch_bytes();
+    let zeros_from = scratch + if plan.atomic_partials { 0 } else { plan.partial_elems * 4 };
     let short = |got: usize| {
         OpError::Usage(format!(
             "workspace: bwd-weight needs {need} bytes of split-K workspace (BwdWeightOp::workspace_bytes), got {got}"
@@ -299,12 +304,20 @@ pub(crate) fn launch_bwd_weight(
         }
     };
     let args = plan.args(bufs.x, bufs.dw, bufs.dy, addr, bufs.ds);
-    let launched = dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args);
+    let launched = match (plan.unfold.as_ref().zip(plan.unfold_args(bufs.x, addr)), pre) {
+        (Some((u, pre_args)), Some(k)) => dev.launch_on(stream, k, u.launch.grid, u.launch.block, 0, &pre_args),
+        (Some((u, _)), None) => {
+            return Err(OpError::Usage(format!("bwd-weight: the plan's pre-pass {} was not given", u.launch.instance.name)));
+        }
+        _ => Ok(()),
+    }
+    .and_then(|()| dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args));
     if let Some(w) = tracked {
-        // Stored partials stay behind; after a failed launch nothing is known.
+        // `x'` and stored partials stay behind; after a failed launch nothing is known.
+        let scratch = scratch / 4;
         let left = match launched {
-            Ok(()) if plan.atomic_partials => w.dirty.get(),
-            Ok(()) => w.dirty.get().max(plan.partial_elems),
+            Ok(()) if plan.atomic_partials => w.dirty.get().max(scratch),
+            Ok(()) => w.dirty.get().max(scratch + plan.partial_elems),
             Err(_) => w.len(),
         };
         w.dirty.set(left);

@@ -82,6 +82,7 @@ pub fn needs(op: Op) -> &'static str {
         }
         Op::BwdWeightDepthwise => "C = K = 1, groups innermost in x and dy in runs of 2, filter width <= 7",
         Op::Smoke => "one atom tile (runtime self-test)",
+        Op::BwdWeightUnfold => "backward-weight's small-C pre-pass (runs before the kernel the plan chose)",
     }
 }
 
@@ -102,6 +103,7 @@ pub fn fits(i: &Instance, r: &Request<'_>) -> Result<Fit, String> {
         Op::BwdDataHalo => data_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
         Op::BwdWeightDepthwise => depthwise_rows(r).map(|_| Fit::Any),
         Op::Smoke => Err("a runtime self-test, not a convolution kernel".into()),
+        Op::BwdWeightUnfold => Err("a pre-pass that copies x, not a convolution kernel".into()),
     }
 }
 

@@ -1,9 +1,11 @@
 //! Backward-weight kernels, one module each: the implicit GEMM ([`gemm`]),
 //! the direct kernel for tiny per-group GEMMs ([`direct`]), tap shifts
-//! ([`tap_shift`]) and depthwise filter rows ([`depthwise`]). The host's instance names keep the older words
+//! ([`tap_shift`]) and depthwise filter rows ([`depthwise`]), and the pre-pass
+//! that unfolds small-C inputs into channels ([`unfold`]). The host's instance names keep the older words
 //! (`bwdw_halo_*`: tap shift).
 
 pub mod depthwise;
 pub mod direct;
 pub mod gemm;
 pub mod tap_shift;
+pub mod unfold;
