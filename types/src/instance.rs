@@ -321,6 +321,23 @@ impl Instance {
             _ => self.tile.threads(family.wave()),
         }
     }
+    /// Workgroups of the GEMM a compute unit holds at once on `family`, by
+    /// which backward-weight's automatic split-K sizes one round: at least
+    /// 8 warps or [`Instance::min_blocks`], more where measured. Hopper's
+    /// one-warpgroup 64x128 tile keeps three (ncu on the H200: three by
+    /// registers, 139 a thread, and by its 60 KiB of LDS); splitting for
+    /// three instead of two per SM took 7-13% off five U-Net and ResNet-50
+    /// layers (docs/tuning-log.md, session 23).
+    pub const fn resident_per_cu(&self, family: Family) -> u32 {
+        let floor = {
+            let warps8 = 256 / self.threads(family);
+            if warps8 > self.min_blocks() { warps8 } else { self.min_blocks() }
+        };
+        match (family, self.atom, self.tile.bm, self.tile.bn, self.tile.bk) {
+            (Family::Hopper, AtomKind::Wgmma64x128x16, 64, 128, 32) => 3,
+            _ => floor,
+        }
+    }
     /// Workgroups per SM the NVIDIA build keeps resident at least (the
     /// launch bound `.minnctapersm`, which caps registers per thread); the
     /// automatic split-K sizes its round of workgroups per CU with it on
@@ -457,6 +474,12 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_bf16_128x16x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 16, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_f16_128x32x32_mma16x8, [Nvidia], BwdData, F16, 128, 32, 32, 4, 1, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x32x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 32, 32, 4, 1, Mma16x8x16);
+        // Small tiles where every larger one leaves most SMs idle (no split-K
+        // in backward-data: 3-D U-Net's 8^3 128->256 runs 32 tiles of 64x64).
+        $m!($($extra,)* bwdd_f16_32x64x32_mma16x8, [Nvidia], BwdData, F16, 32, 64, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdd_bf16_32x64x32_mma16x8, [Nvidia], BwdData, Bf16, 32, 64, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdd_f16_32x32x32_mma16x8, [Nvidia], BwdData, F16, 32, 32, 32, 2, 2, Mma16x8x16);
+        $m!($($extra,)* bwdd_bf16_32x32x32_mma16x8, [Nvidia], BwdData, Bf16, 32, 32, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdd_f16_128x16x32_mfma16, [Cdna], BwdData, F16, 128, 16, 32, 4, 1, Mfma16x16x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_mfma16, [Cdna], BwdData, Bf16, 128, 16, 32, 4, 1, Mfma16x16x16);
         $m!($($extra,)* bwdd_f16_128x16x32_wmma16, [Rdna3], BwdData, F16, 128, 16, 32, 4, 1, Wmma16x16x16);

@@ -243,9 +243,9 @@ fn plan_on(
         // behind these rules: docs/tuning-log.md, "kernel choice".)
         SplitK::Auto => {
             let blocks = (tiles_m as u64 * tiles_n as u64 * p.g as u64).max(1);
-            // A round: the workgroups per CU the launch bound keeps resident
-            // (`min_blocks`, two), and at least 8 warps.
-            let per_cu = (256 / inst.threads(family).max(1) as u64).max(inst.min_blocks() as u64);
+            // A round: the workgroups a CU holds at once (at least the launch
+            // bound's `min_blocks` and 8 warps; more where measured).
+            let per_cu = inst.resident_per_cu(family) as u64;
             let round = per_cu * compute_units as u64;
             if 4 * blocks >= 3 * round {
                 1

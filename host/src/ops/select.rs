@@ -261,16 +261,20 @@ pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
             let padded = n.div_ceil(cols(i)) * cols(i);
             (padded - n) * 100 / padded
         };
-        tiles.sort_by_key(|i| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
+        let order = |i: &&Instance| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup());
+        tiles.sort_by_key(order);
         // Backward-data has no split-K: where that tile leaves over half the
         // compute units idle, a smaller tile padding C no more that fills
         // half of them (the least padded, then largest such), else the one
-        // with the most workgroups.
+        // with the most workgroups. Narrow tiles count here: idle SMs cost
+        // more than their speed per channel (3-D U-Net 8^3 128->256: 32
+        // tiles of 64x64, 128 of 32x32).
         let half = r.compute_units.div_ceil(2) as u64;
         if let Some(&first) = tiles.first()
             && data_workgroups(p, first) < half
         {
-            let class: Vec<_> = tiles.iter().copied().filter(|&i| waste(i) <= waste(first)).collect();
+            let mut class: Vec<_> = family_of(Op::BwdData, r).filter(|&i| waste(i) <= waste(first)).collect();
+            class.sort_by_key(order);
             let filling = class.iter().copied().find(|&i| data_workgroups(p, i) >= half);
             let most = class.iter().copied().max_by_key(|&i| (data_workgroups(p, i), i.tile.bm * i.tile.bn));
             if let Some(i) = filling.or(most) {
