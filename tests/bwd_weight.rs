@@ -237,10 +237,20 @@ fn bwd_weight_auto_split_k() {
         ("RGB stem, unfolded", &[2, 1, 256, 64, 3, 7, 7, 224, 224, 2, 2, 1, 1, 3, 3, 3, 3], 88),
         ("20 channels, element copies", &[2, 1, 256, 64, 20, 3, 3, 112, 112, 2, 2, 1, 1, 1, 1, 1, 1], 176),
         ("CK example 20", &[3, 4, 1, 128, 256, 3, 3, 3, 14, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1),
+        // 288 tiles over 264 slots: four splits fill 5 rounds (1.25 per
+        // split) instead of a second round of 24 tiles; the same tiles over
+        // a 4096-long reduction stay whole.
+        ("U-Net 1024->512 at 32x32", &[2, 1, 16, 512, 1024, 3, 3, 32, 32, 1, 1, 1, 1, 1, 1, 1, 1], 4),
+        ("U-Net 512->1024 at 16x16", &[2, 1, 16, 1024, 512, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1], 1),
     ] {
         let got = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap().k_batch;
         assert_eq!(got, want, "{name}");
     }
+    // Hopper's one-warpgroup 64x128 tile: rounds of three per SM (nine
+    // column tiles: 3 * 132 / 9 = 44 splits, not 2 * 132 / 9 = 29).
+    let dec1 = prob(&[2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let pl = plan(&dec1, &cfg, Family::Hopper, 132).unwrap();
+    assert_eq!((pl.main.instance.name, pl.k_batch), ("bwdw_f16_64x128x32_wgmma", 44));
     // ResNeXt 16->16: on the 64-thread 16x48 tile (forced), and by tap
     // shifts (automatic): one round of three workgroups per SM over 8 group
     // sets and 74 row tiles, two tiles each.
