@@ -83,7 +83,7 @@ pub struct BwdWeightPlan {
     pub from_table: bool,
     /// The pre-pass that unfolds a small-C `x` into channels, where the
     /// plan runs the unfolded problem (see [`UnfoldPlan`]).
-    pub unfold: Option<UnfoldPlan>,
+    pub unfold: Option<Box<UnfoldPlan>>,
 }
 
 /// Backward-weight's pre-pass for small-C inputs (RGB stems): a launch that
@@ -173,7 +173,7 @@ pub fn plan_with(
                 plan.args_template.unfold.valid = if u.valid == u.cols { 0 } else { u.valid as u32 };
                 plan.workspace_elems += ws_elems;
                 let pre = UnfoldPlan { launch, args_template: u.args(p, &x), ws_elems, cols: u.cols, valid: u.valid, dims: u.dims };
-                return Ok(BwdWeightPlan { problem: *p, x, dw, ds, unfold: Some(pre), ..plan });
+                return Ok(BwdWeightPlan { problem: *p, x, dw, ds, unfold: Some(Box::new(pre)), ..plan });
             }
         }
     }

@@ -76,8 +76,8 @@ pub(crate) fn choose(p: &ConvProblem, types: TypeConfig, dw: &TensorDesc) -> Opt
         let (valid, cols) = (run, run.div_ceil(LANES) * LANES);
         let mut f = *p;
         f.c = cols;
-        for i in first..SPATIAL {
-            f.input[i] = o[i];
+        for (i, &out) in o.iter().enumerate().skip(first) {
+            f.input[i] = out;
             (f.filter[i], f.strides[i], f.dilations[i], f.lpads[i], f.rpads[i]) = (1, 1, 1, 0, 0);
         }
         let pixels: usize = f.n * f.input.iter().product::<usize>();
