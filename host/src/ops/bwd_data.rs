@@ -320,17 +320,6 @@ fn plan_on(
         std::array::from_fn(|d| FastDiv::new((p.filter[d] / tl[d] + more as usize) as u32))
     };
     let mut args = ConvArgs {
-        abi: ConvArgs::ABI,
-        g: p.g as u32,
-        n: p.n as u32,
-        c: p.c as u32,
-        k: p.k as u32,
-        input: u3(p.input),
-        output: u3(p.output()),
-        filter: u3(p.filter),
-        stride: u3(p.strides),
-        dilation: u3(p.dilations),
-        lpad: u3(p.lpads),
         x_strides: dx.strides_u32(),
         w_strides: w.strides_u32(),
         dy_strides: dy.strides_u32(),
@@ -362,7 +351,7 @@ fn plan_on(
         },
         div_in: p.input.map(|i| FastDiv::new(i as u32)),
         div_x: FastDiv::new(p.filter[2] as u32),
-        ..Default::default()
+        ..super::problem_args(p)
     };
     for (i, d) in ds.iter().enumerate().take(MAX_D) {
         args.d_strides[i] = d.strides_u32();

@@ -359,20 +359,8 @@ fn plan_on(
         (_, true) => flags::SPLITK_STORE,
         (_, false) => flags::SPLITK_ATOMIC,
     };
-    let s3 = |v: [usize; 3]| v.map(|x| x as u32);
     let mut args = ConvArgs {
-        abi: ConvArgs::ABI,
         flags: mode,
-        g: p.g as u32,
-        n: p.n as u32,
-        c: p.c as u32,
-        k: p.k as u32,
-        input: s3(p.input),
-        output: s3(p.output()),
-        filter: s3(p.filter),
-        stride: s3(p.strides),
-        dilation: s3(p.dilations),
-        lpad: s3(p.lpads),
         x_strides: x.strides_u32(),
         w_strides: dw.strides_u32(),
         dy_strides: dy.strides_u32(),
@@ -394,7 +382,7 @@ fn plan_on(
         div_y: FastDiv::new(p.filter[1] as u32),
         div_zyx: FastDiv::new(p.filter_taps() as u32),
         div_g: FastDiv::new(p.g as u32),
-        ..Default::default()
+        ..super::problem_args(p)
     };
     for (i, d) in ds.iter().enumerate().take(MAX_D) {
         args.d_strides[i] = d.strides_u32();

@@ -112,6 +112,26 @@ impl Unsupported {
 }
 
 /// A forced instance that does not apply.
+/// The argument block's problem header for `p` (abi, sizes, strides, pads);
+/// tensor strides and every kernel family's part are left to the caller.
+pub(crate) fn problem_args(p: &convgrad_types::ConvProblem) -> convgrad_types::params::ConvArgs {
+    let u3 = |v: [usize; 3]| v.map(|x| x as u32);
+    convgrad_types::params::ConvArgs {
+        abi: convgrad_types::params::ConvArgs::ABI,
+        g: p.g as u32,
+        n: p.n as u32,
+        c: p.c as u32,
+        k: p.k as u32,
+        input: u3(p.input),
+        output: u3(p.output()),
+        filter: u3(p.filter),
+        stride: u3(p.strides),
+        dilation: u3(p.dilations),
+        lpad: u3(p.lpads),
+        ..Default::default()
+    }
+}
+
 pub(crate) fn forced_mismatch(name: &str, why: String) -> OpError {
     OpError::Unsupported(Unsupported::Instance { name: name.to_string(), why })
 }

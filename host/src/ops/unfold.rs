@@ -120,20 +120,8 @@ impl Unfolded {
     /// The pre-pass's argument block for the caller's problem `p` and `x`
     /// (addresses left zero: `x` at `a.x`, `x'` at `a.w`).
     pub fn args(&self, p: &ConvProblem, x: &TensorDesc) -> ConvArgs {
-        let s3 = |v: [usize; 3]| v.map(|x| x as u32);
         let f = &self.problem;
         ConvArgs {
-            abi: ConvArgs::ABI,
-            g: 1,
-            n: p.n as u32,
-            c: p.c as u32,
-            k: p.k as u32,
-            input: s3(p.input),
-            output: s3(p.output()),
-            filter: s3(p.filter),
-            stride: s3(p.strides),
-            dilation: s3(p.dilations),
-            lpad: s3(p.lpads),
             x_strides: x.strides_u32(),
             div_c: FastDiv::new(p.c as u32),
             div_x: FastDiv::new(p.filter[2] as u32),
@@ -146,7 +134,7 @@ impl Unfolded {
                 div_vecs: FastDiv::new((self.cols / LANES) as u32),
                 div_pix: f.input.map(|d| FastDiv::new(d as u32)),
             },
-            ..Default::default()
+            ..super::problem_args(p)
         }
     }
 
