@@ -197,6 +197,10 @@ impl Check {
                 } else {
                     0
                 };
+                // Small-C inputs: the pre-pass writes x' at the workspace's start first.
+                if let (Some(u), Some(pre)) = (&plan.unfold, plan.unfold_args(px, pws)) {
+                    self.launch(mem, "unfold pre-pass", &u.launch, bytemuck::bytes_of(&pre));
+                }
                 bytemuck::bytes_of(&plan.args(px, pdw, pdy, pws, &[])).to_vec()
             },
         );
