@@ -251,6 +251,83 @@ fn bwd_data_tap_shifts() {
     assert!(e.contains("contiguous in dy"), "{e}");
 }
 
+/// Tap shifts over row segments (`bwdd_rows_*`, Hopper warpgroups, 64 and
+/// 128 channels wide): image
+/// rows of more than one 64-pixel segment (the last part-filled) and an odd
+/// number of rows (a half-empty band), K under 64 (the reduction stops at
+/// 48), C over one 64-channel column tile and no multiple of 8 (element
+/// weight copies, runs cut short), groups, dilation with asymmetric pads, an
+/// unpadded 2x3 filter, 1D, 3D with a 1-tall z filter, f16 and bf16, both
+/// channels-last layout families, rotating epilogues (dx aliased too).
+/// Forced on every case (on the sm_90 model, whose warpgroup instruction the
+/// emulator runs). The emulator counts its host cores as compute units, so
+/// its few workgroups each walk several tiles. Problems the kernel cannot
+/// run are refused by name.
+#[test]
+fn bwd_data_row_segments() {
+    let problems = [
+        ("3x3 pad1, 2 segments, 5 rows", prob(&[2, 1, 2, 64, 64, 3, 3, 5, 70, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("K=40 C=100", prob(&[2, 1, 1, 40, 100, 3, 3, 4, 64, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("G=2 1x3 dil2 asym pads", prob(&[2, 2, 1, 16, 24, 1, 3, 6, 40, 1, 1, 1, 2, 0, 2, 0, 1])),
+        ("2x3 unpadded", prob(&[2, 1, 2, 24, 16, 2, 3, 5, 66, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("1d", prob(&[1, 1, 3, 32, 16, 5, 150, 1, 1, 2, 2])),
+        ("3d 1x3x3", prob(&[3, 1, 2, 16, 8, 1, 3, 3, 3, 6, 7, 1, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1])),
+    ];
+    let epis = epilogues();
+    sweep(&[EmuArch::Sm90], &problems, 4, |dev, module, at, name, p| {
+        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
+        let widths: Vec<_> =
+            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdDataRows && i.types == t).collect();
+        assert_eq!(widths.len(), 2, "64 and 128 channels wide per 16-bit type");
+        let rows = at.pick(&widths, 1, 3);
+        let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(rows.name.into()), ..Default::default() };
+        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
+        let o = case(*p, cfg, at.seed(9000, 37), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
+        (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
+    });
+    let forced = BwdDataConfig { instance: Some("bwdd_rows_f16_128x64x64_wgmma".into()), ..Default::default() };
+    for (v, why) in [
+        (vec![2, 1, 2, 64, 64, 3, 3, 9, 70, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
+        (vec![2, 1, 2, 72, 64, 3, 3, 9, 70, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8 up to 64"),
+        (vec![2, 1, 2, 20, 64, 3, 3, 9, 70, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8 up to 64"),
+        (vec![2, 1, 2, 64, 64, 5, 5, 9, 70, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
+        (vec![2, 1, 2, 64, 64, 3, 3, 9, 70, 1, 1, 2, 2, 2, 2, 2, 2], "288 pixels"),
+        (vec![3, 1, 2, 16, 16, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "z filter"),
+    ] {
+        let e = plan(&prob(&v), &forced, Family::Hopper, 132).unwrap_err().to_string();
+        assert!(e.contains("bwdd_rows_f16_128x64x64_wgmma does not apply") && e.contains(why), "{v:?}: {e}");
+    }
+    let e = plan(&prob(&[2, 1, 2, 64, 64, 3, 3, 9, 70, 1, 1, 1, 1, 1, 1, 1, 1]), &BwdDataConfig {
+        layout: ConvLayout::NgchwGkcyxNgkhw,
+        ..forced.clone()
+    }, Family::Hopper, 132)
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("contiguous in dy"), "{e}");
+    let e = plan(&prob(&[2, 1, 2, 64, 64, 3, 3, 9, 70, 1, 1, 1, 1, 1, 1, 1, 1]), &forced, Family::Nvidia, 132).unwrap_err().to_string();
+    assert!(e.contains("does not apply"), "{e}");
+}
+
+/// The hand rules take row segments on Hopper for U-Net's 64-channel layers
+/// at 256x256 (enc1 64->64, dec1 128->64: the slice GEMM ran them at under
+/// half cuDNN's speed) and leave them elsewhere: 56-pixel rows (a 64-pixel
+/// segment would compute 14% past the image), 16 output channels, sm_80.
+#[test]
+fn bwd_data_row_segment_choice() {
+    let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
+    let op = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance.op;
+    let enc1 = [2, 1, 16, 64, 64, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1];
+    let dec1 = [2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1];
+    assert_eq!(op(&enc1, Family::Hopper), Op::BwdDataRows);
+    assert_eq!(op(&dec1, Family::Hopper), Op::BwdDataRows);
+    assert_eq!(op(&enc1, Family::Nvidia), Op::BwdData);
+    assert_eq!(op(&[2, 1, 32, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], Family::Hopper), Op::BwdData);
+    assert_eq!(op(&[2, 1, 16, 16, 64, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1], Family::Hopper), Op::BwdData);
+    let pl = plan(&prob(&enc1), &cfg, Family::Hopper, 132).unwrap();
+    assert_eq!(pl.main.grid, [264, 1, 1], "{}", pl.describe());
+    assert!(pl.describe().contains("row segments"), "{}", pl.describe());
+}
+
 /// The tile heuristic's measured decisions, per family: a narrow tile only
 /// where C fits one (16, 32 channels per group; the 32-wide one for both),
 /// 64x64 for C = 48 (the narrow tiles are slower per useful channel), the

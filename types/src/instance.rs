@@ -102,6 +102,12 @@ pub enum Op {
     /// axes into channels of a workspace copy of `x` (zero padded to whole
     /// 16-byte vectors) so that the GEMM on it loads vectors.
     BwdWeightUnfold,
+    /// Backward-data by tap shifts over row segments (Hopper warpgroups;
+    /// stride 1, at most `bk` = 64 output channels per group, wide images):
+    /// a workgroup keeps one group's filter for `bn` input channels in LDS
+    /// and walks tiles of `bm / 64` image rows by 64 columns, staging each
+    /// tile's `dy` halo once; every tap reads the halo one line shift on.
+    BwdDataRows,
 }
 
 impl Op {
@@ -109,7 +115,7 @@ impl Op {
     /// tuning consider (a new family adds itself here).
     pub const BWD_WEIGHT: &'static [Op] = &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo, Op::BwdWeightDepthwise];
     /// The kernel families of backward-data.
-    pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo];
+    pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo, Op::BwdDataRows];
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -287,6 +293,23 @@ impl TileConfig {
     pub const fn halo_w_bytes(&self, elem_bytes: u32) -> u32 {
         (self.bm * self.halo_a_ld() + (self.bm + Self::HALO_SLACK) * self.halo_x_ld()) * elem_bytes
     }
+    /// Row-segment tiles ([`Op::BwdDataRows`]): 128-byte lines (pixels of
+    /// 64 channels) of the `dy` halo, `(bm / 64 + (Y-1)*dil) x (64 + (X-1)*dil)`
+    /// at most (a 3x3 filter's 4 x 66 for two image rows).
+    pub const ROW_HALO_LINES: u32 = 288;
+    /// Row-segment tiles: LDS bytes of the halo's region, which the
+    /// epilogue's result tile and row table reuse (whichever is larger, on
+    /// the 1024-byte boundary the swizzle repeats at).
+    pub const fn rows_halo_bytes(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
+        let halo = Self::ROW_HALO_LINES * self.bk * elem_bytes;
+        let tile = self.epilogue_bytes(atom) + 8 * self.bm;
+        (if halo > tile { halo } else { tile }).next_multiple_of(1024)
+    }
+    /// Row-segment tiles: LDS bytes (the halo's region, then `HALO_TAPS`
+    /// taps of `bk x bn` weights).
+    pub const fn rows_lds_bytes(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
+        self.rows_halo_bytes(atom, elem_bytes) + Self::HALO_TAPS * self.bk * self.bn * elem_bytes
+    }
     /// Bytes of one multistage stage (A then B).
     pub const fn stage_bytes(&self, elem_bytes: u32, atom: AtomKind) -> u32 {
         Self::slab_bytes(self.bm, self.bk, elem_bytes, atom) + Self::slab_bytes(self.bn, self.bk, elem_bytes, atom)
@@ -334,6 +357,12 @@ impl Instance {
             if warps8 > self.min_blocks() { warps8 } else { self.min_blocks() }
         };
         match (family, self.atom, self.tile.bm, self.tile.bn, self.tile.bk) {
+            // Row-segment tiles hold their filter in LDS: as many as fit an
+            // SM's 227 KiB (1 KiB more each for the driver).
+            _ if matches!(self.op, Op::BwdDataRows) => {
+                let fit = 227 * 1024 / (self.lds_bytes() + 1024);
+                if fit < floor { fit } else { floor }
+            }
             (Family::Hopper, AtomKind::Wgmma64x128x16, 64, 128, 32) => 3,
             _ => floor,
         }
@@ -369,6 +398,8 @@ impl Instance {
                 let sums = self.tile.bk * TileConfig::HALO_TAPS * self.tile.bn * 4;
                 if main > sums { main } else { sums }
             }
+            // The result tile and its row table fit in the halo's place.
+            Op::BwdDataRows => self.tile.rows_lds_bytes(self.atom, self.types.act().bytes() as u32),
             // The halo and weights, or the result tile and its row table.
             Op::BwdDataHalo => {
                 let main = self.tile.halo_main_bytes(self.atom, self.types.act().bytes() as u32);
@@ -507,6 +538,15 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdDataHalo, Bf16, 224, 64, 16, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdd_halo_f16_224x64x16_mfma16, [Cdna], BwdDataHalo, F16, 224, 64, 16, 2, 4, Mfma16x16x16);
         $m!($($extra,)* bwdd_halo_bf16_224x64x16_mfma16, [Cdna], BwdDataHalo, Bf16, 224, 64, 16, 2, 4, Mfma16x16x16);
+        // Backward-data by tap shifts over row segments: two warpgroups, one
+        // image row of 64 pixels each, 64 input channels, the filter resident
+        // while the workgroup walks its tiles (U-Net's 64-channel layers).
+        $m!($($extra,)* bwdd_rows_f16_128x64x64_wgmma, [Hopper], BwdDataRows, F16, 128, 64, 64, 2, 1, Wgmma64x64x16);
+        $m!($($extra,)* bwdd_rows_bf16_128x64x64_wgmma, [Hopper], BwdDataRows, Bf16, 128, 64, 64, 2, 1, Wgmma64x64x16);
+        // 128 input channels: one halo for both halves, m64n128 instructions
+        // (a third less LDS read per product), one workgroup per SM.
+        $m!($($extra,)* bwdd_rows_f16_128x128x64_wgmma, [Hopper], BwdDataRows, F16, 128, 128, 64, 2, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdd_rows_bf16_128x128x64_wgmma, [Hopper], BwdDataRows, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

@@ -300,15 +300,18 @@ pub struct StripPart {
 pub struct TapShiftPart {
     /// Grid image rows per tile (of `div_halo[0].div` rows per image, the
     /// last `(Y - 1) * dilation` of them past the image); 0: not a
-    /// tap-shift plan.
+    /// tap-shift plan. Row-segment tiles: image rows per tile.
     pub halo_rows: u32,
     /// Tiles over all images (backward-data: grid x).
     pub tiles: u32,
     /// Backward-weight: tiles per split-K batch (each workgroup sums its
-    /// batch's tiles).
+    /// batch's tiles). Row-segment tiles: the workgroups along x (each
+    /// walks the tiles this far apart).
     pub tiles_per_batch: u32,
     /// Division by the grid rows per image and by the grid row length
-    /// (`H + (Y - 1) * dil`, `W + (X - 1) * dil`).
+    /// (`H + (Y - 1) * dil`, `W + (X - 1) * dil`). Row-segment tiles: by
+    /// the 64-pixel segments per image row and the bands of `halo_rows`
+    /// image rows per image.
     pub div_halo: [FastDiv; 2],
 }
 
@@ -409,7 +412,7 @@ impl ConvArgs {
             offset_of!(ConvArgs, unfold) as u32,
             size_of::<UnfoldPart>() as u32,
             offset_of!(UnfoldPart, div_pix) as u32,
-            11, // bump when a field's meaning changes
+            12, // bump when a field's meaning changes
         ])
     };
 }

@@ -63,6 +63,9 @@ macro_rules! body {
     ($args:ident, BwdDataHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::tap_shift, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };
+    ($args:ident, BwdDataRows, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+        tiled!($args, bwd_data::rows, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
+    };
     // One row of waves: the accumulators are `BK / M` (the `K` channels) by
     // `BN / WN / N` (one group's `C` channels).
     ($args:ident, BwdWeightHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{

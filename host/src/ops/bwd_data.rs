@@ -279,6 +279,10 @@ fn plan_on(
         select::Fit::TapShift(h) => Some(h),
         _ => None,
     };
+    let row_tiles = match choice.fit {
+        select::Fit::Rows(f) => Some(f),
+        _ => None,
+    };
     match cfg.strip_rows {
         Some(0) => return Err(OpError::Usage("strip_rows: at least 1 (slice rows per strip)".into())),
         Some(_) if inst.op != Op::BwdDataDepthwise => {
@@ -403,7 +407,13 @@ fn plan_on(
         args.direct.div_vec = FastDiv::new(vectors as u32);
         args.direct.div_runs = FastDiv::new(runs as u32);
     }
-    let grid = if let Some(h) = halo_rows {
+    let grid = if let Some(f) = row_tiles {
+        // Persistent workgroups: as many as stay resident, each walking tiles.
+        let resident = inst.resident_per_cu(family) as usize * compute_units.max(1) as usize;
+        let workgroups = f.tiles.min(resident) as u32;
+        f.set(&mut args, workgroups);
+        [workgroups, p.c.div_ceil(inst.tile.bn as usize) as u32, p.g as u32]
+    } else if let Some(h) = halo_rows {
         h.set(&mut args);
         [h.tiles as u32, p.g.div_ceil(inst.tile.waves_n as usize) as u32, 1]
     } else if let Some((.., threads)) = fast {
@@ -431,7 +441,13 @@ impl BwdDataPlan {
     /// What runs, in one line: the kernel and how the problem maps onto it.
     pub fn describe(&self) -> String {
         let a = &self.args_template;
-        let how = if a.tap_shift.halo_rows > 0 {
+        let how = if self.main.instance.op == Op::BwdDataRows {
+            let t = &a.tap_shift;
+            format!(
+                "row segments: tiles of {} image rows x 64 pixels ({} segments x {} bands per image, {} tiles), {} workgroups walking them",
+                t.halo_rows, t.div_halo[0].div, t.div_halo[1].div, t.tiles, t.tiles_per_batch
+            )
+        } else if a.tap_shift.halo_rows > 0 {
             let [hp, wp] = a.tap_shift.div_halo.map(|d| d.div);
             format!("tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.tap_shift.halo_rows)
         } else if a.strips.rows > 0 {

@@ -47,6 +47,8 @@ pub enum Fit {
     Strips,
     /// Tap shifts, on this padded grid.
     TapShift(HaloFit),
+    /// Tap shifts over row segments, tiles of this shape.
+    Rows(RowFit),
 }
 
 /// The chosen instance and how the problem fits it.
@@ -80,6 +82,9 @@ pub fn needs(op: Op) -> &'static str {
         Op::BwdWeightHalo => {
             "stride 1, 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows"
         }
+        Op::BwdDataRows => {
+            "stride 1, 1-tall z filter, <= 9 taps, K mult. of 8 <= 64 contiguous in dy, halo of <= 288 pixels"
+        }
         Op::BwdWeightDepthwise => "C = K = 1, groups innermost in x and dy in runs of 2, filter width <= 7",
         Op::Smoke => "one atom tile (runtime self-test)",
         Op::BwdWeightUnfold => "backward-weight's small-C pre-pass (runs before the kernel the plan chose)",
@@ -101,6 +106,7 @@ pub fn fits(i: &Instance, r: &Request<'_>) -> Result<Fit, String> {
         }),
         Op::BwdWeightHalo => weight_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
         Op::BwdDataHalo => data_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
+        Op::BwdDataRows => data_rows(r, &i.tile).map(Fit::Rows).map_err(|w| format!("row segments need {w}")),
         Op::BwdWeightDepthwise => depthwise_rows(r).map(|_| Fit::Any),
         Op::Smoke => Err("a runtime self-test, not a convolution kernel".into()),
         Op::BwdWeightUnfold => Err("a pre-pass that copies x, not a convolution kernel".into()),
@@ -299,6 +305,16 @@ pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
     if replaceable && let Some(c) = first_fitting(Op::BwdDataHalo, r) {
         choice = c;
     }
+    // Row segments in place of the slice GEMM where tiles of 64 pixels waste
+    // little of the image rows and the reduction fills most of the 64
+    // channels the halo stages.
+    if choice.instance.op == Op::BwdData
+        && let Some(c) = first_fitting(Op::BwdDataRows, r)
+        && let Fit::Rows(f) = c.fit
+        && f.rows_worth(p, r.compute_units)
+    {
+        choice = c;
+    }
     Ok(choice)
 }
 
@@ -371,6 +387,67 @@ fn data_tap_shifts(r: &Request<'_>, t: &TileConfig) -> Result<HaloFit, &'static 
         (p.c <= (t.bn / t.waves_n) as usize, "C up to the tile's channels per group"),
         (r.dy.span() < 1 << 31, "dy of fewer than 2^31 elements"),
     ])
+}
+
+/// Backward-data's row segments (the device crate's `conv::bwd_data::rows`)
+/// for tile `t`: `bm / 64` image rows by 64 pixels a tile.
+fn data_rows(r: &Request<'_>, t: &TileConfig) -> Result<RowFit, &'static str> {
+    let p = r.p;
+    let pad = |d: usize| (p.filter[d] - 1) * p.dilations[d];
+    let rows = t.bm as usize / ROW_SEGMENT;
+    let lines = (rows + pad(1)) * (ROW_SEGMENT + pad(2));
+    let segs = p.input[2].div_ceil(ROW_SEGMENT);
+    let bands = p.input[1].div_ceil(rows);
+    let tiles = (p.n * p.input[0]) as u64 * bands as u64 * segs as u64;
+    let checks = [
+        (p.strides.iter().all(|&s| s == 1), "stride 1 in every dim"),
+        (p.filter[0] == 1 && p.lpads[0] == 0 && p.rpads[0] == 0, "a 1-tall, unpadded z filter"),
+        (p.filter[1] * p.filter[2] <= TileConfig::HALO_TAPS as usize, "at most 9 filter taps"),
+        (lines <= TileConfig::ROW_HALO_LINES as usize, "a halo ((rows + (Y-1) * dil) x (64 + (X-1) * dil)) of at most 288 pixels"),
+        (p.k <= t.bk as usize && lane_axis(r.dy, 2, 8), "K a multiple of 8 up to 64, contiguous in dy"),
+        (r.dy.span() < 1 << 31, "dy of fewer than 2^31 elements"),
+        (tiles < 1 << 31, "fewer than 2^31 tiles"),
+    ];
+    if let Some(c) = checks.iter().find(|c| !c.0) {
+        return Err(c.1);
+    }
+    Ok(RowFit { rows, segs, bands, tiles: tiles as usize })
+}
+
+/// Pixels per image row of a row-segment tile (one warpgroup instruction's M).
+pub const ROW_SEGMENT: usize = 64;
+
+/// How a problem falls into row-segment tiles.
+#[derive(Clone, Copy, Debug)]
+pub struct RowFit {
+    /// Image rows per tile.
+    pub rows: usize,
+    /// 64-pixel segments per image row.
+    pub segs: usize,
+    /// Bands of `rows` image rows per image.
+    pub bands: usize,
+    /// Tiles over all images.
+    pub tiles: usize,
+}
+
+impl RowFit {
+    /// Stores the tiling in the argument block, `workgroups` walking it.
+    pub fn set(&self, args: &mut convgrad_types::params::ConvArgs, workgroups: u32) {
+        use convgrad_types::params::FastDiv;
+        args.tap_shift.halo_rows = self.rows as u32;
+        args.tap_shift.tiles = self.tiles as u32;
+        args.tap_shift.tiles_per_batch = workgroups;
+        args.tap_shift.div_halo = [FastDiv::new(self.segs as u32), FastDiv::new(self.bands as u32)];
+    }
+    /// Whether the hand rules take it over the slice GEMM: at most 1/8 of
+    /// the computed pixels past the image (segments and bands), at least 32
+    /// output channels (the halo stages 64), and tiles for two rounds of the
+    /// GPU's resident workgroups.
+    pub fn rows_worth(&self, p: &ConvProblem, compute_units: u32) -> bool {
+        let computed = (self.segs * ROW_SEGMENT * self.bands * self.rows) as u64;
+        let real = (p.input[1] * p.input[2]) as u64;
+        computed * 8 <= real * 9 && p.k >= 32 && self.tiles as u64 >= 4 * compute_units as u64
+    }
 }
 
 /// Where a tap-shift kernel (the device crate's `conv::tap_grid`) puts a
