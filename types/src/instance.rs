@@ -541,12 +541,11 @@ macro_rules! for_each_instance {
         // Backward-data by tap shifts over row segments: two warpgroups, one
         // image row of 64 pixels each, 64 input channels, the filter resident
         // while the workgroup walks its tiles (U-Net's 64-channel layers).
+        // Measured and dropped (session 24, docs/tuning-log.md): a
+        // 128-channel tile (m64n128, one workgroup per SM) and a pipelined
+        // walk (two halos, two accumulator sets, one workgroup per SM).
         $m!($($extra,)* bwdd_rows_f16_128x64x64_wgmma, [Hopper], BwdDataRows, F16, 128, 64, 64, 2, 1, Wgmma64x64x16);
         $m!($($extra,)* bwdd_rows_bf16_128x64x64_wgmma, [Hopper], BwdDataRows, Bf16, 128, 64, 64, 2, 1, Wgmma64x64x16);
-        // 128 input channels: one halo for both halves, m64n128 instructions
-        // (a third less LDS read per product), one workgroup per SM.
-        $m!($($extra,)* bwdd_rows_f16_128x128x64_wgmma, [Hopper], BwdDataRows, F16, 128, 128, 64, 2, 1, Wgmma64x128x16);
-        $m!($($extra,)* bwdd_rows_bf16_128x128x64_wgmma, [Hopper], BwdDataRows, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

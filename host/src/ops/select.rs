@@ -305,9 +305,9 @@ pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
     if replaceable && let Some(c) = first_fitting(Op::BwdDataHalo, r) {
         choice = c;
     }
-    // Row segments in place of the slice GEMM where tiles of 64 pixels waste
-    // little of the image rows and the reduction fills most of the 64
-    // channels the halo stages.
+    // Row segments in place of the slice GEMM (or of a narrow tile) where
+    // tiles of 64 pixels waste little of the image rows and the reduction
+    // fills most of the 64 channels the halo stages.
     if choice.instance.op == Op::BwdData
         && let Some(c) = first_fitting(Op::BwdDataRows, r)
         && let Fit::Rows(f) = c.fit
@@ -439,14 +439,18 @@ impl RowFit {
         args.tap_shift.tiles_per_batch = workgroups;
         args.tap_shift.div_halo = [FastDiv::new(self.segs as u32), FastDiv::new(self.bands as u32)];
     }
-    /// Whether the hand rules take it over the slice GEMM: at most 1/8 of
-    /// the computed pixels past the image (segments and bands), at least 32
-    /// output channels (the halo stages 64), and tiles for two rounds of the
-    /// GPU's resident workgroups.
+    /// Whether the hand rules take it over the slice GEMM, as measured on
+    /// the H200 (docs/tuning-log.md, 2026-11-26c): at least 48 output
+    /// channels (the halo stages 64; at 16-32 the GEMM was 1.2-2x faster),
+    /// at most two 64-channel column tiles (each stages the halo again: at
+    /// 256 channels the GEMM was 1.3x faster), at most 1/5 of the computed
+    /// pixels past the image (ResNet-50's 56-pixel rows compute 64: 1.4x
+    /// faster still), and tiles for two rounds of the GPU's resident
+    /// workgroups.
     pub fn rows_worth(&self, p: &ConvProblem, compute_units: u32) -> bool {
         let computed = (self.segs * ROW_SEGMENT * self.bands * self.rows) as u64;
         let real = (p.input[1] * p.input[2]) as u64;
-        computed * 8 <= real * 9 && p.k >= 32 && self.tiles as u64 >= 4 * compute_units as u64
+        computed * 5 <= real * 6 && p.k >= 48 && p.c <= 128 && self.tiles as u64 >= 4 * compute_units as u64
     }
 }
 
