@@ -105,6 +105,25 @@ pub fn spatial_off(v: [u32; 3], s: &[u32; 6]) -> u32 {
     v[0].wrapping_mul(s[3]).wrapping_add(v[1].wrapping_mul(s[4])).wrapping_add(v[2].wrapping_mul(s[5]))
 }
 
+/// Copies filter element `w[o]` (or, with `vec`, the 16-byte vector there)
+/// into LDS at byte `at`, zeros where not `inside`: vectors asynchronously
+/// (`cp.async` where the hardware has it), elements by a load and a store.
+/// The tap-shift kernels stage their flipped filters with it.
+///
+/// # Safety
+/// Where `inside`, `w[o ..]` is readable (a whole vector with `vec`); `at`
+/// lies in the workgroup's LDS.
+#[inline(always)]
+pub unsafe fn copy_filter<T: Elem>(w: *const T, o: usize, inside: bool, vec: bool, at: usize) {
+    if vec {
+        let src = inside.then(|| w.wrapping_add(o) as *const T::V16);
+        unsafe { arch::cp_async16(at, src) };
+    } else {
+        let v = if inside { unsafe { arch::ld(w, o) } } else { Default::default() };
+        unsafe { arch::lds_st(at, v) };
+    }
+}
+
 /// Element offset from a canonical 6-axis index and strides.
 #[inline(always)]
 pub fn offset(s: &[u32; 6], i: [u32; 6]) -> usize {

@@ -28,7 +28,7 @@
 use crate::arch;
 use crate::atom::{CoreTile, MmaAtom};
 use crate::conv::epilogue::{self, BiasRun, RUN, store_run_at};
-use crate::conv::{load_args, offset, vector_axis};
+use crate::conv::{copy_filter, load_args, offset, vector_axis};
 use crate::elem::Elem;
 use crate::gemm::Tile;
 use crate::gemm::warp::Acc;
@@ -132,13 +132,7 @@ unsafe fn stage_weights<Tl: Tile>(a: &ConvArgs, g: u32, c0: u32) {
         let inside = ((k as u32) < a.k) & (c < a.c);
         let o = offset(ws, [g, k as u32, c, 0, y, x]);
         let at = weights::<Tl>(tap).at(cv * step, k);
-        if vec {
-            let src = inside.then(|| w.wrapping_add(o) as *const <Tl::In as Elem>::V16);
-            unsafe { arch::cp_async16(at, src) };
-        } else {
-            let v = if inside { unsafe { arch::ld(w, o) } } else { Default::default() };
-            unsafe { arch::lds_st(at, v) };
-        }
+        unsafe { copy_filter(w, o, inside, vec, at) };
         idx += Tl::THREADS;
     }
 }

@@ -33,7 +33,7 @@
 
 use crate::conv::tap_grid::{Grid, Staged, Window};
 use crate::conv::epilogue::{self, BiasRun, RUN, store_run_at};
-use crate::conv::{load_args, offset};
+use crate::conv::{copy_filter, load_args, offset};
 use crate::arch;
 use crate::atom::{LdsTile, MmaAtom};
 use crate::elem::Elem;
@@ -121,13 +121,7 @@ unsafe fn stage_weights<Tl: Tile>(a: &ConvArgs, h: &Halo, g0: u32, threads: usiz
         let inside = (g < a.g) & ((k as u32) < a.k) & (c < a.c);
         let o = offset(ws, [g, k as u32, c, 0, y, x]);
         let at = h.b_base + (((gl * TileConfig::HALO_TAPS as usize + tap) * Tl::BK + k) * h.ldb + cv * lanes) * <Tl::In as Elem>::BYTES;
-        if vec {
-            let src = inside.then(|| w.wrapping_add(o) as *const <Tl::In as Elem>::V16);
-            unsafe { arch::cp_async16(at, src) };
-        } else {
-            let v = if inside { unsafe { arch::ld(w, o) } } else { Default::default() };
-            unsafe { arch::lds_st(at, v) };
-        }
+        unsafe { copy_filter(w, o, inside, vec, at) };
         idx += threads;
     }
 }
