@@ -37,6 +37,12 @@ pub mod depthwise_strips {
     pub const DEPTH: usize = 3;
 }
 
+/// The row-segment backward-data kernel (`bwdd_rows_*`).
+pub mod bwd_data_rows {
+    /// Pixels per image row of a tile: one warpgroup instruction's M.
+    pub const SEG: usize = 64;
+}
+
 /// The direct backward-weight kernel.
 pub mod bwd_weight_direct {
     /// Filter taps one thread accumulates on the channel-vector path (one row

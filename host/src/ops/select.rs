@@ -13,6 +13,7 @@ use super::bwd_weight::{SplitK, tap_shift_split};
 use super::tuned::{self, Operation};
 use super::{OpError, Unsupported, forced_mismatch, lane_axis};
 use convgrad_types::contract::bwd_data_direct::HALO;
+use convgrad_types::contract::bwd_data_rows::SEG as ROW_SEGMENT;
 use convgrad_types::contract::depthwise_strips::{DEPTH, VW as DEPTHWISE_VW};
 use convgrad_types::instance::{self, Family, Instance, Op, TileConfig};
 use convgrad_types::{ConvProblem, TensorDesc, TypeConfig};
@@ -413,9 +414,6 @@ fn data_rows(r: &Request<'_>, t: &TileConfig) -> Result<RowFit, &'static str> {
     }
     Ok(RowFit { rows, segs, bands, tiles: tiles as usize })
 }
-
-/// Pixels per image row of a row-segment tile (one warpgroup instruction's M).
-pub const ROW_SEGMENT: usize = 64;
 
 /// How a problem falls into row-segment tiles.
 #[derive(Clone, Copy, Debug)]

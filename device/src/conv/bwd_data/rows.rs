@@ -35,7 +35,7 @@ use crate::gemm::warp::Acc;
 use convgrad_types::params::ConvArgs;
 
 /// Pixels per image row of a tile (one warpgroup instruction's M).
-const SEG: u32 = 64;
+const SEG: u32 = convgrad_types::contract::bwd_data_rows::SEG as u32;
 /// Bytes of a halo line: one pixel's 64 channels of 16 bits.
 const LINE: usize = 128;
 
