@@ -232,12 +232,13 @@ impl TileConfig {
         let (k_major, mn_major) = (rows * (bk + Self::LDS_PAD), bk * (rows + Self::LDS_PAD));
         (if k_major > mn_major { k_major } else { mn_major }) * elem_bytes
     }
-    /// Row length (f32) of the epilogue's result tile in LDS. mma.sync's
-    /// accumulators put 8 rows in one store: rows padded to start 4 banks
-    /// apart do not collide (the AMD atoms store along rows: no padding, which
-    /// keeps 128x128 inside 64 KiB).
+    /// Row length (f32) of the epilogue's result tile in LDS. NVIDIA's
+    /// accumulators go out as column pairs, a half-warp's 8-byte stores
+    /// covering 4 rows x 8 columns: rows padded to start 8 banks apart do not
+    /// collide (4 apart collided 2-way). The AMD atoms store along rows: no
+    /// padding, which keeps 128x128 inside 64 KiB.
     pub const fn epilogue_ld(&self, atom: AtomKind) -> u32 {
-        if matches!(atom, AtomKind::Mma16x8x16) || atom.warpgroup() { self.bn + 4 } else { self.bn }
+        if matches!(atom, AtomKind::Mma16x8x16) || atom.warpgroup() { self.bn + 8 } else { self.bn }
     }
     /// LDS bytes of the epilogue's f32 result tile, `[bm][epilogue_ld]`.
     pub const fn epilogue_bytes(&self, atom: AtomKind) -> u32 {

@@ -6,9 +6,10 @@
 use super::offset;
 use crate::arch;
 use crate::atom::MmaAtom;
-use crate::elem::{Elem, Vec16};
+use crate::elem::{Al8, Elem, Vec16};
 use crate::gemm::Tile;
 use crate::gemm::warp::Acc;
+use convgrad_types::instance::AtomKind;
 use convgrad_types::params::ConvArgs;
 
 pub use crate::gemm::RUN;
@@ -217,13 +218,31 @@ pub unsafe fn store_tile_rows<Tl: Tile, const FR: usize, const FC: usize, const 
     let (wm, wn) = (wave % Tl::WM, wave / Tl::WM);
     let (tm, tn) = (Tl::TM, Tl::TN);
     let threads = Tl::THREADS;
+    // NVIDIA's accumulators hold column pairs (elements 2s, 2s + 1): one
+    // 8-byte store each, a half-warp's 4 rows x 8 columns, rows 8 banks apart
+    // (`epilogue_ld`): no bank conflicts. AMD's hold columns of rows: scalars.
+    let pairs = matches!(Tl::At::KIND, AtomKind::Mma16x8x16) || Tl::At::KIND.warpgroup();
     // Small constant-trip loops with constant register indices: fully unrolled.
     for (fr, r) in acc.iter().enumerate() {
         for (fc, frag) in r.iter().enumerate() {
-            for (s, &v) in frag.as_ref().iter().enumerate() {
+            let frag = frag.as_ref();
+            if !pairs {
+                for (s, &v) in frag.iter().enumerate() {
+                    let (i, j) = Tl::At::c_elem(lane, s);
+                    let (m, n) = (wm * tm + fr * Tl::At::M + i, wn * tn + fc * Tl::At::N + j);
+                    unsafe { arch::lds_st((m * ld + n) * 4, v) };
+                }
+                continue;
+            }
+            // A branch-free body with a constant step unrolls and keeps the
+            // accumulators in registers (skipping odd elements inside a loop
+            // of elements put 64-element fragments on the stack).
+            let mut s = 0;
+            while s < frag.len() {
                 let (i, j) = Tl::At::c_elem(lane, s);
                 let (m, n) = (wm * tm + fr * Tl::At::M + i, wn * tn + fc * Tl::At::N + j);
-                unsafe { arch::lds_st((m * ld + n) * 4, v) };
+                unsafe { arch::lds_st((m * ld + n) * 4, Al8([frag[s], frag[s + 1]])) };
+                s += 2;
             }
         }
     }
@@ -240,8 +259,13 @@ pub unsafe fn store_tile_rows<Tl: Tile, const FR: usize, const FC: usize, const 
     while idx < Tl::BM * per_row {
         let (m, n0) = (idx / per_row, (idx % per_row) * RUN);
         let at = (m * ld + n0) * 4;
-        let (lo, hi): (Vec16<[f32; 4]>, Vec16<[f32; 4]>) = unsafe { (arch::lds_ld(at), arch::lds_ld(at + 16)) };
-        let (lo, hi) = (lo.0, hi.0);
+        // NVIDIA's 16-byte loads go 8 lanes at a time: a run starting in an
+        // odd 128-byte line reads its upper half first, so 8 runs 32 bytes
+        // apart cover 32 distinct banks (AMD's reads keep their order).
+        let swap = pairs && (at / 128) % 2 == 1;
+        let (first, second) = if swap { (at + 16, at) } else { (at, at + 16) };
+        let (x, y): (Vec16<[f32; 4]>, Vec16<[f32; 4]>) = unsafe { (arch::lds_ld(first), arch::lds_ld(second)) };
+        let (lo, hi) = if swap { (y.0, x.0) } else { (x.0, y.0) };
         let r = if TABLE { unsafe { arch::lds_ld::<u64>(table + m * 8) } } else { row(m) };
         f(m, n0, r, [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]]);
         idx += threads;
