@@ -99,11 +99,18 @@ pub struct UnfoldPlan {
     pub args_template: ConvArgs,
     /// f32 workspace elements ahead of the split-K part that hold `x'`.
     pub ws_elems: usize,
-    /// Channels `C'` of `x'` and the real ones (taps times `C`), and the
-    /// spatial axes unfolded, counted from x.
-    pub cols: usize,
-    pub valid: usize,
-    pub dims: usize,
+}
+
+impl UnfoldPlan {
+    /// Spatial axes unfolded, counted from x (1: x; 2: y and x; 3: all).
+    pub fn dims(&self) -> usize {
+        self.args_template.unfold.dims as usize
+    }
+    /// Channels `C'` of `x'`, and the real ones among them (taps times `C`).
+    pub fn channels(&self) -> (usize, usize) {
+        let u = &self.args_template.unfold;
+        (u.div_vecs.div as usize * unfold::LANES, u.valid as usize)
+    }
 }
 
 /// Builds the plan for `p` on a device of `family` with `compute_units`.
@@ -172,7 +179,7 @@ pub fn plan_with(
                 let ws_elems = u.ws_elems();
                 plan.args_template.unfold.valid = if u.valid == u.cols { 0 } else { u.valid as u32 };
                 plan.workspace_elems += ws_elems;
-                let pre = UnfoldPlan { launch, args_template: u.args(p, &x), ws_elems, cols: u.cols, valid: u.valid, dims: u.dims };
+                let pre = UnfoldPlan { launch, args_template: u.args(p, &x), ws_elems };
                 return Ok(BwdWeightPlan { problem: *p, x, dw, ds, unfold: Some(Box::new(pre)), ..plan });
             }
         }
@@ -511,8 +518,9 @@ impl BwdWeightPlan {
         };
         let folded = match &self.unfold {
             Some(u) => {
-                let axes = ["x", "y and x", "z, y and x"][u.dims - 1];
-                format!(" ; {axes} unfolded into channels first (C' = {} for {}, {})", u.cols, u.valid, u.launch.instance.name)
+                let axes = ["x", "y and x", "z, y and x"][u.dims() - 1];
+                let (cols, valid) = u.channels();
+                format!(" ; {axes} unfolded into channels first (C' = {cols} for {valid}, {})", u.launch.instance.name)
             }
             None => fold::describe(&self.problem, a),
         };

@@ -22,7 +22,7 @@ const C: usize = 2;
 const SPATIAL: usize = 3;
 
 /// Where 16-byte vectors of `x'` start in elements of 2 bytes.
-const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 
 /// The unfolded problem and what the pre-pass needs.
 #[derive(Clone, Debug)]
