@@ -287,3 +287,27 @@ fn atom_c_slot_inverts_c_elem() {
     check::<wgmma::Wgmma64x128x16<Bf16>>("wgmma64x128");
     check::<wgmma::Wgmma64x64x16<Bf16>>("wgmma64x64");
 }
+
+/// The NVIDIA atoms hold accumulator columns in pairs: elements `2s` and
+/// `2s + 1` of a lane are `(i, j)` and `(i, j + 1)` with `j` even. The
+/// epilogue (`store_tile_rows`) stores each pair as one 8-byte LDS store.
+#[test]
+fn nvidia_atoms_hold_column_pairs() {
+    use convgrad_device::atom::MmaAtom;
+    use convgrad_device::atom::{mma_sync, wgmma};
+    use convgrad_device::elem::Bf16;
+    fn check<At: MmaAtom>(name: &str) {
+        let len = core::mem::size_of::<At::C>() / 4;
+        assert_eq!(len % 2, 0, "{name}: odd fragment");
+        for lane in 0..At::WAVE {
+            for s in (0..len).step_by(2) {
+                let (i, j) = At::c_elem(lane, s);
+                assert_eq!(j % 2, 0, "{name}: lane {lane} element {s} at odd column {j}");
+                assert_eq!(At::c_elem(lane, s + 1), (i, j + 1), "{name}: lane {lane} element {}", s + 1);
+            }
+        }
+    }
+    check::<mma_sync::Mma16x8x16<Bf16>>("mma16x8");
+    check::<wgmma::Wgmma64x128x16<Bf16>>("wgmma64x128");
+    check::<wgmma::Wgmma64x64x16<Bf16>>("wgmma64x64");
+}
