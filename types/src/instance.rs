@@ -155,6 +155,11 @@ impl AtomKind {
     pub const fn warpgroup(self) -> bool {
         matches!(self, AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16)
     }
+    /// NVIDIA's tensor-core atoms (mma.sync, wgmma): multistage main loops,
+    /// accumulators held in column pairs.
+    pub const fn nvidia(self) -> bool {
+        matches!(self, AtomKind::Mma16x8x16) || self.warpgroup()
+    }
     /// Instruction mnemonic prefix that must appear in the disassembly.
     pub const fn mnemonic(self) -> Option<&'static str> {
         match self {
@@ -238,7 +243,7 @@ impl TileConfig {
     /// collide (4 apart collided 2-way). The AMD atoms store along rows: no
     /// padding, which keeps 128x128 inside 64 KiB.
     pub const fn epilogue_ld(&self, atom: AtomKind) -> u32 {
-        if matches!(atom, AtomKind::Mma16x8x16) || atom.warpgroup() { self.bn + 8 } else { self.bn }
+        if atom.nvidia() { self.bn + 8 } else { self.bn }
     }
     /// LDS bytes of the epilogue's f32 result tile, `[bm][epilogue_ld]`.
     pub const fn epilogue_bytes(&self, atom: AtomKind) -> u32 {
@@ -247,7 +252,7 @@ impl TileConfig {
     /// LDS bytes of the main loop with `atom` on `elem_bytes` inputs: the
     /// multistage (NVIDIA) slabs, or AMD's double buffer.
     pub const fn main_lds_bytes(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
-        if matches!(atom, AtomKind::Mma16x8x16) || atom.warpgroup() {
+        if atom.nvidia() {
             self.stages(atom) * self.stage_bytes(elem_bytes, atom)
         } else {
             self.lds_bytes(elem_bytes)

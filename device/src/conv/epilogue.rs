@@ -9,7 +9,6 @@ use crate::atom::MmaAtom;
 use crate::elem::{Al8, Elem, Vec16};
 use crate::gemm::Tile;
 use crate::gemm::warp::Acc;
-use convgrad_types::instance::AtomKind;
 use convgrad_types::params::ConvArgs;
 
 pub use crate::gemm::RUN;
@@ -221,7 +220,7 @@ pub unsafe fn store_tile_rows<Tl: Tile, const FR: usize, const FC: usize, const 
     // NVIDIA's accumulators hold column pairs (elements 2s, 2s + 1): one
     // 8-byte store each, a half-warp's 4 rows x 8 columns, rows 8 banks apart
     // (`epilogue_ld`): no bank conflicts. AMD's hold columns of rows: scalars.
-    let pairs = matches!(Tl::At::KIND, AtomKind::Mma16x8x16) || Tl::At::KIND.warpgroup();
+    let pairs = Tl::At::KIND.nvidia();
     // Small constant-trip loops with constant register indices: fully unrolled.
     for (fr, r) in acc.iter().enumerate() {
         for (fc, frag) in r.iter().enumerate() {
