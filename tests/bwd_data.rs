@@ -218,7 +218,7 @@ fn bwd_data_depthwise_strips() {
 /// cannot run are refused by name.
 #[test]
 fn bwd_data_tap_shifts() {
-    let problems = common::tap_shift_problems([
+    let problems = common::tap_shift_problems(&[
         ("3x3 pad1, tiles across images", prob(&[2, 6, 2, 16, 16, 3, 3, 20, 21, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("K=8 C=12", prob(&[2, 5, 3, 8, 12, 3, 3, 9, 11, 1, 1, 1, 1, 1, 1, 1, 1])),
     ]);
@@ -236,6 +236,7 @@ fn bwd_data_tap_shifts() {
     });
     let forced = BwdDataConfig { instance: Some("bwdd_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
     let own = [
+        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
         (vec![2, 4, 2, 16, 32, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C up to"),
         (vec![3, 4, 2, 16, 16, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "z filter"),
     ];

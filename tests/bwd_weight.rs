@@ -276,10 +276,12 @@ fn bwd_weight_auto_split_k() {
     }
 }
 
-/// The tap-shift kernel (`bwdw_halo_*`, stride 1, at most 16 channels per
-/// group): tiles that straddle images, a part-filled group set, K = 8 and
-/// C = 8, dilation with asymmetric pads, a 2x3 filter, 1D, 3D with a 1-tall
-/// z filter, 1x1, both channels-last layout families, f16 and bf16, every
+/// The tap-shift kernel (`bwdw_halo_*`, at most 16 channels per group):
+/// tiles that straddle images, a part-filled group set, K = 8 and C = 8,
+/// dilation with asymmetric pads, a 2x3 filter, 1D, 3D with a 1-tall z
+/// filter, 1x1, strides (ResNeXt's 3x3 at stride 2 on odd and even images,
+/// 2x3 strides with dilation 2 where phases go unused, a 1x1 at stride 2,
+/// stride 3 past a 2-wide filter), both channels-last layout families, f16 and bf16, every
 /// split mode (none with the epilogue, atomic, deterministic and bitwise
 /// reproducible); refusals by name; chosen automatically on NVIDIA and CDNA
 /// where it fits with two row tiles or more per workgroup, atomic split-K
@@ -287,9 +289,14 @@ fn bwd_weight_auto_split_k() {
 #[test]
 fn bwd_weight_tap_shifts() {
     use convgrad::types::instance::Op;
-    let problems = common::tap_shift_problems([
+    let problems = common::tap_shift_problems(&[
         ("3x3 pad1, tiles across images", prob(&[2, 6, 3, 16, 16, 3, 3, 13, 12, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("K=8 C=16", prob(&[2, 5, 2, 8, 16, 3, 3, 9, 11, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3x3 s2 pad1 C=K=8", prob(&[2, 5, 3, 8, 8, 3, 3, 14, 13, 2, 2, 1, 1, 1, 1, 1, 1])),
+        ("3x3 s2 pad1 odd", prob(&[2, 3, 2, 16, 16, 3, 3, 11, 15, 2, 2, 1, 1, 1, 1, 1, 1])),
+        ("3x3 s2x3 dil2 asym pads", prob(&[2, 2, 2, 16, 8, 3, 3, 13, 17, 2, 3, 2, 2, 2, 1, 1, 2])),
+        ("1x1 s2", prob(&[2, 3, 2, 16, 16, 1, 1, 9, 10, 2, 2, 1, 1, 0, 0, 0, 0])),
+        ("2x2 s3", prob(&[2, 4, 2, 8, 16, 2, 2, 11, 10, 3, 3, 1, 1, 0, 0, 0, 0])),
     ]);
     let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true)];
     sweep(&[EmuArch::Sm90, EmuArch::Gfx942], &problems, common::TAP_SHIFT_TYPES.len(), |dev, module, at, name, p| {
@@ -313,7 +320,11 @@ fn bwd_weight_tap_shifts() {
         (line, o.passed() && again.is_none_or(|b| b == o.output_bytes))
     });
     let forced = BwdWeightConfig { instance: Some("bwdw_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
-    let own = [(vec![2, 4, 2, 16, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C a multiple of 8")];
+    let own = [
+        (vec![2, 4, 2, 16, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C a multiple of 8"),
+        (vec![2, 4, 2, 16, 16, 3, 3, 19, 19, 5, 5, 1, 1, 1, 1, 1, 1], "at most 4 along y and x"),
+        (vec![3, 4, 2, 16, 16, 1, 3, 3, 6, 7, 7, 2, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1], "stride 1 along z"),
+    ];
     common::tap_shift_refusals("bwdw_halo_f16_224x64x16_mma16x8", &own, |p| {
         plan(p, &forced, Family::Nvidia, 132).unwrap_err().to_string()
     });

@@ -270,7 +270,7 @@ pub const TAP_SHIFT_LAYOUTS: [ConvLayout; 2] = [ConvLayout::NhwgcGkyxcNhwgk, Con
 /// channels per group): `own` first (each operation's tiles that straddle
 /// images and its K = 8 case), then dilation with asymmetric pads and C = 8,
 /// a 2x3 filter, 1D, 3D with a 1-tall z filter, 1x1.
-pub fn tap_shift_problems(own: [(&'static str, ConvProblem); 2]) -> Vec<(&'static str, ConvProblem)> {
+pub fn tap_shift_problems(own: &[(&'static str, ConvProblem)]) -> Vec<(&'static str, ConvProblem)> {
     let mut v = own.to_vec();
     v.extend([
         ("dil2 asym pads, C=8", prob(&[2, 4, 2, 16, 8, 3, 3, 10, 9, 1, 1, 2, 2, 2, 1, 1, 2])),
@@ -295,12 +295,11 @@ pub fn tap_shift_instance(op: Op, t: TypeConfig, dev: &Device) -> Option<&'stati
 }
 
 /// A forced tap-shift instance `name` is refused, naming itself and the
-/// reason, for the problems both operations refuse (a stride, K not a
-/// multiple of 8, more than 9 filter taps, a tap shift beyond the tile) and
+/// reason, for the problems both operations refuse (K not a multiple of 8,
+/// more than 9 filter taps, a tap shift beyond the tile) and
 /// `own` (CK arguments, reason); `plan` gives a problem's planning error.
 pub fn tap_shift_refusals(name: &str, own: &[(Vec<usize>, &str)], plan: impl Fn(&ConvProblem) -> String) {
     let shared = [
-        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
         (vec![2, 4, 2, 24, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8"),
         (vec![2, 4, 2, 16, 16, 5, 5, 9, 9, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
         (vec![2, 4, 2, 16, 16, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], "largest tap shift"),

@@ -7,6 +7,13 @@
 //! `(y, x)` is one row shift `y * d * Wp + x * d` of the flattened grid. A
 //! workgroup's tile is [`TapShiftPart::halo_rows`] grid image rows.
 //!
+//! At stride `s` (backward-weight) the result grid is dY's and `X` is staged
+//! as phase grids: phase `(p, q)` holds pixel `(s*r + p - pad, s*c + q - pad)`
+//! at grid position `(r, c)`. Tap `(y, x)`, with `y * d = s * qy + p` and
+//! `x * d = s * qx + q`, reads phase `(p, q)` at the row shift `qy * Wp + qx`,
+//! so every tap is again one shift, of a quarter-size grid at stride 2. The
+//! grid is then padded by `(Y-1) * d / s` rows and `(X-1) * d / s` columns.
+//!
 //! [`TapShiftPart::halo_rows`]: convgrad_types::params::TapShiftPart::halo_rows
 
 use crate::arch;
@@ -43,22 +50,48 @@ impl Grid {
     /// Largest tap shift in flat rows.
     #[inline(always)]
     pub fn max_shift(a: &ConvArgs) -> u32 {
-        (a.filter[1] - 1) * a.dilation[1] * a.tap_shift.div_halo[1].div + (a.filter[2] - 1) * a.dilation[2]
+        let [y, x] = [1, 2].map(|d| steps(a, d, (a.filter[d] - 1) * a.dilation[d]));
+        y * a.tap_shift.div_halo[1].div + x
     }
 
-    /// Row shift of tap `(y, x)`.
+    /// Row shift of tap `(y, x)` (in its phase grid at a stride).
     #[inline(always)]
     pub fn shift(a: &ConvArgs, y: usize, x: usize) -> usize {
-        y * a.dilation[1] as usize * a.tap_shift.div_halo[1].div as usize + x * a.dilation[2] as usize
+        let [y, x] = [(1, y), (2, x)].map(|(d, t)| steps(a, d, t as u32 * a.dilation[d]) as usize);
+        y * a.tap_shift.div_halo[1].div as usize + x
+    }
+
+    /// Phase grid `p * Sx + q` that tap `(y, x)` reads (module docs; 0 at stride 1).
+    #[inline(always)]
+    pub fn phase(a: &ConvArgs, y: usize, x: usize) -> u32 {
+        let [p, q] = [(1, y), (2, x)].map(|(d, t)| t as u32 * a.dilation[d] - steps(a, d, t as u32 * a.dilation[d]) * a.stride[d]);
+        p * a.stride[2] + q
+    }
+
+    /// The window of phase grid `phase` of `X` over grid rows `0 .. limit`.
+    #[inline(always)]
+    pub fn x_window(a: &ConvArgs, phase: u32, limit: u32) -> Window {
+        let (p, q) = (phase / a.stride[2], phase % a.stride[2]);
+        let add = [p.wrapping_sub(a.lpad[1]), q.wrapping_sub(a.lpad[2])];
+        Window { step: [a.stride[1], a.stride[2]], add, hw: [a.input[1], a.input[2]], limit }
     }
 }
 
+/// Whole grid steps of a dilated tap offset `o` along dim `d` (`o / stride`;
+/// no division at stride 1, the tap-shift kernels' common case).
+#[inline(always)]
+fn steps(a: &ConvArgs, d: usize, o: u32) -> u32 {
+    if a.stride[d] == 1 { o } else { o / a.stride[d] }
+}
+
 /// Which tensor pixel a grid row holds: grid position `(r, c)` of an image
-/// holds pixel `(r + add[0], c + add[1])` (wrapping, so a negative shift
-/// goes out of range), zero outside `[0, hw[0]) x [0, hw[1])` and from
-/// flat tile row `limit` on.
+/// holds pixel `(r * step[0] + add[0], c * step[1] + add[1])` (wrapping, so
+/// a negative shift goes out of range), zero outside `[0, hw[0]) x [0,
+/// hw[1])` and from flat tile row `limit` on.
 #[derive(Clone, Copy)]
 pub struct Window {
+    /// Grid step to pixel step (the stride of a phase grid, else 1).
+    pub step: [u32; 2],
     /// Shift from grid position to tensor pixel (rows, columns).
     pub add: [u32; 2],
     /// Tensor rows and columns.
@@ -126,7 +159,7 @@ impl<T: Elem> Staged<T> {
         let (sdr, sc) = wp.divmod(step);
         while (m as usize) < rows {
             let (n, z) = a.div_in[0].divmod(b);
-            let (y, x) = (r.wrapping_add(w.add[0]), c.wrapping_add(w.add[1]));
+            let (y, x) = (r.wrapping_mul(w.step[0]).wrapping_add(w.add[0]), c.wrapping_mul(w.step[1]).wrapping_add(w.add[1]));
             let inside = chans_ok & (m < w.limit) & (b < grid.images) & (y < w.hw[0]) & (x < w.hw[1]);
             let src = inside.then(|| {
                 let o = lane_off + n * s[1] + z * s[3] + y * s[4] + x * s[5];

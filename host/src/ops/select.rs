@@ -81,7 +81,7 @@ pub fn needs(op: Op) -> &'static str {
         Op::BwdDataDepthwise => "C = K = 1, channels-last, <= 3 taps per stride class along y",
         Op::BwdDataHalo => "stride 1, 1-tall z filter, <= 9 taps, K mult. of 8 <= 16, C <= 16, tap shift <= 64 rows",
         Op::BwdWeightHalo => {
-            "stride 1, 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows"
+            "strides <= 4 (1 along z), 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows"
         }
         Op::BwdDataRows => {
             "stride 1, 1-tall z filter, <= 9 taps, K mult. of 8 <= 64 contiguous in dy, halo of <= 288 pixels"
@@ -216,11 +216,15 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     {
         return Ok(c);
     }
-    // Tap shifts in place of the GEMM where the problem fits them and the
-    // automatic split leaves every workgroup at least two row tiles (each
-    // workgroup puts the partials of its whole filters once); not in
-    // deterministic mode (its finisher reads every split's partials in turn).
-    if inst.op == Op::BwdWeight && !r.deterministic {
+    // Tap shifts in place of the GEMM where the problem fits them at stride
+    // 1 and the automatic split leaves every workgroup at least two row tiles
+    // (each workgroup puts the partials of its whole filters once); not in
+    // deterministic mode (its finisher reads every split's partials in
+    // turn). Strided problems keep the GEMM: their phase grids, one staged
+    // at a time, were slower on the H100 (ResNeXt 8->8 s2 f16 0.169 ms
+    // against 0.151 on 16x48, RegNetX 16->16 g2 s2 0.115; tuning-log
+    // 2026-11-26e); a tuning table may still name the kernel for them.
+    if inst.op == Op::BwdWeight && !r.deterministic && p.strides.iter().all(|&s| s == 1) {
         let shifts = first_fitting(Op::BwdWeightHalo, r).filter(|c| match c.fit {
             Fit::TapShift(f) => {
                 let sets = p.g.div_ceil(c.instance.tile.waves_n as usize);
@@ -371,6 +375,7 @@ fn depthwise_rows(r: &Request<'_>) -> Result<usize, String> {
 fn weight_tap_shifts(r: &Request<'_>, t: &TileConfig) -> Result<HaloFit, &'static str> {
     let p = r.p;
     halo_fit(p, t, p.output(), &[
+        (p.strides[0] == 1 && p.strides[1..].iter().all(|&s| s <= 4), "stride 1 along z and at most 4 along y and x"),
         (p.k <= t.bk as usize && lane_axis(r.dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
         (
             p.c <= (t.bn / t.waves_n) as usize && lane_axis(r.x, 2, 8),
@@ -384,6 +389,7 @@ fn weight_tap_shifts(r: &Request<'_>, t: &TileConfig) -> Result<HaloFit, &'stati
 fn data_tap_shifts(r: &Request<'_>, t: &TileConfig) -> Result<HaloFit, &'static str> {
     let p = r.p;
     halo_fit(p, t, p.input, &[
+        (p.strides.iter().all(|&s| s == 1), "stride 1 in every dim"),
         (p.k <= t.bk as usize && lane_axis(r.dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
         (p.c <= (t.bn / t.waves_n) as usize, "C up to the tile's channels per group"),
         (r.dy.span() < 1 << 31, "dy of fewer than 2^31 elements"),
@@ -477,26 +483,27 @@ impl HaloFit {
 }
 
 /// The grid of `p` for tile `t`, or what keeps the tap-shift kernels from
-/// it (the first failed check, the op's own `extra` checks included).
+/// it (the first failed check, the op's own `extra` checks first).
 fn halo_fit(
     p: &ConvProblem,
     t: &TileConfig,
     pixels: [usize; 3],
     extra: &[(bool, &'static str)],
 ) -> Result<HaloFit, &'static str> {
-    let pad = |d: usize| (p.filter[d] - 1) * p.dilations[d];
+    // Grid steps of the dilated filter: its extent at stride 1, phase grid
+    // steps at a stride (backward-weight; the device's `conv::tap_grid`).
+    let pad = |d: usize| (p.filter[d] - 1) * p.dilations[d] / p.strides[d];
     let (hp, wp) = (pixels[1] + pad(1), pixels[2] + pad(2));
     let shift = pad(1) * wp + pad(2);
     let images = p.n * pixels[0];
     let common = [
-        (p.strides.iter().all(|&s| s == 1), "stride 1 in every dim"),
         (p.filter[0] == 1 && p.lpads[0] == 0 && p.rpads[0] == 0, "a 1-tall, unpadded z filter"),
         (p.filter[1] * p.filter[2] <= TileConfig::HALO_TAPS as usize, "at most 9 filter taps"),
         (wp <= t.bm as usize, "a padded row (W + (X-1) * dilation) of at most the tile's rows"),
-        (shift <= TileConfig::HALO_SLACK as usize, "a largest tap shift ((Y-1) * dil * padded row + (X-1) * dil) of at most 64 rows"),
+        (shift <= TileConfig::HALO_SLACK as usize, "a largest tap shift ((Y-1) * dil / stride * padded row + (X-1) * dil / stride) of at most 64 rows"),
         ((images as u64 * hp as u64) < (1 << 31), "fewer than 2^31 padded image rows"),
     ];
-    if let Some(c) = common.iter().chain(extra).find(|c| !c.0) {
+    if let Some(c) = extra.iter().chain(&common).find(|c| !c.0) {
         return Err(c.1);
     }
     // Tiles may straddle images: small images share one.

@@ -82,7 +82,7 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
     let need = a.tap_shift.halo_rows * a.tap_shift.div_halo[1].div + Grid::max_shift(a);
     let dy = Staged { p: a.dy as *const Tl::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
     let rows = Tl::BM + TileConfig::HALO_SLACK as usize;
-    let win = Window { add: [oy, ox], hw: [a.output[1], a.output[2]], limit: need };
+    let win = Window { step: [1, 1], add: [oy, ox], hw: [a.output[1], a.output[2]], limit: need };
     const { assert!(Tl::THREADS.is_multiple_of(Tl::WN * Tl::BK / <Tl::In as Elem>::LANES)) };
     unsafe {
         dy.copy::<Tl>(a, &h.grid, win, Tl::BK, rows, h.lda, 0, threads);

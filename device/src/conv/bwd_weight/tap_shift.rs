@@ -1,5 +1,5 @@
-//! Backward-weight by tap shifts ([`Op::BwdWeightHalo`]): stride 1, few
-//! channels per group (ResNeXt's 16).
+//! Backward-weight by tap shifts ([`Op::BwdWeightHalo`]): few channels per
+//! group (ResNeXt's 8 and 16), any stride along y and x.
 //!
 //! The backward-weight GEMM gathers `im2col(X)` once per tap: at C = K = 16
 //! its 16x48 tiles read every `X` pixel nine times. Here a workgroup stages,
@@ -11,6 +11,12 @@
 //! the tile's grid rows. Wave `wn` owns group `g0 + wn` and keeps every
 //! tap's accumulators; taps are spelled out (`unroll!`) so that they stay in
 //! registers (a tap loop put them in local memory: 504 B on sm_90).
+//!
+//! At a stride the `X` halo is one phase grid at a time
+//! ([`crate::conv::tap_grid`]): the taps of a phase multiply while dY stays
+//! staged, then the next phase's halo replaces it (a 3x3 filter at stride 2:
+//! four halos of a quarter of the pixels each, so `X` is read about once per
+//! group set, where the GEMM gathers a 16-byte run per pixel and tap).
 //!
 //! Grid: `x` = group sets, `z` = k-batches (runs of
 //! [`TapShiftPart::tiles_per_batch`] of the [`TapShiftPart::tiles`] row
@@ -61,14 +67,17 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
     let threads = Tl::THREADS;
     let tid = arch::thread_id() as usize;
     let (lane, wn) = (tid % Tl::At::WAVE, tid / Tl::At::WAVE);
-    // Tap t is filter tap (t / X, t % X); taps past the filter read the
-    // halo at shift 0 and are never stored.
+    // Tap t is filter tap (t / X, t % X), read from its phase grid at its
+    // shift; taps past the filter are in no phase (never multiplied or stored).
     let taps = (a.filter[1] * a.filter[2]) as usize;
-    let shift = |t: usize| {
+    let place = |t: usize| {
         let (y, x) = a.div_x.divmod(t as u32);
-        if t < taps { Grid::shift(a, y as usize, x as usize) } else { 0 }
+        if t < taps { (Grid::shift(a, y as usize, x as usize), Grid::phase(a, y as usize, x as usize)) } else { (0, u32::MAX) }
     };
-    let shifts: [usize; TAPS] = [shift(0), shift(1), shift(2), shift(3), shift(4), shift(5), shift(6), shift(7), shift(8)];
+    let places: [(usize, u32); TAPS] = core::array::from_fn(place);
+    let (shifts, phase_of) = (places.map(|p| p.0), places.map(|p| p.1));
+    // The phases some tap reads (one at stride 1), as a bit set.
+    let used = phase_of.iter().fold(0u32, |m, &p| if p < 32 { m | 1 << p } else { m });
     let ta = LdsTile { base: wn * Tl::BK * e, ld: lda, mn_major: true };
     let tx = |t: usize| LdsTile { base: x_base + (shifts[t] * ldx + wn * Tl::TN) * e, ld: ldx, mn_major: true };
     let dy = Staged { p: a.dy as *const Tl::In, s: a.dy_strides, chans: a.k, g0, groups: a.g };
@@ -76,37 +85,45 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
     // dY at the grid positions of the tile's image rows; the X halo they
     // reach, from the top-left corner of the padding.
     let rows = a.tap_shift.halo_rows * a.tap_shift.div_halo[1].div;
-    let dy_win = Window { add: [0, 0], hw: [a.output[1], a.output[2]], limit: rows };
-    let add = [0u32.wrapping_sub(a.lpad[1]), 0u32.wrapping_sub(a.lpad[2])];
-    let x_win = Window { add, hw: [a.input[1], a.input[2]], limit: rows + Grid::max_shift(a) };
+    let dy_win = Window { step: [1, 1], add: [0, 0], hw: [a.output[1], a.output[2]], limit: rows };
+    let x_limit = rows + Grid::max_shift(a);
     let mut acc = [[[<<Tl::At as MmaAtom>::C>::default(); FC]; FR]; TAPS];
     let first = kb * a.tap_shift.tiles_per_batch;
     let last = (first + a.tap_shift.tiles_per_batch).min(a.tap_shift.tiles);
+    // (The host keeps strides to at most 4: 16 phases.)
+    let phases = (a.stride[1] * a.stride[2]).min(32);
     for t in first..last {
         let grid = Grid::tile(a, t);
-        unsafe {
-            dy.copy::<Tl>(a, &grid, dy_win, Tl::BK, Tl::BM, lda, 0, threads);
-            x.copy::<Tl>(a, &grid, x_win, Tl::TN, Tl::BM + TileConfig::HALO_SLACK as usize, ldx, x_base, threads);
-        }
-        arch::cp_async_commit();
-        arch::cp_async_wait(0);
-        arch::barrier();
-        let mut ks = 0;
-        while ks < Tl::BM {
-            let af: [<Tl::At as MmaAtom>::A; FR] =
-                core::array::from_fn(|fr| unsafe { Tl::At::load_a(ta, fr * Tl::At::M, ks, lane) });
-            unroll!(tap in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
-                let bf: [<Tl::At as MmaAtom>::B; FC] = unsafe { Tl::At::load_b_frags(tx(tap), 0, ks, lane) };
-                for (fr, row) in acc[tap].iter_mut().enumerate() {
-                    for (fc, c) in row.iter_mut().enumerate() {
-                        unsafe { Tl::At::mma(&af[fr], &bf[fc], c) };
-                    }
+        unsafe { dy.copy::<Tl>(a, &grid, dy_win, Tl::BK, Tl::BM, lda, 0, threads) };
+        let mut ph = 0;
+        while ph < phases {
+            if used & (1 << ph) != 0 {
+                let x_win = Grid::x_window(a, ph, x_limit);
+                unsafe { x.copy::<Tl>(a, &grid, x_win, Tl::TN, Tl::BM + TileConfig::HALO_SLACK as usize, ldx, x_base, threads) };
+                arch::cp_async_commit();
+                arch::cp_async_wait(0);
+                arch::barrier();
+                let mut ks = 0;
+                while ks < Tl::BM {
+                    let af: [<Tl::At as MmaAtom>::A; FR] =
+                        core::array::from_fn(|fr| unsafe { Tl::At::load_a(ta, fr * Tl::At::M, ks, lane) });
+                    unroll!(tap in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
+                        if phase_of[tap] == ph {
+                            let bf: [<Tl::At as MmaAtom>::B; FC] = unsafe { Tl::At::load_b_frags(tx(tap), 0, ks, lane) };
+                            for (fr, row) in acc[tap].iter_mut().enumerate() {
+                                for (fc, c) in row.iter_mut().enumerate() {
+                                    unsafe { Tl::At::mma(&af[fr], &bf[fc], c) };
+                                }
+                            }
+                        }
+                    });
+                    ks += Tl::At::K;
                 }
-            });
-            ks += Tl::At::K;
+                // The next phase's or tile's copies overwrite what the waves read.
+                arch::barrier();
+            }
+            ph += 1;
         }
-        // The next tile's copies overwrite what the waves read.
-        arch::barrier();
     }
     // The sums leave through LDS (free after the last barrier): each lane
     // stores its fragments whole, in the order of `acc` (element-wise stores
