@@ -84,8 +84,7 @@ unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, const PHASE
     let tid = arch::thread_id() as usize;
     let (lane, wn) = (tid % Tl::At::WAVE, tid / Tl::At::WAVE);
     // Tap t is filter tap (t / X, t % X), read from its phase grid at its
-    // shift; taps past the filter are in no phase (multiplied at shift 0
-    // only on the unphased path, never stored).
+    // shift; taps past the filter are in no phase (never multiplied or stored).
     let taps = (a.filter[1] * a.filter[2]) as usize;
     let place = |t: usize| {
         let (y, x) = a.div_x.divmod(t as u32);
