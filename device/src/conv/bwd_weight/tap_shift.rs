@@ -53,27 +53,11 @@ const _: () = assert!(TAPS == 9);
 /// Launch contract of the instance (grid above, block, LDS) and a valid argument block.
 #[inline(always)]
 pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args: *const ConvArgs) {
-    let a = unsafe { load_args(args) };
-    // Stride 1 (one phase) is compiled without the per-tap phase tests:
-    // with them in, the stride-1 bf16 kernel ran 19-27% slower on the H100
-    // (ResNeXt 8->8 and 16->16; tuning-log 2026-11-26e).
-    if a.stride[1] == 1 && a.stride[2] == 1 {
-        unsafe { run::<Tl, Out, FR, FC, false>(a) }
-    } else {
-        unsafe { run::<Tl, Out, FR, FC, true>(a) }
-    }
-}
-
-/// The kernel over phase grids (`PHASED`) or the one grid of stride 1.
-///
-/// # Safety
-/// As [`kernel`].
-#[inline(always)]
-unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, const PHASED: bool>(a: &ConvArgs) {
     // One row of waves; `FR` atoms span `K` (`Tl::BK`), `FC` atoms `C` (`Tl::TN`).
     const { assert!(Tl::WM == 1 && FC * Tl::At::N == Tl::TN && FR * Tl::At::M == Tl::BK) };
     const { assert!(Tl::BM.is_multiple_of(Tl::At::K)) };
     const { assert!(Tl::THREADS.is_multiple_of(Tl::BN / <Tl::In as Elem>::LANES) && Tl::TN.is_multiple_of(4)) };
+    let a = unsafe { load_args(args) };
     let tile = Tl::CONFIG;
     let e = <Tl::In as Elem>::BYTES;
     let (lda, ldx) = (tile.halo_a_ld() as usize, tile.halo_x_ld() as usize);
@@ -107,13 +91,13 @@ unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, const PHASE
     let first = kb * a.tap_shift.tiles_per_batch;
     let last = (first + a.tap_shift.tiles_per_batch).min(a.tap_shift.tiles);
     // (The host keeps strides to at most 4: 16 phases.)
-    let phases = if PHASED { (a.stride[1] * a.stride[2]).min(32) } else { 1 };
+    let phases = (a.stride[1] * a.stride[2]).min(32);
     for t in first..last {
         let grid = Grid::tile(a, t);
         unsafe { dy.copy::<Tl>(a, &grid, dy_win, Tl::BK, Tl::BM, lda, 0, threads) };
         let mut ph = 0;
         while ph < phases {
-            if !PHASED || used & (1 << ph) != 0 {
+            if used & (1 << ph) != 0 {
                 let x_win = Grid::x_window(a, ph, x_limit);
                 unsafe { x.copy::<Tl>(a, &grid, x_win, Tl::TN, Tl::BM + TileConfig::HALO_SLACK as usize, ldx, x_base, threads) };
                 arch::cp_async_commit();
@@ -124,7 +108,7 @@ unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, const PHASE
                     let af: [<Tl::At as MmaAtom>::A; FR] =
                         core::array::from_fn(|fr| unsafe { Tl::At::load_a(ta, fr * Tl::At::M, ks, lane) });
                     unroll!(tap in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
-                        if !PHASED || phase_of[tap] == ph {
+                        if phase_of[tap] == ph {
                             let bf: [<Tl::At as MmaAtom>::B; FC] = unsafe { Tl::At::load_b_frags(tx(tap), 0, ks, lane) };
                             for (fr, row) in acc[tap].iter_mut().enumerate() {
                                 for (fc, c) in row.iter_mut().enumerate() {
