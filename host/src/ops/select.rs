@@ -222,7 +222,7 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     // deterministic mode (its finisher reads every split's partials in
     // turn). Strided problems keep the GEMM: their phase grids, one staged
     // at a time, were slower on the H100 (ResNeXt 8->8 s2 f16 0.169 ms
-    // against 0.151 on 16x48, RegNetX 16->16 g2 s2 0.115; tuning-log
+    // against 0.150 on 16x48, RegNetX 16->16 g2 s2 0.115; tuning-log
     // 2026-11-26e); a tuning table may still name the kernel for them.
     if inst.op == Op::BwdWeight && !r.deterministic && p.strides.iter().all(|&s| s == 1) {
         let shifts = first_fitting(Op::BwdWeightHalo, r).filter(|c| match c.fit {
