@@ -281,7 +281,8 @@ fn bwd_weight_auto_split_k() {
 /// dilation with asymmetric pads, a 2x3 filter, 1D, 3D with a 1-tall z
 /// filter, 1x1, strides (ResNeXt's 3x3 at stride 2 on odd and even images,
 /// 2x3 strides with dilation 2 where phases go unused, a 1x1 at stride 2,
-/// stride 3 past a 2-wide filter), both channels-last layout families, f16 and bf16, every
+/// stride 3 past a 2-wide filter: the `bwdw_halo_phased_*` kernels), both
+/// channels-last layout families, f16 and bf16, every
 /// split mode (none with the epilogue, atomic, deterministic and bitwise
 /// reproducible); refusals by name; chosen automatically on NVIDIA and CDNA
 /// where it fits with two row tiles or more per workgroup, atomic split-K
@@ -301,7 +302,9 @@ fn bwd_weight_tap_shifts() {
     let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true)];
     sweep(&[EmuArch::Sm90, EmuArch::Gfx942], &problems, common::TAP_SHIFT_TYPES.len(), |dev, module, at, name, p| {
         let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
-        let Some(halo) = common::tap_shift_instance(Op::BwdWeightHalo, t, dev) else {
+        // Strides take the phase-grid kernel, stride 1 the one without phases.
+        let op = if p.strides.iter().all(|&s| s == 1) { Op::BwdWeightHalo } else { Op::BwdWeightHaloPhased };
+        let Some(halo) = common::tap_shift_instance(op, t, dev) else {
             return (format!("{name}: no tap-shift kernels on RDNA3"), true);
         };
         let (split_k, deterministic) = at.pick(&splits, 1, 1);
@@ -319,15 +322,25 @@ fn bwd_weight_tap_shifts() {
         let line = format!("{} -> {} kb={}: {}", label(&cfg), o.instance, o.k_batch, o.report.summary());
         (line, o.passed() && again.is_none_or(|b| b == o.output_bytes))
     });
-    let forced = BwdWeightConfig { instance: Some("bwdw_halo_f16_224x64x16_mma16x8".into()), ..Default::default() };
-    let own = [
+    let forced = |name: &str| BwdWeightConfig { instance: Some(name.into()), ..Default::default() };
+    let (plain, phased) = ("bwdw_halo_f16_224x64x16_mma16x8", "bwdw_halo_phased_f16_224x64x16_mma16x8");
+    let plan_err = |name: &str, p: &ConvProblem| plan(p, &forced(name), Family::Nvidia, 132).unwrap_err().to_string();
+    let plain_own = [
         (vec![2, 4, 2, 16, 12, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "C a multiple of 8"),
+        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1 in every dim"),
+    ];
+    common::tap_shift_refusals(plain, &plain_own, |p| plan_err(plain, p));
+    // The phase-grid kernel names the stride first, so its refusals are strided.
+    for (v, why) in [
+        (vec![2, 4, 2, 24, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "K a multiple of 8"),
+        (vec![2, 4, 2, 16, 16, 5, 5, 9, 9, 2, 2, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
         (vec![2, 4, 2, 16, 16, 3, 3, 19, 19, 5, 5, 1, 1, 1, 1, 1, 1], "at most 4 along y and x"),
         (vec![3, 4, 2, 16, 16, 1, 3, 3, 6, 7, 7, 2, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1], "stride 1 along z"),
-    ];
-    common::tap_shift_refusals("bwdw_halo_f16_224x64x16_mma16x8", &own, |p| {
-        plan(p, &forced, Family::Nvidia, 132).unwrap_err().to_string()
-    });
+        (vec![2, 4, 2, 16, 16, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "above 1 along one"),
+    ] {
+        let e = plan_err(phased, &prob(&v));
+        assert!(e.contains(&format!("{phased} does not apply")) && e.contains(why), "{v:?}: {e}");
+    }
     let rx16 = prob(&[2, 32, 64, 16, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
     // Chosen where every workgroup gets two row tiles or more: ResNeXt
     // 16->16 at 14x14 (not on RDNA3, which has no instance), not at 7x7.
@@ -335,7 +348,7 @@ fn bwd_weight_tap_shifts() {
     // Strided problems fit (forced above) but keep the GEMM: the phase grids
     // were slower on the H100 (ResNeXt 8->8 at stride 2).
     let rx8_s2 = prob(&[2, 32, 64, 8, 8, 3, 3, 56, 56, 2, 2, 1, 1, 1, 1, 1, 1]);
-    assert!(plan(&rx8_s2, &forced, Family::Nvidia, 132).is_ok());
+    assert!(plan(&rx8_s2, &forced(phased), Family::Nvidia, 132).is_ok());
     for family in Family::ALL {
         let strided = plan(&rx8_s2, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
         assert_eq!(strided.op, Op::BwdWeight, "{family:?} stride 2: {}", strided.name);

@@ -93,6 +93,11 @@ pub enum Op {
     /// `dy` and the halo of `x` for `waves_n` groups in LDS, each tap a row
     /// shift of the halo; split-K over the tiles.
     BwdWeightHalo,
+    /// [`Op::BwdWeightHalo`] at strides up to 4 along y and x (1 along z):
+    /// the halo of `x` is staged one phase grid (pixels of one remainder
+    /// modulo the stride) at a time, and each tap reads its phase's halo.
+    /// A kernel of its own, so that stride 1 runs without the phase tests.
+    BwdWeightHaloPhased,
     /// Depthwise backward-weight by filter rows: a thread keeps one filter
     /// row's taps for a channel vector and slides a window of `x` along the
     /// output rows (one `dy` and `stride` `x` loads per pixel).
@@ -113,7 +118,8 @@ pub enum Op {
 impl Op {
     /// The kernel families of backward-weight: the ones its selection and
     /// tuning consider (a new family adds itself here).
-    pub const BWD_WEIGHT: &'static [Op] = &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo, Op::BwdWeightDepthwise];
+    pub const BWD_WEIGHT: &'static [Op] =
+        &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo, Op::BwdWeightHaloPhased, Op::BwdWeightDepthwise];
     /// The kernel families of backward-data.
     pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo, Op::BwdDataRows];
 }
@@ -382,7 +388,7 @@ impl Instance {
             // Latency-bound streams of loads: four 256-thread blocks (64
             // registers) hide more of it than two (128).
             Op::BwdWeightDirect => 4,
-            Op::BwdWeightHalo => 3,
+            Op::BwdWeightHalo | Op::BwdWeightHaloPhased => 3,
             _ => 2,
         }
     }
@@ -399,7 +405,7 @@ impl Instance {
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             // The halo tiles, or every wave's sums of every tap as f32 (the
             // fragments of the atoms, which cover `bk x bn / waves_n`).
-            Op::BwdWeightHalo => {
+            Op::BwdWeightHalo | Op::BwdWeightHaloPhased => {
                 let main = self.tile.halo_w_bytes(self.types.act().bytes() as u32);
                 let sums = self.tile.bk * TileConfig::HALO_TAPS * self.tile.bn * 4;
                 if main > sums { main } else { sums }
@@ -473,6 +479,11 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdWeightHalo, Bf16, 224, 64, 16, 1, 4, Mma16x8x16);
         $m!($($extra,)* bwdw_halo_f16_128x64x16_mfma16, [Cdna], BwdWeightHalo, F16, 128, 64, 16, 1, 4, Mfma16x16x16);
         $m!($($extra,)* bwdw_halo_bf16_128x64x16_mfma16, [Cdna], BwdWeightHalo, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
+        // The same at strides (`Op::BwdWeightHaloPhased`).
+        $m!($($extra,)* bwdw_halo_phased_f16_224x64x16_mma16x8, [Nvidia], BwdWeightHaloPhased, F16, 224, 64, 16, 1, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_halo_phased_bf16_224x64x16_mma16x8, [Nvidia], BwdWeightHaloPhased, Bf16, 224, 64, 16, 1, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_halo_phased_f16_128x64x16_mfma16, [Cdna], BwdWeightHaloPhased, F16, 128, 64, 16, 1, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdw_halo_phased_bf16_128x64x16_mfma16, [Cdna], BwdWeightHaloPhased, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).

@@ -50,6 +50,24 @@ macro_rules! tiled {
     }};
 }
 
+/// Backward-weight by tap shifts: one row of waves, the accumulators `BK / M`
+/// (the `K` channels) by `BN / WN / N` (one group's `C` channels).
+// (Unused in RDNA3 builds, which have no tap-shift instances.)
+#[allow(unused_macros)]
+macro_rules! weight_shifts {
+    ($args:ident, $phased:literal, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
+        type Tl = tile_ty!($atom, $ty, $bm, $bn, $bk, $wm, $wn);
+        type At = <Tl as $crate::gemm::Tile>::At;
+        $crate::conv::bwd_weight::tap_shift::kernel::<
+            Tl,
+            out_ty!($ty),
+            { <Tl as $crate::gemm::Tile>::BK / <At as $crate::atom::MmaAtom>::M },
+            { <Tl as $crate::gemm::Tile>::FC },
+            $phased,
+        >($args)
+    }};
+}
+
 /// The body of instance `name`: a call of the op's generic kernel function.
 /// The tiled kernels take the tile type, the output element type and the
 /// atoms per wave of their accumulators (`FR`, `FC`).
@@ -66,18 +84,9 @@ macro_rules! body {
     ($args:ident, BwdDataRows, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::rows, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };
-    // One row of waves: the accumulators are `BK / M` (the `K` channels) by
-    // `BN / WN / N` (one group's `C` channels).
-    ($args:ident, BwdWeightHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {{
-        type Tl = tile_ty!($atom, $ty, $bm, $bn, $bk, $wm, $wn);
-        type At = <Tl as $crate::gemm::Tile>::At;
-        $crate::conv::bwd_weight::tap_shift::kernel::<
-            Tl,
-            out_ty!($ty),
-            { <Tl as $crate::gemm::Tile>::BK / <At as $crate::atom::MmaAtom>::M },
-            { <Tl as $crate::gemm::Tile>::FC },
-        >($args)
-    }};
+    // Stride 1 and the phase grids of strides are separate kernels.
+    ($args:ident, BwdWeightHalo, $($rest:tt)*) => { weight_shifts!($args, false, $($rest)*) };
+    ($args:ident, BwdWeightHaloPhased, $($rest:tt)*) => { weight_shifts!($args, true, $($rest)*) };
     ($args:ident, BwdDataDirect, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_data::direct::kernel::<in_ty!($ty), in_ty!($ty)>($args)
     };

@@ -80,8 +80,9 @@ pub fn needs(op: Op) -> &'static str {
         Op::BwdWeightDirect | Op::BwdDataDirect => "any problem (channel vectors where channels-last)",
         Op::BwdDataDepthwise => "C = K = 1, channels-last, <= 3 taps per stride class along y",
         Op::BwdDataHalo => "stride 1, 1-tall z filter, <= 9 taps, K mult. of 8 <= 16, C <= 16, tap shift <= 64 rows",
-        Op::BwdWeightHalo => {
-            "strides <= 4 (1 along z), 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows"
+        Op::BwdWeightHalo => "stride 1, 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows",
+        Op::BwdWeightHaloPhased => {
+            "a stride of 2-4 along y or x (1 along z), 1-tall z filter, <= 9 taps, C, K mult. of 8 <= 16, channels-last, tap shift <= 64 rows"
         }
         Op::BwdDataRows => {
             "stride 1, 1-tall z filter, <= 9 taps, K mult. of 8 <= 64 contiguous in dy, halo of <= 288 pixels"
@@ -105,7 +106,9 @@ pub fn fits(i: &Instance, r: &Request<'_>) -> Result<Fit, String> {
                 r.types.name()
             )
         }),
-        Op::BwdWeightHalo => weight_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
+        Op::BwdWeightHalo | Op::BwdWeightHaloPhased => weight_tap_shifts(r, &i.tile, i.op == Op::BwdWeightHaloPhased)
+            .map(Fit::TapShift)
+            .map_err(|w| format!("tap shifts need {w}")),
         Op::BwdDataHalo => data_tap_shifts(r, &i.tile).map(Fit::TapShift).map_err(|w| format!("tap shifts need {w}")),
         Op::BwdDataRows => data_rows(r, &i.tile).map(Fit::Rows).map_err(|w| format!("row segments need {w}")),
         Op::BwdWeightDepthwise => depthwise_rows(r).map(|_| Fit::Any),
@@ -223,7 +226,8 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     // turn). Strided problems keep the GEMM: their phase grids, one staged
     // at a time, were slower on the H100 (ResNeXt 8->8 s2 f16 0.169 ms
     // against 0.150 on 16x48, RegNetX 16->16 g2 s2 0.115; tuning-log
-    // 2026-11-26e); a tuning table may still name the kernel for them.
+    // 2026-11-26e); a tuning table may still name
+    // `bwdw_halo_phased_*` for them.
     if inst.op == Op::BwdWeight && !r.deterministic && p.strides.iter().all(|&s| s == 1) {
         let shifts = first_fitting(Op::BwdWeightHalo, r).filter(|c| match c.fit {
             Fit::TapShift(f) => {
@@ -372,10 +376,16 @@ fn depthwise_rows(r: &Request<'_>) -> Result<usize, String> {
 }
 
 /// Backward-weight's tap-shift grid for tile `t`: the result pixels are dy's.
-fn weight_tap_shifts(r: &Request<'_>, t: &TileConfig) -> Result<HaloFit, &'static str> {
+fn weight_tap_shifts(r: &Request<'_>, t: &TileConfig, phased: bool) -> Result<HaloFit, &'static str> {
     let p = r.p;
+    let (y, x) = (p.strides[1], p.strides[2]);
+    let stride = if phased {
+        (p.strides[0] == 1 && y <= 4 && x <= 4 && y * x > 1, "stride 1 along z, at most 4 along y and x and above 1 along one (stride 1 takes bwdw_halo_*)")
+    } else {
+        (p.strides.iter().all(|&s| s == 1), "stride 1 in every dim (strides take bwdw_halo_phased_*)")
+    };
     halo_fit(p, t, p.output(), &[
-        (p.strides[0] == 1 && p.strides[1..].iter().all(|&s| s <= 4), "stride 1 along z and at most 4 along y and x"),
+        stride,
         (p.k <= t.bk as usize && lane_axis(r.dy, 2, 8), "K a multiple of 8 up to the tile's, contiguous in dy"),
         (
             p.c <= (t.bn / t.waves_n) as usize && lane_axis(r.x, 2, 8),

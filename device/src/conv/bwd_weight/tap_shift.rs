@@ -12,11 +12,14 @@
 //! tap's accumulators; taps are spelled out (`unroll!`) so that they stay in
 //! registers (a tap loop put them in local memory: 504 B on sm_90).
 //!
-//! At a stride the `X` halo is one phase grid at a time
-//! ([`crate::conv::tap_grid`]): the taps of a phase multiply while dY stays
-//! staged, then the next phase's halo replaces it (a 3x3 filter at stride 2:
-//! four halos of a quarter of the pixels each, so `X` is read about once per
-//! group set, where the GEMM gathers a 16-byte run per pixel and tap).
+//! At a stride ([`Op::BwdWeightHaloPhased`], `PHASED`) the `X` halo is one
+//! phase grid at a time ([`crate::conv::tap_grid`]): the taps of a phase
+//! multiply while dY stays staged, then the next phase's halo replaces it (a
+//! 3x3 filter at stride 2: four halos of a quarter of the pixels each, so `X`
+//! is read about once per group set, where the GEMM gathers a 16-byte run per
+//! pixel and tap). Stride 1 is its own kernel without the per-tap phase
+//! tests: with them, its bf16 build ran 19-27% slower on the H100, and one
+//! kernel holding both loops spilled SGPRs on gfx90a (tuning-log 2026-11-26e).
 //!
 //! Grid: `x` = group sets, `z` = k-batches (runs of
 //! [`TapShiftPart::tiles_per_batch`] of the [`TapShiftPart::tiles`] row
@@ -26,6 +29,7 @@
 //! kernel's do.
 //!
 //! [`Op::BwdWeightHalo`]: convgrad_types::instance::Op::BwdWeightHalo
+//! [`Op::BwdWeightHaloPhased`]: convgrad_types::instance::Op::BwdWeightHaloPhased
 //! [`TapShiftPart::tiles_per_batch`]: convgrad_types::params::TapShiftPart::tiles_per_batch
 //! [`TapShiftPart::tiles`]: convgrad_types::params::TapShiftPart::tiles
 
@@ -47,12 +51,13 @@ const _: () = assert!(TAPS == 9);
 
 /// Kernel body (module docs): `BM` grid rows per tile, `BK` the channels
 /// `K` padded (`FR` atoms), `CP = BN / WN` ([`Tile::TN`]) the channels `C`
-/// padded (`FC` atoms), one row of `WN` waves.
+/// padded (`FC` atoms), one row of `WN` waves; `PHASED`: strides along y
+/// and x (else stride 1 only).
 ///
 /// # Safety
 /// Launch contract of the instance (grid above, block, LDS) and a valid argument block.
 #[inline(always)]
-pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args: *const ConvArgs) {
+pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, const PHASED: bool>(args: *const ConvArgs) {
     // One row of waves; `FR` atoms span `K` (`Tl::BK`), `FC` atoms `C` (`Tl::TN`).
     const { assert!(Tl::WM == 1 && FC * Tl::At::N == Tl::TN && FR * Tl::At::M == Tl::BK) };
     const { assert!(Tl::BM.is_multiple_of(Tl::At::K)) };
@@ -68,7 +73,8 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
     let tid = arch::thread_id() as usize;
     let (lane, wn) = (tid % Tl::At::WAVE, tid / Tl::At::WAVE);
     // Tap t is filter tap (t / X, t % X), read from its phase grid at its
-    // shift; taps past the filter are in no phase (never multiplied or stored).
+    // shift; taps past the filter are in no phase (never stored; multiplied
+    // at shift 0 by the stride-1 kernel, which has no phase tests).
     let taps = (a.filter[1] * a.filter[2]) as usize;
     let place = |t: usize| {
         let (y, x) = a.div_x.divmod(t as u32);
@@ -91,13 +97,13 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
     let first = kb * a.tap_shift.tiles_per_batch;
     let last = (first + a.tap_shift.tiles_per_batch).min(a.tap_shift.tiles);
     // (The host keeps strides to at most 4: 16 phases.)
-    let phases = (a.stride[1] * a.stride[2]).min(32);
+    let phases = if PHASED { (a.stride[1] * a.stride[2]).min(32) } else { 1 };
     for t in first..last {
         let grid = Grid::tile(a, t);
         unsafe { dy.copy::<Tl>(a, &grid, dy_win, Tl::BK, Tl::BM, lda, 0, threads) };
         let mut ph = 0;
         while ph < phases {
-            if used & (1 << ph) != 0 {
+            if !PHASED || used & (1 << ph) != 0 {
                 let x_win = Grid::x_window(a, ph, x_limit);
                 unsafe { x.copy::<Tl>(a, &grid, x_win, Tl::TN, Tl::BM + TileConfig::HALO_SLACK as usize, ldx, x_base, threads) };
                 arch::cp_async_commit();
@@ -108,7 +114,7 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
                     let af: [<Tl::At as MmaAtom>::A; FR] =
                         core::array::from_fn(|fr| unsafe { Tl::At::load_a(ta, fr * Tl::At::M, ks, lane) });
                     unroll!(tap in [0, 1, 2, 3, 4, 5, 6, 7, 8] => {
-                        if phase_of[tap] == ph {
+                        if !PHASED || phase_of[tap] == ph {
                             let bf: [<Tl::At as MmaAtom>::B; FC] = unsafe { Tl::At::load_b_frags(tx(tap), 0, ks, lane) };
                             for (fr, row) in acc[tap].iter_mut().enumerate() {
                                 for (fc, c) in row.iter_mut().enumerate() {
