@@ -364,7 +364,8 @@ fn bwd_weight_tap_shifts() {
 
 /// The tile heuristic's measured decisions, per family: the 16-row tile only
 /// where K fits it (K = 16), 64 rows for K = 32 (faster than 16 or 32 rows on
-/// the H200), the direct kernel below 8 output channels per group.
+/// the H200), the direct kernel below 8 output channels per group; smaller
+/// tiles for short reductions (H100, tuning-log 2026-11-26f).
 #[test]
 fn bwd_weight_tile_choice() {
     use convgrad::types::instance::Op;
@@ -391,7 +392,7 @@ fn bwd_weight_tile_choice() {
     }
     // Hopper: the warpgroup tiles before mma.sync of the same shape, f16 and bf16.
     for (ch, bm) in [(256, 128), (64, 64)] {
-        let p = prob(&[2, 1, 8, ch, ch, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
+        let p = prob(&[2, 1, 32, ch, ch, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
         for types in [TypeConfig::F16, TypeConfig::Bf16] {
             let cfg = BwdWeightConfig { types, ..Default::default() };
             let inst = plan(&p, &cfg, Family::Hopper, 132).unwrap().main.instance;

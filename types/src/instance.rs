@@ -460,11 +460,6 @@ macro_rules! for_each_instance {
         // warpgroup of 64x128 reads dy half as often as 64x64 tiles.
         $m!($($extra,)* bwdw_f16_64x128x32_wgmma, [Hopper], BwdWeight, F16, 64, 128, 32, 1, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdw_bf16_64x128x32_wgmma, [Hopper], BwdWeight, Bf16, 64, 128, 32, 1, 1, Wgmma64x128x16);
-        // 64-deep slabs in three stages: half the barriers and copy rounds
-        // per multiply of the 32-deep tile (long reductions of dense layers;
-        // a tuning-table choice, not the hand rules').
-        $m!($($extra,)* bwdw_f16_128x128x64_wgmma, [Hopper], BwdWeight, F16, 128, 128, 64, 2, 1, Wgmma64x128x16);
-        $m!($($extra,)* bwdw_bf16_128x128x64_wgmma, [Hopper], BwdWeight, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16);
         // Narrow tiles for grouped problems with few output channels per group (K = 16).
         // 48 columns: three taps of 16 channels, so a 3x3 filter of C = 16 (144
         // columns) fills three tiles where 16x64 padded a fourth of its loads and

@@ -173,6 +173,10 @@ fn narrow_tile_fits(len: u64, tile_len: u32) -> bool {
     tile_len >= 64 || len <= tile_len as u64
 }
 
+/// Backward-weight reductions (`N * output pixels`) up to this long take the
+/// tile that fills a round without split-K ([`bwd_weight`]).
+const SHORT_REDUCTION: u64 = 4096;
+
 /// Backward-weight's kernel: GEMM per group `M = K`, `N = C * taps`.
 pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     if let Some(c) = forced_or_tuned(Operation::BwdWeight, Op::BWD_WEIGHT, r)? {
@@ -192,6 +196,28 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     // least padding; warpgroup tiles before mma.sync.
     let over = |i: &Instance| Some((padded(i) - m * n) * 8 / padded(i)).filter(|&w| w >= 1).map_or(0, |_| padded(i) - m * n);
     tiles.sort_by_key(|i| (over(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
+    // A short reduction (at most 4096 products: ResNet-50's layer4 at batch
+    // 64, a 3-D U-Net's 8^3 level, ConvNeXt's last downsampling) cannot fill
+    // the GPU by split-K without each split's fixed costs (pipeline fill,
+    // partial sums) outweighing its work: of the tiles padded as little as
+    // the first, take the first whose tiles alone fill 60% of a round of
+    // resident workgroups, else the one with the most. H100, f16, largest tile / this rule's (`xtask tune`, tuning-log
+    // 2026-11-26f): 3-D U-Net 128->256 at 8^3 0.0404 / 0.0186 ms (64x64),
+    // ResNet-50 layer4 3x3 0.0776 / 0.0686 (64x128), 1x1 512->2048 0.0480 /
+    // 0.0373; longer ones keep the largest (U-Net 512->1024 at 16x16, 4096
+    // long, fills a round with 128x128).
+    let blocks = |i: &Instance| p.g as u64 * m.div_ceil(i.tile.bm as u64) * n.div_ceil(i.tile.bn as u64);
+    let fills = |i: &Instance| 10 * blocks(i) >= 6 * (i.resident_per_cu(r.family) * r.compute_units) as u64;
+    let reduction = p.n as u64 * p.output_pixels();
+    let same = tiles.iter().take_while(|&&i| over(i) == over(tiles[0])).count();
+    if reduction <= SHORT_REDUCTION
+        && let Some(at) = tiles[..same].iter().position(|&i| fills(i)).or_else(|| {
+            // Most workgroups; the earliest of equals (warpgroup tiles first).
+            tiles[..same].iter().enumerate().rev().max_by_key(|(_, i)| blocks(i)).map(|(at, _)| at)
+        })
+    {
+        tiles.swap(0, at);
+    }
     let direct = family_of(Op::BwdWeightDirect, r).next();
     // Per-group GEMMs that would fill under a tenth of even the least padded
     // tile, or with under 8 output channels (at least half of a 16-row
