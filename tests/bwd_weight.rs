@@ -138,6 +138,20 @@ fn bwd_weight_bad_requests_are_refused_clearly() {
     assert!(e.to_string().contains("beyond the 2^31-1") && e.to_string().contains("tensor x"), "{e}");
     let e = ConvProblem::from_ck_args(&[2, 1, 0, 8, 8, 3, 3, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1]).unwrap_err();
     assert_eq!(e.to_string(), "N = 0 is too small: it must be at least 1");
+    // The GEMM tiles launch G * k-batches along grid z (at most 65535): the
+    // automatic split stays under it, a fixed one past it and G past it
+    // alone are refused by name (MobileNetV2's depthwise 960 on a forced
+    // GEMM tile at 128 splits, 98 effective: 94080 workgroups along z; the
+    // driver refused the launch).
+    let dw960 = prob(&[2, 960, 64, 1, 1, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let gemm = |split_k| BwdWeightConfig { instance: Some("bwdw_f16_128x128x32_mma16x8".into()), split_k, ..Default::default() };
+    let auto = plan(&dw960, &gemm(SplitK::Auto), Family::Hopper, 132).unwrap();
+    assert!(960 * auto.k_batch <= 65535, "k_batch {}", auto.k_batch);
+    let e = plan(&dw960, &gemm(SplitK::Fixed(128)), Family::Hopper, 132).unwrap_err().to_string();
+    assert!(e.contains("k-batches * G (grid z") && e.contains("65535"), "{e}");
+    let wide = prob(&[2, 70000, 1, 1, 1, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let e = plan(&wide, &gemm(SplitK::Fixed(1)), Family::Hopper, 132).unwrap_err().to_string();
+    assert!(e.contains("G (grid z") && e.contains("65535"), "{e}");
 }
 
 /// The direct kernel's channel-vector path (depthwise lanes along groups,

@@ -283,7 +283,10 @@ fn plan_on(
     // Element copies: up to two rounds of resident workgroups (a 3-channel
     // stem's 3 column tiles fill 0.7 of one round at 128).
     let cap = if direct { 4096 } else if x_vectors { 128 } else { 256 };
-    let k_batch0 = want.clamp(1, k_tiles.min(cap));
+    // The GEMM tiles' grid z is G * k_batch, at most 65535: the automatic
+    // split stays under it (a fixed one past it is refused below).
+    let z_cap = if direct || !matches!(split_k, SplitK::Auto) { u32::MAX } else { (GRID_Z / p.g.max(1) as u64).max(1) as u32 };
+    let k_batch0 = want.clamp(1, k_tiles.min(cap).min(z_cap));
     let k_per_batch = k_tiles.div_ceil(k_batch0) * step;
     let k_batch = (gk as u32).div_ceil(k_per_batch).max(1);
     let partial = p.g as u64 * gm * gn;
@@ -354,6 +357,11 @@ fn plan_on(
         }
         _ => (k_batch, k_per_batch),
     };
+    let gemm = !direct && own.is_none() && fast.is_none() && halo.is_none();
+    if gemm && p.g as u64 * k_batch as u64 > GRID_Z {
+        let field = if k_batch == 1 { "G (grid z of the GEMM tiles)" } else { "split-K k-batches * G (grid z of the GEMM tiles)" };
+        return Err(OpError::Desc(DescError::TooLarge { field, value: p.g as u64 * k_batch as u64, max: GRID_Z }));
+    }
     if (halo.is_some() || own.is_some()) && k_batch > 1 && partial * k_batch as u64 > u32::MAX as u64 {
         return Err(OpError::Desc(DescError::TooLarge {
             field: "split-K workspace (k_batch * G * K * C * filter)",
@@ -474,6 +482,9 @@ pub(super) struct OwnRequest<'a> {
     /// The device's compute units.
     pub compute_units: u32,
 }
+
+/// Largest grid y or z of a launch (CUDA and HIP alike).
+const GRID_Z: u64 = 65535;
 
 /// A family's own launch: its k-batches, workgroups along grid x (one
 /// split-K arrival counter each; grid z is the k-batch) and the argument
