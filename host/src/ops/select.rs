@@ -201,13 +201,14 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     // the GPU by split-K without each split's fixed costs (pipeline fill,
     // partial sums) outweighing its work: of the tiles padded as little as
     // the first, take the first whose tiles alone fill 60% of a round of
-    // resident workgroups, else the one with the most. H100, f16, largest tile / this rule's (`xtask tune`, tuning-log
-    // 2026-11-26f): 3-D U-Net 128->256 at 8^3 0.0404 / 0.0186 ms (64x64),
-    // ResNet-50 layer4 3x3 0.0776 / 0.0686 (64x128), 1x1 512->2048 0.0480 /
-    // 0.0373; longer ones keep the largest (U-Net 512->1024 at 16x16, 4096
-    // long, fills a round with 128x128).
+    // resident workgroups, else the one with the most. H100, f16, ms, the
+    // largest tile / this rule's (`xtask tune`, tuning-log 2026-11-26f):
+    // 3-D U-Net 128->256 at 8^3 0.0404 / 0.0186 (64x64), ResNet-50 layer4
+    // 3x3 0.0776 / 0.0686 (64x128), 1x1 512->2048 0.0480 / 0.0373; longer
+    // ones keep the largest (U-Net 512->1024 at 16x16, 4096 long, fills a
+    // round with 128x128).
     let blocks = |i: &Instance| p.g as u64 * m.div_ceil(i.tile.bm as u64) * n.div_ceil(i.tile.bn as u64);
-    let fills = |i: &Instance| 10 * blocks(i) >= 6 * (i.resident_per_cu(r.family) * r.compute_units) as u64;
+    let fills = |i: &Instance| 10 * blocks(i) >= 6 * i.resident_per_cu(r.family) as u64 * r.compute_units as u64;
     let reduction = p.n as u64 * p.output_pixels();
     let same = tiles.iter().take_while(|&&i| over(i) == over(tiles[0])).count();
     if reduction <= SHORT_REDUCTION
