@@ -10,6 +10,7 @@
 //! Products are summed in f64 and rounded once to f32 (the hardware's internal order
 //! and rounding are not documented; compare results with a tolerance).
 
+use super::mods;
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
 use crate::decode::{Inst, Operand};
@@ -20,11 +21,19 @@ fn table(n: &str) -> Option<MatrixOp> {
     use MatrixOp::*;
     let bf = n.contains("bf16");
     Some(if n.starts_with("v_wmma_f32_16x16x16") {
-        if bf { Wmma16x16x16Bf16 } else { Wmma16x16x16F16 }
+        if bf {
+            Wmma16x16x16Bf16
+        } else {
+            Wmma16x16x16F16
+        }
     } else if n.contains("32x32x8") {
         if bf { Mfma32x32x8Bf16 } else { Mfma32x32x8F16 }
     } else if n.contains("16x16x16") {
-        if bf { Mfma16x16x16Bf16 } else { Mfma16x16x16F16 }
+        if bf {
+            Mfma16x16x16Bf16
+        } else {
+            Mfma16x16x16F16
+        }
     } else {
         return None;
     })
@@ -60,6 +69,16 @@ fn acc_in(c: &Ctx, o: Operand, lane: usize, g: usize) -> Result<f32, String> {
     }
 }
 
+/// Every neg / neg_hi bit.
+const ALL_NEG: u32 = mods::neg(0)
+    | mods::neg(1)
+    | mods::neg(2)
+    | mods::neg_hi(0)
+    | mods::neg_hi(1)
+    | mods::neg_hi(2);
+/// Every op_sel bit.
+const ALL_OPSEL: u32 = mods::opsel(0) | mods::opsel(1) | mods::opsel(2) | mods::opsel(3);
+
 fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
     let n = i.name;
     let (mn, k, ty) = if n.contains("32x32x8") {
@@ -89,6 +108,8 @@ fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
     } else {
         return Err(format!("unimplemented matrix instruction {n}"));
     };
+    // Consulted here: any of them set is an error below.
+    c.uses(ALL_NEG | ALL_OPSEL);
     if i.mods.neg_hi != 0 || i.mods.opsel != 0 || i.mods.neg != 0 {
         return Err(format!("{n} with cbsz/abid/blgp modifiers is not modelled"));
     }
@@ -109,7 +130,11 @@ fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
         Some(op) => at(op.b_slot(kk as u32, col as u32)),
         None => (col + mn * kk, 0),
     };
-    let d_op = op.unwrap_or(if mn == 32 { MatrixOp::Mfma32x32x8F16 } else { MatrixOp::Mfma16x16x16F16 });
+    let d_op = op.unwrap_or(if mn == 32 {
+        MatrixOp::Mfma32x32x8F16
+    } else {
+        MatrixOp::Mfma16x16x16F16
+    });
     let d_at = |r: usize, col: usize| {
         let (lane, g) = at(d_op.d_slot(r as u32, col as u32));
         (g, lane)
@@ -146,6 +171,7 @@ fn wmma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
         "v_wmma_f32_16x16x16_bf16" => In::Bf16,
         _ => return Err(format!("unimplemented matrix instruction {n}")),
     };
+    c.uses(ALL_NEG);
     if i.mods.neg != 0 || i.mods.neg_hi != 0 {
         return Err(format!("{n} with neg modifiers is not modelled"));
     }

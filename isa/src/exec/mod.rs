@@ -11,6 +11,7 @@
 //! sequentially consistent; cache-control instructions do nothing.
 
 pub mod memory;
+pub mod mods;
 pub mod wave;
 
 mod data;
@@ -31,6 +32,7 @@ use crate::arch::{Arch, Family};
 use crate::code_object::{Kernel, UserSgpr};
 use crate::decode::{Enc, Inst, decode_all};
 pub use memory::{Lds, Memory};
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::OnceLock;
@@ -130,6 +132,67 @@ pub struct Ctx<'a> {
     pub counters: &'a mut Counters,
     /// Workgroup id.
     pub wg: [u32; 3],
+    /// Modifier fields the handler consulted ([`mods`]).
+    used: Cell<u32>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context for one instruction of `wave`.
+    pub fn new(
+        arch: Arch,
+        wave: &'a mut Wave,
+        lds: &'a mut Lds,
+        mem: &'a mut Memory,
+        counters: &'a mut Counters,
+        wg: [u32; 3],
+    ) -> Ctx<'a> {
+        Ctx {
+            arch,
+            family: arch.family(),
+            wave,
+            lds,
+            mem,
+            counters,
+            wg,
+            used: Cell::new(0),
+        }
+    }
+    /// Marks modifier fields ([`mods`]) as implemented by the running handler.
+    pub fn uses(&self, bits: u32) {
+        self.used.set(self.used.get() | bits);
+    }
+}
+
+/// Runs one instruction's semantics and checks that every modifier it sets was
+/// implemented (see [`mods`]); `present` is [`mods::present`] of `i`.
+fn step(c: &mut Ctx, h: Handler, i: &Inst, present: u32) -> Result<Flow, String> {
+    c.used.set(0);
+    let valu = matches!(
+        i.enc,
+        Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 | Enc::Vop3p | Enc::Vopd
+    );
+    let idle = valu && c.wave.exec() == 0;
+    let flow = h(c, i)?;
+    // With no lane active a lane-wise handler reads no modifier: nothing to judge.
+    if !idle {
+        mods::check(i, present, c.used.get())?;
+    }
+    Ok(flow)
+}
+
+/// Executes one decoded instruction on a context: its semantics, then the check that
+/// every modifier it sets is implemented. Unknown mnemonics are errors naming them.
+pub fn execute(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
+    let h = handler(i.name).ok_or_else(|| {
+        format!(
+            "unimplemented instruction {} ({:?} opcode {}) on {}",
+            i.mnemonic(),
+            i.enc,
+            i.op,
+            c.arch
+        )
+    })?;
+    step(c, h, i, mods::present(i))
 }
 
 fn registry() -> &'static HashMap<&'static str, Handler> {
@@ -185,6 +248,8 @@ pub struct Program {
     /// Decoded instructions in address order.
     pub insts: Vec<Inst>,
     handlers: Vec<Option<Handler>>,
+    /// [`mods::present`] of each instruction.
+    present: Vec<u32>,
     index: HashMap<u64, usize>,
 }
 
@@ -197,12 +262,14 @@ impl Program {
                 err,
             })?;
         let handlers = insts.iter().map(|i| handler(i.name)).collect();
+        let present = insts.iter().map(mods::present).collect();
         let index = insts.iter().enumerate().map(|(k, i)| (i.addr, k)).collect();
         Ok(Program {
             arch,
             kernel: kernel.clone(),
             insts,
             handlers,
+            present,
             index,
         })
     }
@@ -412,7 +479,6 @@ fn run_workgroup(
     wg: [u32; 3],
     launch: &Launch,
 ) -> Result<(), ExecError> {
-    let fam = prog.arch.family();
     let budget = launch.max_wave_instructions;
     loop {
         for wave in waves.iter_mut() {
@@ -460,17 +526,10 @@ fn run_workgroup(
                 *counters.by_class.entry(class(inst)).or_insert(0) += 1;
                 *counters.by_mnemonic.entry(inst.mnemonic()).or_insert(0) += 1;
                 lds.set_wave(wave.id);
+                let present = prog.present[wave.pc];
                 let flow = {
-                    let mut ctx = Ctx {
-                        arch: prog.arch,
-                        family: fam,
-                        wave,
-                        lds,
-                        mem,
-                        counters,
-                        wg,
-                    };
-                    h(&mut ctx, inst)
+                    let mut ctx = Ctx::new(prog.arch, wave, lds, mem, counters, wg);
+                    step(&mut ctx, h, inst, present)
                 };
                 let flow = flow.map_err(|m| err(wave, m))?;
                 match flow {

@@ -2,6 +2,7 @@
 //! selects, VOP3 abs/neg, 16-bit halves (op_sel / GFX11 true16), destination writes
 //! with SDWA dst_sel, omod and clamp.
 
+use super::mods;
 use super::wave::Ty;
 use super::{Ctx, Flow};
 use crate::arch::Family;
@@ -27,6 +28,9 @@ fn sel(v: u32, sel: u8, sext: bool) -> u32 {
 /// Source `k` of lane `lane` as 32 bits (SDWA select applied).
 pub(super) fn src(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<u32, String> {
     let v = c.v32(i.src[k], lane, ty)?;
+    if k < 2 {
+        c.uses(mods::sdwa_src(k));
+    }
     Ok(match (i.mods.sdwa, k) {
         (Some(s), 0) => sel(v, s.src0_sel, s.src0_sext),
         (Some(s), 1) => sel(v, s.src1_sel, s.src1_sext),
@@ -37,18 +41,19 @@ pub(super) fn src(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<u3
 /// Float source `k` with abs/neg modifiers.
 pub(super) fn srcf(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<f32, String> {
     let x = f32::from_bits(src(c, i, k, lane, Ty::F32)?);
-    Ok(abs_neg(i, k, x))
+    Ok(abs_neg(c, i, k, x))
 }
 
 /// `x` with source `k`'s abs and neg applied.
-fn abs_neg(i: &Inst, k: usize, x: f32) -> f32 {
-    let (abs, neg) = mods(i, k);
+fn abs_neg(c: &Ctx, i: &Inst, k: usize, x: f32) -> f32 {
+    let (abs, neg) = mods(c, i, k);
     let x = if abs { x.abs() } else { x };
     if neg { -x } else { x }
 }
 
-/// (abs, neg) of source `k`.
-pub(super) fn mods(i: &Inst, k: usize) -> (bool, bool) {
+/// (abs, neg) of source `k` (VOP3 or SDWA), marked as implemented.
+pub(super) fn mods(c: &Ctx, i: &Inst, k: usize) -> (bool, bool) {
+    c.uses(mods::abs(k) | mods::neg(k));
     match (i.mods.sdwa, k) {
         (Some(s), 0) => (s.src0_abs, s.src0_neg),
         (Some(s), 1) => (s.src1_abs, s.src1_neg),
@@ -61,6 +66,7 @@ pub(super) fn mods(i: &Inst, k: usize) -> (bool, bool) {
 /// the low half (after an SDWA select).
 pub(super) fn src16(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<u16, String> {
     let v = src(c, i, k, lane, ty)?;
+    c.uses(mods::opsel(k));
     let hi =
         i.mods.sdwa.is_none() && i.enc != crate::decode::Enc::Vop3p && i.mods.opsel >> k & 1 != 0;
     Ok(if hi { (v >> 16) as u16 } else { v as u16 })
@@ -69,11 +75,12 @@ pub(super) fn src16(c: &Ctx, i: &Inst, k: usize, lane: usize, ty: Ty) -> Result<
 /// f16 source `k` as f32 with abs/neg.
 pub(super) fn srch(c: &Ctx, i: &Inst, k: usize, lane: usize) -> Result<f32, String> {
     let x = half::f16::from_bits(src16(c, i, k, lane, Ty::F16)?).to_f32();
-    Ok(abs_neg(i, k, x))
+    Ok(abs_neg(c, i, k, x))
 }
 
 /// Writes a 32-bit result (SDWA dst_sel / dst_unused honoured).
 pub(super) fn write(c: &mut Ctx, i: &Inst, lane: usize, v: u32) -> Result<(), String> {
+    c.uses(mods::SDWA_DST);
     let v = match i.mods.sdwa {
         Some(s) if i.variant == Variant::Sdwa && s.dst_sel != 6 => {
             let (sh, bits) = match s.dst_sel {
@@ -96,6 +103,7 @@ pub(super) fn write(c: &mut Ctx, i: &Inst, lane: usize, v: u32) -> Result<(), St
 
 /// Writes a float result with omod and clamp.
 pub(super) fn writef(c: &mut Ctx, i: &Inst, lane: usize, mut x: f32) -> Result<(), String> {
+    c.uses(mods::OMOD | mods::CLAMP);
     x = match i.mods.omod {
         1 => x * 2.0,
         2 => x * 4.0,
@@ -115,6 +123,7 @@ pub(super) fn write16(c: &mut Ctx, i: &Inst, lane: usize, v: u16) -> Result<(), 
         return write(c, i, lane, v as u32);
     }
     let old = c.v32(i.dst, lane, Ty::B32)?;
+    c.uses(mods::opsel(3));
     let hi = i.mods.opsel >> 3 & 1 != 0;
     let w = match (hi, c.family) {
         (true, _) => (old & 0xffff) | (v as u32) << 16,

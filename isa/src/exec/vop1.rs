@@ -36,6 +36,7 @@ fn cvt_f32_f16(c: &mut Ctx, i: &Inst) -> R {
 fn cvt_f16_f32(c: &mut Ctx, i: &Inst) -> R {
     for l in c.active() {
         let mut x = valu::srcf(c, i, 0, l)?;
+        c.uses(super::mods::CLAMP);
         if i.mods.clamp {
             x = x.clamp(0.0, 1.0);
         }

@@ -1,22 +1,32 @@
 //! VOP2-type operations (two sources; carries, selects, multiply-accumulates), in
 //! their 32-bit, SDWA and VOP3 encodings, and the RDNA3 VOPD dual-issue pairs.
 
-use super::valu::{R, f2, mask_in, op2, op2_16, set_mask_out, src, srcf, write, writef};
+use super::valu::{R, f2, mask_in, mods, op2, op2_16, set_mask_out, src, srcf, write, writef};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
 use crate::decode::{Inst, Operand};
 
+/// `D = VCC[lane] ? S1 : S0` (VOP3: the mask in src2). The guides allow the float
+/// input modifiers on both sources; they act on the sign bit (abs clears it, neg
+/// then flips it), without any other float semantics.
 fn cndmask(c: &mut Ctx, i: &Inst) -> R {
     let m = mask_in(c, i)?;
     for l in c.active() {
-        // The select honours abs/neg on float inputs in VOP3; our kernels use none.
-        let v = if m >> l & 1 != 0 {
-            src(c, i, 1, l, Ty::B32)?
-        } else {
-            src(c, i, 0, l, Ty::B32)?
-        };
+        let k = (m >> l & 1) as usize;
+        let mut v = src(c, i, k, l, Ty::B32)?;
+        let (abs, neg) = mods(c, i, k);
+        if abs {
+            v &= 0x7fff_ffff;
+        }
+        if neg {
+            v ^= 0x8000_0000;
+        }
         write(c, i, l, v)?;
     }
+    // Both sources' modifiers are implemented, whichever lanes took them.
+    mods(c, i, 0);
+    mods(c, i, 1);
+    c.uses(super::mods::sdwa_src(0) | super::mods::sdwa_src(1));
     Ok(Flow::Next)
 }
 
@@ -35,18 +45,33 @@ fn carry(c: &mut Ctx, i: &Inst, cin: bool, f: fn(u32, u32, u32) -> (u32, bool)) 
 }
 
 /// `a + b`, saturating where the instruction's clamp bit is set.
-fn add_u32(i: &Inst) -> fn(u32, u32) -> u32 {
-    if i.mods.clamp { u32::saturating_add } else { u32::wrapping_add }
+fn add_u32(c: &Ctx, i: &Inst) -> fn(u32, u32) -> u32 {
+    c.uses(super::mods::CLAMP);
+    if i.mods.clamp {
+        u32::saturating_add
+    } else {
+        u32::wrapping_add
+    }
 }
 
 /// `a - b`, saturating at 0 where the clamp bit is set.
-fn sub_u32(i: &Inst) -> fn(u32, u32) -> u32 {
-    if i.mods.clamp { u32::saturating_sub } else { u32::wrapping_sub }
+fn sub_u32(c: &Ctx, i: &Inst) -> fn(u32, u32) -> u32 {
+    c.uses(super::mods::CLAMP);
+    if i.mods.clamp {
+        u32::saturating_sub
+    } else {
+        u32::wrapping_sub
+    }
 }
 
 /// `b - a`, saturating at 0 where the clamp bit is set.
-fn subrev_u32(i: &Inst) -> fn(u32, u32) -> u32 {
-    if i.mods.clamp { |a: u32, b: u32| b.saturating_sub(a) } else { |a: u32, b: u32| b.wrapping_sub(a) }
+fn subrev_u32(c: &Ctx, i: &Inst) -> fn(u32, u32) -> u32 {
+    c.uses(super::mods::CLAMP);
+    if i.mods.clamp {
+        |a: u32, b: u32| b.saturating_sub(a)
+    } else {
+        |a: u32, b: u32| b.wrapping_sub(a)
+    }
 }
 
 fn add_c(a: u32, b: u32, ci: u32) -> (u32, bool) {
@@ -179,12 +204,12 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_xnor_b32", |c, i| op2(c, i, |a, b| !(a ^ b))),
     // VOP3's clamp bit saturates unsigned integer adds and subtracts (LLVM
     // lowers `usub.sat`, Rust's `saturating_sub`/`max(1) - 1`, to it).
-    ("v_add_u32", |c, i| op2(c, i, add_u32(i))),
-    ("v_sub_u32", |c, i| op2(c, i, sub_u32(i))),
-    ("v_subrev_u32", |c, i| op2(c, i, subrev_u32(i))),
-    ("v_add_nc_u32", |c, i| op2(c, i, add_u32(i))),
-    ("v_sub_nc_u32", |c, i| op2(c, i, sub_u32(i))),
-    ("v_subrev_nc_u32", |c, i| op2(c, i, subrev_u32(i))),
+    ("v_add_u32", |c, i| op2(c, i, add_u32(c, i))),
+    ("v_sub_u32", |c, i| op2(c, i, sub_u32(c, i))),
+    ("v_subrev_u32", |c, i| op2(c, i, subrev_u32(c, i))),
+    ("v_add_nc_u32", |c, i| op2(c, i, add_u32(c, i))),
+    ("v_sub_nc_u32", |c, i| op2(c, i, sub_u32(c, i))),
+    ("v_subrev_nc_u32", |c, i| op2(c, i, subrev_u32(c, i))),
     ("v_add_co_u32", |c, i| carry(c, i, false, add_c)),
     ("v_sub_co_u32", |c, i| carry(c, i, false, sub_c)),
     ("v_subrev_co_u32", |c, i| {

@@ -1,5 +1,6 @@
 //! VOP3-only operations (three sources, 64-bit results, lane access).
 
+use super::mods;
 use super::valu::{R, f3, op3, op3_16, src, src16, write};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
@@ -96,13 +97,14 @@ fn pack_b32_f16(c: &mut Ctx, i: &Inst) -> R {
     for l in c.active() {
         let lo = src16(c, i, 0, l, Ty::F16)?;
         let hi = src16(c, i, 1, l, Ty::F16)?;
-        let (lo, hi) = (neg16(i, 0, lo), neg16(i, 1, hi));
+        let (lo, hi) = (neg16(c, i, 0, lo), neg16(c, i, 1, hi));
         write(c, i, l, lo as u32 | (hi as u32) << 16)?;
     }
     Ok(Flow::Next)
 }
 
-fn neg16(i: &Inst, k: usize, v: u16) -> u16 {
+fn neg16(c: &Ctx, i: &Inst, k: usize, v: u16) -> u16 {
+    c.uses(mods::abs(k) | mods::neg(k));
     let mut v = v;
     if i.mods.abs >> k & 1 != 0 {
         v &= 0x7fff;

@@ -6,7 +6,7 @@ use super::valu::{R, mods, src, src16};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
 use crate::arch::Family;
-use crate::decode::{Enc, Inst};
+use crate::decode::Inst;
 
 fn fcmp(cond: &str, a: f64, b: f64) -> Option<bool> {
     use std::cmp::Ordering::{Equal, Greater, Less};
@@ -60,7 +60,7 @@ fn parse(name: &str) -> Option<(bool, &str, &str)> {
 
 fn lane_result(c: &Ctx, i: &Inst, cond: &str, ty: &str, l: usize) -> Result<bool, String> {
     let fmod = |k: usize, x: f64| {
-        let (abs, neg) = mods(i, k);
+        let (abs, neg) = mods(c, i, k);
         let x = if abs { x.abs() } else { x };
         if neg { -x } else { x }
     };
@@ -112,7 +112,6 @@ fn compare(c: &mut Ctx, i: &Inst) -> R {
     if x {
         c.wave.set_exec(m);
     }
-    let _ = Enc::Vopc;
     Ok(Flow::Next)
 }
 
