@@ -67,12 +67,12 @@ impl Load {
             (2, true) => dword(0) as u16 as i16 as i32 as u32,
             _ => dword(0),
         };
-        let v = match self.d16 {
-            None => v,
-            Some(false) => (c.v32(dst, l, Ty::B32)? & 0xffff_0000) | (v & 0xffff),
-            Some(true) => (c.v32(dst, l, Ty::B32)? & 0xffff) | (v << 16),
-        };
-        c.set_v32(dst, l, v)
+        // d16: one half is written, the other kept (merged when the data lands).
+        match self.d16 {
+            None => c.set_v32(dst, l, v),
+            Some(false) => c.set_v32k_masked(dst, 0, l, v & 0xffff, 0xffff),
+            Some(true) => c.set_v32k_masked(dst, 0, l, v << 16, 0xffff_0000),
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Checked memories: flat global memory made of host-allocated buffers (bounds and
 //! written-ness per byte) and a workgroup's LDS.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Why an access failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +18,15 @@ pub enum Fault {
         len: usize,
         buffer: String,
         offset: usize,
+    },
+    /// A byte of the range was stored by another wave whose store is not known to be
+    /// complete (late results, see `late.rs`).
+    Unreleased {
+        addr: u64,
+        len: usize,
+        buffer: String,
+        offset: usize,
+        writer: String,
     },
 }
 
@@ -53,6 +62,16 @@ impl std::fmt::Display for Fault {
                     "read of {len} bytes at 0x{addr:x} (buffer `{buffer}` offset {offset}) that were never written"
                 )
             }
+            Fault::Unreleased {
+                addr,
+                len,
+                buffer,
+                offset,
+                writer,
+            } => write!(
+                f,
+                "read of {len} bytes at 0x{addr:x} (buffer `{buffer}` offset {offset}) stored by {writer}, a store not known to be complete: the writer did not wait for it (s_waitcnt vmcnt/vscnt) before the barrier or release that ordered this read after it"
+            ),
         }
     }
 }
@@ -66,6 +85,21 @@ pub struct Buffer {
     pub data: Vec<u8>,
     /// Per byte: has it been written?
     pub written: Vec<bool>,
+    /// Per byte: the wave (launch-wide id, [`ATOMIC_MARK`] for atomics) whose store
+    /// of it is outstanding; allocated at the first such store.
+    pending: Option<Vec<u32>>,
+}
+
+/// Marks an outstanding atomic's bytes: other atomics may access them.
+pub const ATOMIC_MARK: u32 = 1 << 31;
+
+/// The wave performing device accesses, for late-result marks (see `late.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct Agent {
+    /// Launch-wide wave id (from 1).
+    pub id: u32,
+    /// The access is an atomic.
+    pub atomic: bool,
 }
 
 /// Global memory: buffers at disjoint addresses with unmapped gaps between them.
@@ -73,6 +107,9 @@ pub struct Buffer {
 pub struct Memory {
     bufs: BTreeMap<u64, Buffer>,
     next: u64,
+    agent: Option<Agent>,
+    log: Vec<(u64, u32)>,
+    writers: HashMap<u32, String>,
 }
 
 /// First address handed out; small addresses stay unmapped so null pointers fault.
@@ -86,6 +123,7 @@ impl Memory {
         Memory {
             bufs: BTreeMap::new(),
             next: BASE,
+            ..Default::default()
         }
     }
 
@@ -102,6 +140,7 @@ impl Memory {
                 name: name.to_string(),
                 data: vec![0; size],
                 written: vec![false; size],
+                pending: None,
             },
         );
         addr
@@ -155,17 +194,82 @@ impl Memory {
                 offset: off + k,
             });
         }
+        if let (Some(ag), Some(p)) = (self.agent, &b.pending) {
+            let n = out.len();
+            if let Some(k) = p[off..off + n].iter().position(|&m| {
+                m != 0 && m & !ATOMIC_MARK != ag.id && !(ag.atomic && m & ATOMIC_MARK != 0)
+            }) {
+                let w = p[off + k] & !ATOMIC_MARK;
+                return Err(Fault::Unreleased {
+                    addr,
+                    len: n,
+                    buffer: b.name.clone(),
+                    offset: off + k,
+                    writer: self
+                        .writers
+                        .get(&w)
+                        .cloned()
+                        .unwrap_or_else(|| format!("wave {w}")),
+                });
+            }
+        }
         out.copy_from_slice(&b.data[off..off + out.len()]);
         Ok(())
     }
 
-    /// A device write: bounds checked, bytes become written.
+    /// A device write: bounds checked, bytes become written (and, under an agent,
+    /// pending until [`Memory::release`]).
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
         let (base, off) = self.locate(addr, data.len())?;
         let b = self.bufs.get_mut(&base).unwrap();
         b.data[off..off + data.len()].copy_from_slice(data);
         b.written[off..off + data.len()].fill(true);
+        if let Some(ag) = self.agent {
+            let len = b.data.len();
+            let p = b.pending.get_or_insert_with(|| vec![0; len]);
+            let m = ag.id | if ag.atomic { ATOMIC_MARK } else { 0 };
+            p[off..off + data.len()].fill(m);
+            self.log.push((addr, data.len() as u32));
+        }
         Ok(())
+    }
+
+    /// The wave whose accesses follow (`None`: the host, or no late results).
+    pub fn set_agent(&mut self, agent: Option<Agent>) {
+        self.agent = agent;
+    }
+
+    /// The ranges written under the agent since the last call.
+    pub fn take_log(&mut self) -> Vec<(u64, u32)> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Names wave `id` in reports.
+    pub fn describe_writer(&mut self, id: u32, who: String) {
+        self.writers.insert(id, who);
+    }
+
+    /// Wave `id`'s store of `addr..addr + len` is complete.
+    pub fn release(&mut self, id: u32, addr: u64, len: usize) {
+        if let Ok((base, off)) = self.locate(addr, len)
+            && let Some(p) = self.bufs.get_mut(&base).and_then(|b| b.pending.as_mut())
+        {
+            for m in &mut p[off..off + len] {
+                if *m & !ATOMIC_MARK == id {
+                    *m = 0;
+                }
+            }
+        }
+    }
+
+    /// Every store is complete (the end of a launch).
+    pub fn release_all(&mut self) {
+        for b in self.bufs.values_mut() {
+            b.pending = None;
+        }
+        self.writers.clear();
+        self.agent = None;
+        self.log.clear();
     }
 
     /// Host view of a buffer by its address (whole contents, written or not).
@@ -197,6 +301,11 @@ pub struct Lds {
     write_wave: Vec<u32>,
     read_epoch: Vec<u32>,
     readers: Vec<u64>,
+    /// Late results: per byte, 1 + the wave whose store of it is outstanding.
+    pend: Vec<u8>,
+    /// Writes are marked pending (a late-results store is executing).
+    marking: bool,
+    log: Vec<(u32, u32)>,
 }
 
 impl Lds {
@@ -211,6 +320,9 @@ impl Lds {
             write_wave: vec![0; size],
             read_epoch: vec![0; size],
             readers: vec![0; size],
+            pend: vec![0; size],
+            marking: false,
+            log: Vec::new(),
         }
     }
     /// The wave whose accesses follow.
@@ -281,8 +393,40 @@ impl Lds {
             ));
         }
         self.track(a, out.len(), false)?;
+        let me = self.wave as u8 + 1;
+        if let Some(k) = self.pend[a..a + out.len()]
+            .iter()
+            .position(|&p| p != 0 && p != me)
+        {
+            return Err(format!(
+                "wave {} reads LDS byte {} stored by wave {} with a store not known to be complete: that wave did not wait (s_waitcnt lgkmcnt) before the barrier that ordered this read after it",
+                self.wave,
+                a + k,
+                self.pend[a + k] - 1
+            ));
+        }
         out.copy_from_slice(&self.data[a..a + out.len()]);
         Ok(())
+    }
+
+    /// Marks (or stops marking) writes as outstanding stores of the current wave.
+    pub fn set_marking(&mut self, on: bool) {
+        self.marking = on;
+    }
+
+    /// The ranges stored under marking since the last call.
+    pub fn take_log(&mut self) -> Vec<(u32, u32)> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// The current wave's store of `a..a + n` is complete.
+    pub fn release(&mut self, a: usize, n: usize) {
+        let me = self.wave as u8 + 1;
+        for p in &mut self.pend[a..a + n] {
+            if *p == me {
+                *p = 0;
+            }
+        }
     }
     /// Checked write.
     pub fn write(&mut self, addr: u64, bytes: &[u8]) -> Result<(), String> {
@@ -290,6 +434,10 @@ impl Lds {
         self.track(a, bytes.len(), true)?;
         self.data[a..a + bytes.len()].copy_from_slice(bytes);
         self.written[a..a + bytes.len()].fill(true);
+        if self.marking {
+            self.pend[a..a + bytes.len()].fill(self.wave as u8 + 1);
+            self.log.push((a as u32, bytes.len() as u32));
+        }
         Ok(())
     }
 }

@@ -10,6 +10,7 @@
 //! `s_waitcnt`, `s_nop` and dependency hints have nothing to wait for); memory is
 //! sequentially consistent; cache-control instructions do nothing.
 
+pub mod late;
 pub mod memory;
 pub mod mods;
 pub mod wave;
@@ -134,6 +135,8 @@ pub struct Ctx<'a> {
     pub wg: [u32; 3],
     /// Modifier fields the handler consulted ([`mods`]).
     used: Cell<u32>,
+    /// Register writes held back while a memory instruction issues ([`late`]).
+    defer: Option<Vec<late::Write>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -155,6 +158,7 @@ impl<'a> Ctx<'a> {
             counters,
             wg,
             used: Cell::new(0),
+            defer: None,
         }
     }
     /// Marks modifier fields ([`mods`]) as implemented by the running handler.
@@ -172,7 +176,41 @@ fn step(c: &mut Ctx, h: Handler, i: &Inst, present: u32) -> Result<Flow, String>
         Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 | Enc::Vop3p | Enc::Vopd
     );
     let idle = valu && c.wave.exec() == 0;
-    let flow = h(c, i)?;
+    let late = if c.wave.late.on {
+        late::class_of(c.arch, i)
+    } else {
+        None
+    };
+    let flow = match late {
+        None => h(c, i)?,
+        Some((class, flat)) => {
+            // The instruction's register writes wait in its entry; its stores are
+            // marked outstanding until an s_waitcnt covers them.
+            c.defer = Some(Vec::new());
+            c.mem.set_agent(Some(memory::Agent {
+                id: c.wave.uid,
+                atomic: i.name.contains("atomic"),
+            }));
+            c.lds.set_marking(true);
+            let r = h(c, i);
+            let writes = c.defer.take().unwrap_or_default();
+            c.mem.set_agent(None);
+            c.lds.set_marking(false);
+            let global = c.mem.take_log();
+            let lds = c.lds.take_log();
+            let flow = r?;
+            if !global.is_empty() {
+                let [x, y, z] = c.wg;
+                let who = format!(
+                    "workgroup ({x},{y},{z}) wave {} (its last store `{i}` at 0x{:x})",
+                    c.wave.id, i.addr
+                );
+                c.mem.describe_writer(c.wave.uid, who);
+            }
+            late::issue(c, i, class, flat, writes, global, lds)?;
+            flow
+        }
+    };
     // With no lane active a lane-wise handler reads no modifier: nothing to judge.
     if !idle {
         mods::check(i, present, c.used.get())?;
@@ -304,6 +342,10 @@ pub struct Launch {
     /// releases as the hardware's does (every live wave waits at some barrier) and
     /// `Counters::divergent_barriers` counts it.
     pub strict_barriers: bool,
+    /// Late memory results ([`late`]): loads write their destinations at the
+    /// `s_waitcnt` that covers them, early reads and unreleased stores are errors.
+    /// On unless `CONVGRAD_ISA_LATE_RESULTS=0`.
+    pub late_results: bool,
 }
 
 impl Launch {
@@ -316,6 +358,7 @@ impl Launch {
             dynamic_lds: 0,
             max_wave_instructions: 50_000_000,
             strict_barriers: true,
+            late_results: std::env::var("CONVGRAD_ISA_LATE_RESULTS").map_or(true, |v| v != "0"),
         }
     }
 }
@@ -385,6 +428,7 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
             "the kernel uses scratch memory, which is not modelled".into()
         ));
     }
+    mem.release_all();
     let kernarg = mem.upload("kernarg segment", &launch.kernarg);
     let mut counters = Counters::default();
     let lds_size = d.group_segment_fixed_size as usize + launch.dynamic_lds as usize;
@@ -405,6 +449,8 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
         }
         Ok(counters)
     })();
+    // The launch's end completes every store.
+    mem.release_all();
     mem.free(kernarg);
     result
 }
@@ -423,6 +469,11 @@ fn init_wave(
 ) -> Wave {
     let d = &k.descriptor;
     let mut wave = Wave::new(lanes, w as u32, arch.is_cdna());
+    let nwaves = threads.div_ceil(lanes) as u32;
+    let [gx, gy, _] = launch.grid;
+    let linear = wg[0] + gx * (wg[1] + gy * wg[2]);
+    wave.uid = linear * nwaves + w as u32 + 1;
+    wave.late.on = launch.late_results;
     // User SGPRs from s0, in the order the descriptor enables them.
     let mut s = 0usize;
     for u in user {
@@ -547,6 +598,7 @@ fn run_workgroup(
                     },
                     Flow::End => {
                         wave.done = true;
+                        wave.late.end();
                         break;
                     }
                     Flow::Barrier => {

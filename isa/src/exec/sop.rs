@@ -2,6 +2,7 @@
 
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
+use crate::arch::Family;
 use crate::decode::{Inst, Operand};
 
 type R = Result<Flow, String>;
@@ -124,6 +125,37 @@ fn branch_if(i: &Inst, cond: bool) -> R {
 }
 
 fn nop(_: &mut Ctx, _: &Inst) -> R {
+    Ok(Flow::Next)
+}
+
+/// `s_waitcnt simm16`: GFX9 vmcnt in bits 3:0 and 15:14, lgkmcnt 11:8; GFX11
+/// vmcnt 15:10, lgkmcnt 9:4 (expcnt counts exports, which the kernels have none of).
+fn waitcnt(c: &mut Ctx, i: &Inst) -> R {
+    let imm = i.imm as u16 as u32;
+    let (vm, lgkm) = match c.family {
+        Family::Gfx9 => ((imm & 0xf) | (imm >> 14 & 3) << 4, imm >> 8 & 0xf),
+        Family::Gfx11 => (imm >> 10 & 0x3f, imm >> 4 & 0x3f),
+    };
+    super::late::wait(c, Some(vm), Some(lgkm), None);
+    Ok(Flow::Next)
+}
+
+/// GFX11 `s_waitcnt_{vmcnt,lgkmcnt,vscnt} sdst, simm16` (counter 0, 1, 2): the count
+/// is the immediate with `null` as the register.
+fn waitcnt_k(c: &mut Ctx, i: &Inst, counter: usize) -> R {
+    let null = c.family == Family::Gfx11 && i.dst == Operand::Sgpr(124);
+    if !null {
+        return Err(format!(
+            "{} with a count in {} is not modelled",
+            i.name, i.dst
+        ));
+    }
+    let n = Some(i.imm as u16 as u32);
+    match counter {
+        0 => super::late::wait(c, n, None, None),
+        1 => super::late::wait(c, None, n, None),
+        _ => super::late::wait(c, None, None, n),
+    }
     Ok(Flow::Next)
 }
 
@@ -404,10 +436,10 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
         c.set_s32(i.dst, d as u32)?;
         Ok(Flow::Next)
     }),
-    ("s_waitcnt_vscnt", nop),
-    ("s_waitcnt_vmcnt", nop),
+    ("s_waitcnt_vscnt", |c, i| waitcnt_k(c, i, 2)),
+    ("s_waitcnt_vmcnt", |c, i| waitcnt_k(c, i, 0)),
     ("s_waitcnt_expcnt", nop),
-    ("s_waitcnt_lgkmcnt", nop),
+    ("s_waitcnt_lgkmcnt", |c, i| waitcnt_k(c, i, 1)),
     ("s_version", nop),
     // SOP1
     ("s_mov_b32", |c, i| op1::<u32>(c, i, |a, _, _| (a, None))),
@@ -530,7 +562,7 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_cmp_lg_u64", |c, i| cmp::<u64>(c, i, |a, b| a != b)),
     // SOPP
     ("s_nop", nop),
-    ("s_waitcnt", nop),
+    ("s_waitcnt", waitcnt),
     ("s_waitcnt_depctr", nop),
     ("s_delay_alu", nop),
     ("s_clause", nop),

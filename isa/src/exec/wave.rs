@@ -1,6 +1,7 @@
 //! A wave's architectural state and the operand access every instruction family uses.
 
 use super::Ctx;
+use super::late::{AGPR0, Late, SGPR0, Write};
 use crate::arch::Family;
 use crate::decode::Operand;
 
@@ -50,6 +51,10 @@ pub struct Wave {
     pub executed: u64,
     /// EXEC at launch: the lanes that exist.
     pub launch_exec: u64,
+    /// Launch-wide id (from 1) naming the wave in memory marks.
+    pub uid: u32,
+    /// Outstanding memory instructions ([`super::late`]).
+    pub late: Late,
 }
 
 impl Wave {
@@ -71,6 +76,8 @@ impl Wave {
             id,
             executed: 0,
             launch_exec: 0,
+            uid: 0,
+            late: Late::default(),
         }
     }
     /// The lanes that exist, as a mask.
@@ -162,7 +169,10 @@ impl Ctx<'_> {
     /// A 32-bit scalar (or broadcast) source.
     pub fn s32(&self, o: Operand, ty: Ty) -> Result<u32, String> {
         match o {
-            Operand::Sgpr(n) => Ok(self.sreg(n)),
+            Operand::Sgpr(n) => {
+                self.check_read(SGPR0 + n as usize)?;
+                Ok(self.sreg(n))
+            }
             Operand::Inline(c) => inline32(c, ty).ok_or_else(|| format!("inline constant {c}")),
             Operand::Literal(v) => Ok(v),
             Operand::Special(c) => self.special(c),
@@ -182,6 +192,8 @@ impl Ctx<'_> {
                     .get(n as usize + 1)
                     .copied()
                     .ok_or("SGPR pair out of range")?;
+                self.check_read(SGPR0 + n as usize)?;
+                self.check_read(SGPR0 + n as usize + 1)?;
                 Ok(self.sreg(n) as u64 | (hi as u64) << 32)
             }
             Operand::Inline(c) => inline64(c, ty).ok_or_else(|| format!("inline constant {c}")),
@@ -194,14 +206,49 @@ impl Ctx<'_> {
             o => Err(format!("operand {o} where a scalar was expected")),
         }
     }
+    /// Fails if an outstanding load will write scoreboard register `r`.
+    #[inline]
+    fn check_read(&self, r: usize) -> Result<(), String> {
+        if self.wave.late.busy(r) {
+            Err(self.wave.late.read_error(r))
+        } else {
+            Ok(())
+        }
+    }
+    /// Writes the bits `mask` of scoreboard register `r` in `lane`: deferred while a
+    /// memory instruction issues (late results), else at once, an error if an
+    /// outstanding load will still write the register.
+    fn put(&mut self, r: usize, lane: usize, v: u32, mask: u32) -> Result<(), String> {
+        if let Some(d) = &mut self.defer {
+            d.push(Write {
+                reg: r as u16,
+                lane: lane as u8,
+                value: v,
+                mask,
+            });
+            return Ok(());
+        }
+        if self.wave.late.busy(r) {
+            return Err(self.wave.late.write_error(r));
+        }
+        let lanes = self.wave.lanes;
+        let slot = match r {
+            0..AGPR0 => &mut self.wave.vgpr[r * lanes + lane],
+            AGPR0..SGPR0 => self
+                .wave
+                .agpr
+                .get_mut((r - AGPR0) * lanes + lane)
+                .ok_or("AccVGPR on an architecture without them")?,
+            _ => &mut self.wave.sgpr[r - SGPR0],
+        };
+        *slot = (*slot & !mask) | (v & mask);
+        Ok(())
+    }
     /// Writes a scalar register (NULL on GFX11 and writes past the file are dropped/errors).
     pub fn set_s32(&mut self, o: Operand, v: u32) -> Result<(), String> {
         match o {
             Operand::Sgpr(124) if self.family == Family::Gfx11 => Ok(()),
-            Operand::Sgpr(n) => {
-                self.wave.sgpr[n as usize] = v;
-                Ok(())
-            }
+            Operand::Sgpr(n) => self.put(SGPR0 + n as usize, 0, v, u32::MAX),
             o => Err(format!("cannot write scalar operand {o}")),
         }
     }
@@ -210,9 +257,8 @@ impl Ctx<'_> {
         match o {
             Operand::Sgpr(124) if self.family == Family::Gfx11 => Ok(()),
             Operand::Sgpr(n) if (n as usize) < 127 => {
-                self.wave.sgpr[n as usize] = v as u32;
-                self.wave.sgpr[n as usize + 1] = (v >> 32) as u32;
-                Ok(())
+                self.put(SGPR0 + n as usize, 0, v as u32, u32::MAX)?;
+                self.put(SGPR0 + n as usize + 1, 0, (v >> 32) as u32, u32::MAX)
             }
             o => Err(format!("cannot write scalar pair {o}")),
         }
@@ -234,14 +280,15 @@ impl Ctx<'_> {
         }
     }
 
-    fn vidx(&self, r: u16, k: usize, lane: usize) -> Result<usize, String> {
+    /// The scoreboard index of `v[r+k]` (or `a[r+k]` with `base` [`AGPR0`]).
+    fn vreg(&self, base: usize, r: u16, k: usize) -> Result<usize, String> {
         let reg = r as usize + k;
         if reg >= NUM_VGPRS {
             return Err(format!(
                 "vector register {reg} beyond the {NUM_VGPRS} modelled"
             ));
         }
-        Ok(reg * self.wave.lanes + lane)
+        Ok(base + reg)
     }
 
     /// A 32-bit per-lane source (scalars and constants broadcast).
@@ -251,12 +298,17 @@ impl Ctx<'_> {
     /// Dword `k` of a vector operand (`v[r+k]`).
     pub fn v32k(&self, o: Operand, k: usize, lane: usize, ty: Ty) -> Result<u32, String> {
         match o {
-            Operand::Vgpr(r) => Ok(self.wave.vgpr[self.vidx(r, k, lane)?]),
+            Operand::Vgpr(r) => {
+                let i = self.vreg(0, r, k)?;
+                self.check_read(i)?;
+                Ok(self.wave.vgpr[i * self.wave.lanes + lane])
+            }
             Operand::Agpr(r) => {
-                let i = self.vidx(r, k, lane)?;
+                let i = self.vreg(AGPR0, r, k)?;
+                self.check_read(i)?;
                 self.wave
                     .agpr
-                    .get(i)
+                    .get((i - AGPR0) * self.wave.lanes + lane)
                     .copied()
                     .ok_or_else(|| "AccVGPR on an architecture without them".into())
             }
@@ -275,20 +327,25 @@ impl Ctx<'_> {
     }
     /// Writes dword `k` of a vector destination in one lane.
     pub fn set_v32k(&mut self, o: Operand, k: usize, lane: usize, v: u32) -> Result<(), String> {
+        self.set_v32k_masked(o, k, lane, v, u32::MAX)
+    }
+    /// Writes the bits `mask` of dword `k` of a vector destination in one lane.
+    pub fn set_v32k_masked(
+        &mut self,
+        o: Operand,
+        k: usize,
+        lane: usize,
+        v: u32,
+        mask: u32,
+    ) -> Result<(), String> {
         match o {
             Operand::Vgpr(r) => {
-                let i = self.vidx(r, k, lane)?;
-                self.wave.vgpr[i] = v;
-                Ok(())
+                let i = self.vreg(0, r, k)?;
+                self.put(i, lane, v, mask)
             }
             Operand::Agpr(r) => {
-                let i = self.vidx(r, k, lane)?;
-                *self
-                    .wave
-                    .agpr
-                    .get_mut(i)
-                    .ok_or("AccVGPR on an architecture without them")? = v;
-                Ok(())
+                let i = self.vreg(AGPR0, r, k)?;
+                self.put(i, lane, v, mask)
             }
             o => Err(format!("cannot write vector operand {o}")),
         }
