@@ -346,6 +346,63 @@ pub struct Launch {
     /// `s_waitcnt` that covers them, early reads and unreleased stores are errors.
     /// On unless `CONVGRAD_ISA_LATE_RESULTS=0`.
     pub late_results: bool,
+    /// The order workgroups run in, and waves inside a workgroup between barriers.
+    pub order: Order,
+}
+
+/// Order of workgroups (and of a workgroup's waves between barriers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Workgroups in x, then y, then z order; waves by id.
+    Sequential,
+    /// A permutation chosen by the seed: seeds = 0 mod 4 run the workgroups last
+    /// first (waves too), the others shuffle them (a fresh shuffle of the waves after
+    /// every barrier). Errors name the seed.
+    Seeded(u64),
+}
+
+impl Order {
+    /// From `CONVGRAD_ISA_ORDER_SEED`: `sequential`, a number, or (unset) a seed
+    /// taken from the clock.
+    pub fn from_env() -> Order {
+        match std::env::var("CONVGRAD_ISA_ORDER_SEED") {
+            Ok(v) if v == "sequential" => Order::Sequential,
+            Ok(v) => Order::Seeded(v.trim().parse().unwrap_or_else(|_| {
+                panic!("CONVGRAD_ISA_ORDER_SEED=`{v}`: expected `sequential` or a number")
+            })),
+            Err(_) => Order::Seeded(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64),
+            ),
+        }
+    }
+}
+
+/// splitmix64: the permutations' random stream.
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Permutes `v` as the order asks.
+    fn permute<T>(&mut self, order: Order, v: &mut [T]) {
+        match order {
+            Order::Sequential => {}
+            Order::Seeded(s) if s % 4 == 0 => v.reverse(),
+            Order::Seeded(_) => {
+                for k in (1..v.len()).rev() {
+                    let j = (self.next() % (k as u64 + 1)) as usize;
+                    v.swap(k, j);
+                }
+            }
+        }
+    }
 }
 
 impl Launch {
@@ -359,6 +416,7 @@ impl Launch {
             max_wave_instructions: 50_000_000,
             strict_barriers: true,
             late_results: std::env::var("CONVGRAD_ISA_LATE_RESULTS").map_or(true, |v| v != "0"),
+            order: Order::from_env(),
         }
     }
 }
@@ -434,21 +492,45 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
     let lds_size = d.group_segment_fixed_size as usize + launch.dynamic_lds as usize;
     let nwaves = threads.div_ceil(lanes);
     let user = d.user_sgprs();
+    let [gx, gy, gz] = launch.grid;
+    let mut mix = Mix(match launch.order {
+        Order::Seeded(s) => s,
+        Order::Sequential => 0,
+    });
     let result = (|| {
-        for gz in 0..launch.grid[2] {
-            for gy in 0..launch.grid[1] {
-                for gx in 0..launch.grid[0] {
-                    let wg = [gx, gy, gz];
-                    let mut lds = Lds::new(lds_size);
-                    let mut waves: Vec<Wave> = (0..nwaves)
-                        .map(|w| init_wave(arch, k, &user, lanes, w, threads, launch, kernarg, wg))
-                        .collect();
-                    run_workgroup(prog, mem, &mut lds, &mut waves, &mut counters, wg, launch)?;
-                }
-            }
+        let total = gx as u64 * gy as u64 * gz as u64;
+        let mut ids: Vec<u64> = (0..total).collect();
+        mix.permute(launch.order, &mut ids);
+        for id in ids {
+            let wg = [
+                (id % gx as u64) as u32,
+                (id / gx as u64 % gy as u64) as u32,
+                (id / (gx as u64 * gy as u64)) as u32,
+            ];
+            let mut lds = Lds::new(lds_size);
+            let mut waves: Vec<Wave> = (0..nwaves)
+                .map(|w| init_wave(arch, k, &user, lanes, w, threads, launch, kernarg, wg))
+                .collect();
+            run_workgroup(
+                prog,
+                mem,
+                &mut lds,
+                &mut waves,
+                &mut counters,
+                wg,
+                launch,
+                &mut mix,
+            )?;
         }
         Ok(counters)
-    })();
+    })()
+    .map_err(|mut e: ExecError| {
+        if let Order::Seeded(s) = launch.order {
+            e.msg +=
+                &format!(" [workgroups and waves in permuted order: CONVGRAD_ISA_ORDER_SEED={s}]");
+        }
+        e
+    });
     // The launch's end completes every store.
     mem.release_all();
     mem.free(kernarg);
@@ -529,10 +611,14 @@ fn run_workgroup(
     counters: &mut Counters,
     wg: [u32; 3],
     launch: &Launch,
+    mix: &mut Mix,
 ) -> Result<(), ExecError> {
     let budget = launch.max_wave_instructions;
     loop {
-        for wave in waves.iter_mut() {
+        let mut turn: Vec<usize> = (0..waves.len()).collect();
+        mix.permute(launch.order, &mut turn);
+        for &t in &turn {
+            let wave = &mut waves[t];
             if wave.done || wave.at_barrier.is_some() {
                 continue;
             }
