@@ -3,7 +3,7 @@
 //! overwrites and reads of other waves' unreleased stores are errors. Handmade
 //! gfx90a programs (words from llvm-mc 14, `-mcpu=gfx90a -show-encoding`).
 
-use convgrad_isa::exec::{Launch, Memory, Program, run};
+use convgrad_isa::exec::{Launch, Memory, Order, Program, run};
 use convgrad_isa::{Arch, Kernel, KernelDescriptor};
 
 const S_MOV_S0_0: u32 = 0xBE80_0080;
@@ -57,6 +57,8 @@ fn go(words: &[u32], block: u32, lds: u32, init: [u32; 2]) -> Result<Vec<u8>, St
     let mut l = Launch::new(1, block, vec![]);
     l.dynamic_lds = lds;
     l.late_results = true;
+    // Launch order: the programs name which wave or workgroup runs first.
+    l.order = Order::Sequential;
     run(&p, &mut mem, &l).map_err(|e| e.to_string())?;
     Ok(mem.download(buf, 512))
 }
@@ -98,6 +100,7 @@ fn a_load_lands_at_its_wait() {
     mem.write(buf, &bytes).unwrap();
     let mut l = Launch::new(1, 64, vec![]);
     l.late_results = false;
+    l.order = Order::Sequential;
     run(&p, &mut mem, &l).unwrap();
     assert_eq!(word(&mem.download(buf, 512), 256), init[0]);
 }
@@ -234,6 +237,7 @@ fn stores_of_an_ended_wave_stay_unreleased_to_later_workgroups() {
     let p = Program::new(Arch::Gfx90a, &k).unwrap();
     let mut l = Launch::new(2, 64, vec![]);
     l.late_results = true;
+    l.order = Order::Sequential;
     let mut mem = Memory::new();
     let buf = mem.alloc("buf", 512);
     mem.write(buf, &[0; 512]).unwrap();

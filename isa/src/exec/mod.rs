@@ -603,6 +603,7 @@ fn init_wave(
     wave
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_workgroup(
     prog: &Program,
     mem: &mut Memory,
