@@ -57,6 +57,33 @@ pub enum DescError {
         /// Elements it spans.
         span: u64,
     },
+    /// A size derived from the descriptor (a product of lengths, a span, a
+    /// count of FLOPs) that does not fit in 64 bits.
+    Overflow {
+        /// What overflows, e.g. `"w elements (G * K * C * Z * Y * X)"`.
+        field: &'static str,
+    },
+    /// A tensor descriptor that does not fit the problem (a length) or would
+    /// let one written element alias another (a stride).
+    Layout {
+        /// Tensor name (`"x"`, `"dw"`, `"d0"`, ...).
+        tensor: &'static str,
+        /// Canonical axis (0 = G, 1 = N or K, 2 = C or K, 3..6 = spatial).
+        axis: usize,
+        /// What is wrong and what is allowed.
+        what: &'static str,
+        /// The value given (a length or a stride).
+        value: u64,
+        /// The value the problem needs (lengths), or 0.
+        expected: u64,
+    },
+    /// Two tensors of one call whose memory overlaps where the call writes.
+    Overlap {
+        /// The tensor written.
+        written: &'static str,
+        /// The tensor it overlaps.
+        other: &'static str,
+    },
     /// An option that does not apply to this problem or type combination.
     Unsupported {
         /// Field name.
@@ -92,6 +119,18 @@ impl fmt::Display for DescError {
                 f,
                 "tensor {tensor} spans {span} elements, beyond the 2^31-1 that the kernels address \
                  with 32-bit offsets; split the batch (N) into smaller launches"
+            ),
+            DescError::Overflow { field } => write!(
+                f,
+                "{field} overflows 64 bits: the sizes are far beyond what any device can hold; reduce them"
+            ),
+            DescError::Layout { tensor, axis, what, value, expected } => {
+                write!(f, "tensor {tensor}, canonical axis {axis} ({value}): {what}")?;
+                if expected > 0 { write!(f, " (the problem needs {expected})") } else { Ok(()) }
+            }
+            DescError::Overlap { written, other } => write!(
+                f,
+                "tensor {written} (written) overlaps tensor {other} in memory; give them separate buffers"
             ),
             DescError::Unsupported { field, allowed } => {
                 write!(f, "{field} is not supported here; allowed: {allowed}")

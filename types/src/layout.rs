@@ -144,6 +144,9 @@ impl ConvLayout {
     }
 }
 
+/// The message of an axis whose `(length - 1) * stride` overflows.
+const OVERFLOWS: &str = "(length - 1) * stride overflows 64 bits";
+
 /// A tensor in canonical axis order: lengths and element strides per slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TensorDesc {
@@ -172,7 +175,8 @@ impl TensorDesc {
         let mut s = 1;
         for &a in order[..len].iter().rev() {
             strides[a] = s;
-            s *= lengths[a];
+            // Saturates rather than wraps for a problem `validate` refuses.
+            s = s.saturating_mul(lengths[a]);
         }
         // Unused spatial slots have length 1; give them a harmless stride.
         for (a, st) in strides.iter_mut().enumerate() {
@@ -193,17 +197,88 @@ impl TensorDesc {
         self.lengths.iter().map(|&l| l as u64).product()
     }
 
-    /// Elements a buffer must hold: the largest offset plus one.
+    /// Elements a buffer must hold: the largest offset plus one (0 for an
+    /// empty tensor). Saturates at `u64::MAX` where that overflows 64 bits
+    /// (never wraps); [`TensorDesc::checked_span`] says which axis.
     pub fn span(&self) -> u64 {
+        self.checked_span("tensor").unwrap_or(u64::MAX)
+    }
+
+    /// [`TensorDesc::span`] with checked arithmetic: an error names `tensor`
+    /// and the axis whose `(length - 1) * stride` overflows 64 bits.
+    pub fn checked_span(&self, tensor: &'static str) -> Result<u64, DescError> {
         if self.lengths.contains(&0) {
-            return 0;
+            return Ok(0);
         }
-        1 + self
-            .lengths
-            .iter()
-            .zip(&self.strides)
-            .map(|(&l, &s)| (l as u64 - 1) * s as u64)
-            .sum::<u64>()
+        let mut last = 0u64;
+        for (axis, (&l, &s)) in self.lengths.iter().zip(&self.strides).enumerate() {
+            last = (l as u64 - 1)
+                .checked_mul(s as u64)
+                .and_then(|v| v.checked_add(last))
+                .ok_or(DescError::Layout { tensor, axis, what: OVERFLOWS, value: s as u64, expected: 0 })?;
+        }
+        last.checked_add(1).ok_or(DescError::Overflow { field: "tensor span" })
+    }
+
+    /// Checks the descriptor of tensor `tensor` (role `role`) against `p`:
+    /// lengths equal to the problem's ([`TensorDesc::lengths_of`]), a span
+    /// computed without overflow and addressable with 32-bit offsets, and,
+    /// where the tensor is `written`, no two elements at one offset (every
+    /// axis longer than 1 has a non-zero stride, and sorted by stride each
+    /// axis steps over the whole extent of the ones inside it). Returns the
+    /// span (elements a buffer must hold).
+    pub fn validate_for(
+        &self,
+        p: &ConvProblem,
+        role: TensorRole,
+        tensor: &'static str,
+        written: bool,
+    ) -> Result<u64, DescError> {
+        let want = Self::lengths_of(p, role);
+        if let Some(axis) = (0..AXES).find(|&a| self.lengths[a] != want[a]) {
+            let (value, expected) = (self.lengths[axis] as u64, want[axis] as u64);
+            let what = "its length differs from the problem's; build descriptors with TensorDesc::packed or TensorDesc::strided";
+            return Err(DescError::Layout { tensor, axis, what, value, expected });
+        }
+        let span = self.checked_span(tensor)?;
+        if span > MAX_SPAN {
+            return Err(DescError::IndexRange { tensor, span });
+        }
+        if written {
+            self.check_no_alias(tensor)?;
+        }
+        Ok(span)
+    }
+
+    /// Errs where two canonical indices of the tensor share an offset: an
+    /// axis longer than 1 with stride 0, or, with the axes sorted by stride,
+    /// one whose stride is smaller than the extent of the axes inside it.
+    pub fn check_no_alias(&self, tensor: &'static str) -> Result<(), DescError> {
+        let mut axes = [0usize; AXES];
+        let mut n = 0;
+        for a in (0..AXES).filter(|&a| self.lengths[a] > 1) {
+            if self.strides[a] == 0 {
+                let what = "stride 0 on an axis longer than 1: written elements would alias; give every such axis a non-zero stride";
+                return Err(DescError::Layout { tensor, axis: a, what, value: 0, expected: 0 });
+            }
+            axes[n] = a;
+            n += 1;
+        }
+        let axes = &mut axes[..n];
+        axes.sort_unstable_by_key(|&a| (self.strides[a], self.lengths[a]));
+        let mut extent = 1u64; // offsets the inner axes cover: max offset + 1
+        for &a in axes.iter() {
+            let s = self.strides[a] as u64;
+            if s < extent {
+                let what = "stride smaller than the extent of the axes with smaller strides: written elements would alias";
+                return Err(DescError::Layout { tensor, axis: a, what, value: s, expected: 0 });
+            }
+            extent = (self.lengths[a] as u64 - 1)
+                .checked_mul(s)
+                .and_then(|v| v.checked_add(extent))
+                .ok_or(DescError::Layout { tensor, axis: a, what: OVERFLOWS, value: s, expected: 0 })?;
+        }
+        Ok(())
     }
 
     /// Element offset of a canonical index.
@@ -215,7 +290,7 @@ impl TensorDesc {
     /// Checks that the tensor is addressable with 32-bit offsets and that a
     /// buffer of `buffer_len` elements covers it.
     pub fn check(&self, tensor: &'static str, buffer_len: usize) -> Result<(), DescError> {
-        let span = self.span();
+        let span = self.checked_span(tensor)?;
         if span > MAX_SPAN {
             return Err(DescError::IndexRange { tensor, span });
         }

@@ -59,6 +59,11 @@ pub struct Spatial<'a> {
     pub rpads: &'a [usize],
 }
 
+/// The product of `v`, or [`DescError::Overflow`] naming `field`.
+fn product(field: &'static str, v: impl IntoIterator<Item = u64>) -> Result<u64, DescError> {
+    v.into_iter().try_fold(1u64, |acc, x| acc.checked_mul(x)).ok_or(DescError::Overflow { field })
+}
+
 fn right_align(
     field: &'static str,
     v: &[usize],
@@ -182,25 +187,62 @@ impl ConvProblem {
             }
         }
         for (tensor, span) in [
-            ("x", self.input_elems()),
-            ("w", self.weight_elems()),
-            ("dy", self.output_elems()),
+            ("x", self.checked_input_elems()?),
+            ("w", self.checked_weight_elems()?),
+            ("dy", self.checked_output_elems()?),
         ] {
             if span > MAX_SPAN {
                 return Err(DescError::IndexRange { tensor, span });
             }
         }
+        self.checked_flops()?;
         Ok(())
     }
 
     /// Output sizes `[Do, Ho, Wo]`, right-aligned:
     /// `(in + lp + rp - (f - 1) * d - 1) / s + 1`.
+    ///
+    /// Never panics: an axis whose sizes give no output (or that
+    /// [`ConvProblem::validate`] would refuse) has size 0; see
+    /// [`ConvProblem::checked_output`] for the error.
     pub fn output(&self) -> [usize; MAX_SPATIAL] {
-        core::array::from_fn(|a| {
-            (self.input[a] + self.lpads[a] + self.rpads[a] - (self.filter[a] - 1) * self.dilations[a] - 1)
-                / self.strides[a]
-                + 1
-        })
+        core::array::from_fn(|a| self.output_axis(a).unwrap_or(0))
+    }
+
+    /// Output sizes as [`ConvProblem::output`], computed with checked
+    /// arithmetic: an error names the axis whose sizes overflow or give no output.
+    pub fn checked_output(&self) -> Result<[usize; MAX_SPATIAL], DescError> {
+        let mut out = [0; MAX_SPATIAL];
+        for (a, o) in out.iter_mut().enumerate() {
+            *o = self.output_axis(a)?;
+        }
+        Ok(out)
+    }
+
+    /// Output size along right-aligned slot `a`, with checked arithmetic.
+    fn output_axis(&self, a: usize) -> Result<usize, DescError> {
+        const OUT: [&str; MAX_SPATIAL] = ["output[0]", "output[1]", "output[2]"];
+        let field = OUT[a.saturating_sub(self.first_axis()).min(2)];
+        let of = || DescError::Overflow { field };
+        let padded = (self.input[a] as u64)
+            .checked_add(self.lpads[a] as u64)
+            .and_then(|v| v.checked_add(self.rpads[a] as u64))
+            .ok_or_else(of)?;
+        let dilated = (self.filter[a] as u64)
+            .checked_sub(1)
+            .ok_or(DescError::TooSmall { field, value: 0, min: 1 })?
+            .checked_mul(self.dilations[a] as u64)
+            .and_then(|v| v.checked_add(1))
+            .ok_or_else(of)?;
+        let axis = a - self.first_axis().min(a);
+        let span = padded
+            .checked_sub(dilated)
+            .ok_or(DescError::EmptyOutput { axis, padded_input: padded, dilated_filter: dilated })?;
+        let o = span
+            .checked_div(self.strides[a] as u64)
+            .ok_or(DescError::TooSmall { field, value: 0, min: 1 })?
+            + 1;
+        usize::try_from(o).map_err(|_| of())
     }
 
     /// The problem's per-dimension lists, in `ndim` order.
@@ -216,42 +258,92 @@ impl ConvProblem {
         }
     }
 
-    /// Filter taps, `Z * Y * X`.
+    /// Filter taps, `Z * Y * X` (saturating at `u64::MAX`, exact for a
+    /// validated problem; [`ConvProblem::checked_filter_taps`] errs instead).
     pub fn filter_taps(&self) -> u64 {
-        self.filter.iter().map(|&v| v as u64).product()
+        self.checked_filter_taps().unwrap_or(u64::MAX)
     }
-    /// Input pixels per image, `D * H * W`.
+    /// Input pixels per image, `D * H * W` (saturating, as [`ConvProblem::filter_taps`]).
     pub fn input_pixels(&self) -> u64 {
-        self.input.iter().map(|&v| v as u64).product()
+        self.checked_input_pixels().unwrap_or(u64::MAX)
     }
-    /// Output pixels per image, `Do * Ho * Wo`.
+    /// Output pixels per image, `Do * Ho * Wo` (saturating, as [`ConvProblem::filter_taps`]).
     pub fn output_pixels(&self) -> u64 {
-        self.output().iter().map(|&v| v as u64).product()
+        self.checked_output_pixels().unwrap_or(u64::MAX)
     }
-    /// Elements of the input (and input-gradient) tensor: `G*N*C*D*H*W`.
+    /// Elements of the input (and input-gradient) tensor: `G*N*C*D*H*W`
+    /// (saturating, as [`ConvProblem::filter_taps`]).
     pub fn input_elems(&self) -> u64 {
-        (self.g * self.n * self.c) as u64 * self.input_pixels()
+        self.checked_input_elems().unwrap_or(u64::MAX)
     }
-    /// Elements of the weight (and weight-gradient) tensor: `G*K*C*Z*Y*X`.
+    /// Elements of the weight (and weight-gradient) tensor: `G*K*C*Z*Y*X`
+    /// (saturating, as [`ConvProblem::filter_taps`]).
     pub fn weight_elems(&self) -> u64 {
-        (self.g * self.k * self.c) as u64 * self.filter_taps()
+        self.checked_weight_elems().unwrap_or(u64::MAX)
     }
-    /// Elements of the output (and output-gradient) tensor: `G*N*K*Do*Ho*Wo`.
+    /// Elements of the output (and output-gradient) tensor: `G*N*K*Do*Ho*Wo`
+    /// (saturating, as [`ConvProblem::filter_taps`]).
     pub fn output_elems(&self) -> u64 {
-        (self.g * self.n * self.k) as u64 * self.output_pixels()
+        self.checked_output_elems().unwrap_or(u64::MAX)
     }
     /// Multiply-add FLOPs of one pass (each of fwd, bwd-data, bwd-weight):
-    /// `2 * G * N * K * C * prod(out) * prod(filter)`.
+    /// `2 * G * N * K * C * prod(out) * prod(filter)` (saturating, as
+    /// [`ConvProblem::filter_taps`]).
     pub fn flops(&self) -> u64 {
-        2 * (self.g * self.n * self.k * self.c) as u64 * self.output_pixels() * self.filter_taps()
+        self.checked_flops().unwrap_or(u64::MAX)
     }
-    /// Minimum bytes a backward-weight pass moves: read x and dy, write dw.
+    /// Minimum bytes a backward-weight pass moves: read x and dy, write dw
+    /// (saturating at `u64::MAX`).
     pub fn bwd_weight_bytes(&self, act_bytes: usize, wei_bytes: usize) -> u64 {
-        (self.input_elems() + self.output_elems()) * act_bytes as u64 + self.weight_elems() * wei_bytes as u64
+        self.traffic_bytes(act_bytes, wei_bytes).unwrap_or(u64::MAX)
     }
-    /// Minimum bytes a backward-data pass moves: read dy and w, write dx.
+    /// Minimum bytes a backward-data pass moves: read dy and w, write dx
+    /// (saturating at `u64::MAX`).
     pub fn bwd_data_bytes(&self, act_bytes: usize, wei_bytes: usize) -> u64 {
-        (self.input_elems() + self.output_elems()) * act_bytes as u64 + self.weight_elems() * wei_bytes as u64
+        self.traffic_bytes(act_bytes, wei_bytes).unwrap_or(u64::MAX)
+    }
+
+    /// `Z * Y * X`; an error names the product that overflows 64 bits.
+    pub fn checked_filter_taps(&self) -> Result<u64, DescError> {
+        product("filter taps (Z * Y * X)", self.filter.iter().map(|&v| v as u64))
+    }
+    /// `D * H * W`; an error names the product that overflows 64 bits.
+    pub fn checked_input_pixels(&self) -> Result<u64, DescError> {
+        product("input pixels (D * H * W)", self.input.iter().map(|&v| v as u64))
+    }
+    /// `Do * Ho * Wo`; an error names the axis or product that overflows.
+    pub fn checked_output_pixels(&self) -> Result<u64, DescError> {
+        product("output pixels (Do * Ho * Wo)", self.checked_output()?.iter().map(|&v| v as u64))
+    }
+    /// `G*N*C*D*H*W`; an error names the product that overflows 64 bits.
+    pub fn checked_input_elems(&self) -> Result<u64, DescError> {
+        let gnc = [self.g, self.n, self.c].map(|v| v as u64);
+        product("x elements (G * N * C * D * H * W)", gnc.into_iter().chain([self.checked_input_pixels()?]))
+    }
+    /// `G*K*C*Z*Y*X`; an error names the product that overflows 64 bits.
+    pub fn checked_weight_elems(&self) -> Result<u64, DescError> {
+        let gkc = [self.g, self.k, self.c].map(|v| v as u64);
+        product("w elements (G * K * C * Z * Y * X)", gkc.into_iter().chain([self.checked_filter_taps()?]))
+    }
+    /// `G*N*K*Do*Ho*Wo`; an error names the product that overflows 64 bits.
+    pub fn checked_output_elems(&self) -> Result<u64, DescError> {
+        let gnk = [self.g, self.n, self.k].map(|v| v as u64);
+        product("dy elements (G * N * K * Do * Ho * Wo)", gnk.into_iter().chain([self.checked_output_pixels()?]))
+    }
+    /// `2 * G * N * K * C * prod(out) * prod(filter)`; an error names the
+    /// product that overflows 64 bits.
+    pub fn checked_flops(&self) -> Result<u64, DescError> {
+        let sizes = [2, self.g, self.n, self.k, self.c].map(|v| v as u64);
+        let spatial = [self.checked_output_pixels()?, self.checked_filter_taps()?];
+        product("flops (2 * G * N * K * C * output pixels * filter taps)", sizes.into_iter().chain(spatial))
+    }
+    /// `(x + dy) * act_bytes + w * wei_bytes`, checked.
+    fn traffic_bytes(&self, act_bytes: usize, wei_bytes: usize) -> Result<u64, DescError> {
+        let field = "bytes moved ((x + dy) * act bytes + w * weight bytes)";
+        let act = self.checked_input_elems()?.checked_add(self.checked_output_elems()?);
+        let act = act.and_then(|v| v.checked_mul(act_bytes as u64));
+        let wei = self.checked_weight_elems()?.checked_mul(wei_bytes as u64);
+        act.zip(wei).and_then(|(a, w)| a.checked_add(w)).ok_or(DescError::Overflow { field })
     }
 
     /// CK's order: `ndim G N K C <filter> <input> <strides> <dilations> <lpads> <rpads>`.

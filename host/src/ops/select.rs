@@ -194,7 +194,11 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
         family_of(Op::BwdWeight, r).filter(|i| narrow_tile_fits(m, i.tile.bm) && wide_fits(i)).collect();
     // The largest tile whose padding stays within an eighth of it, else the
     // least padding; warpgroup tiles before mma.sync.
-    let over = |i: &Instance| Some((padded(i) - m * n) * 8 / padded(i)).filter(|&w| w >= 1).map_or(0, |_| padded(i) - m * n);
+    // (A validated problem has m, n >= 1, so `padded` is never 0; `max(1)` keeps it so.)
+    let over = |i: &Instance| {
+        let waste = padded(i).saturating_sub(m * n);
+        if waste * 8 / padded(i).max(1) >= 1 { waste } else { 0 }
+    };
     tiles.sort_by_key(|i| (over(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
     // A short reduction (at most 4096 products: ResNet-50's layer4 at batch
     // 64, a 3-D U-Net's 8^3 level, ConvNeXt's last downsampling) cannot fill
