@@ -114,10 +114,11 @@ fn bwd_data_bad_requests() {
     let (dev, module) = device(EmuArch::Sm90);
     let cfg = BwdDataConfig { epilogue: vec![EpilogueOp::Add], d_layouts: vec![DLayout::PerChannel], ..Default::default() };
     let pl = plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap();
-    let buf = dev.alloc::<u16>(pl.dx.span() as usize).unwrap();
+    let [dy, w, buf] = [pl.dy.span(), pl.w.span(), pl.dx.span()].map(|n| dev.alloc::<u16>(n as usize).unwrap());
     let ds = [buf.device_addr()];
-    let bufs = convgrad::ops::bwd_data::BwdDataBuffers { dy: buf.device_addr(), w: buf.device_addr(), dx: buf.device_addr(), ds: &ds };
-    let e = convgrad::ops::bwd_data::execute(&dev, &module, &pl, bufs).unwrap_err();
+    let bufs = convgrad::ops::bwd_data::BwdDataBuffers { dy: dy.device_addr(), w: w.device_addr(), dx: buf.device_addr(), ds: &ds };
+    // SAFETY: buffers of `dev` spanning the plan's tensors; D0 at dx's address, which `execute` refuses.
+    let e = unsafe { convgrad::ops::bwd_data::execute(&dev, &module, &pl, bufs) }.unwrap_err();
     assert!(matches!(e, OpError::Usage(_)) && e.to_string().contains("aliases dx"), "{e}");
 }
 

@@ -46,7 +46,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let module = dev.load_module()?;
     let mut ds = Vec::new();
     let bufs = BwdDataBuffers::checked(&plan, cfg.types, &dy_buf, &w_buf, &dx_buf, &[&bias_buf], &mut ds)?;
-    bwd_data::execute(&dev, &module, &plan, bufs)?;
+    // SAFETY: lengths checked by `BwdDataBuffers::checked`; separate buffers of `dev`, alive past the sync.
+    unsafe { bwd_data::execute(&dev, &module, &plan, bufs)? };
     dev.synchronize()?;
     let dx = check::from_f16(&dx_buf.download()?);
 

@@ -46,7 +46,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let module = dev.load_module()?;
     let bufs = BwdWeightBuffers { x: x_buf.device_addr(), dy: dy_buf.device_addr(), dw: dw_buf.device_addr(), ds: &[] };
     let ((), ms) = dev.time(|| {
-        bwd_weight::execute(&dev, &module, &plan, bufs, ws.as_ref()).map_err(|e| match e {
+        // SAFETY: the buffers above, of `dev`, span the plan's tensors, apart, alive past the timed sync.
+        unsafe { bwd_weight::execute(&dev, &module, &plan, bufs, ws.as_ref()) }.map_err(|e| match e {
             bwd_weight::OpError::Runtime(r) => r,
             other => panic!("{other}"),
         })

@@ -451,7 +451,8 @@ pub(crate) fn time_weight_on(dev: &Device, module: &Module, plan: &BwdWeightPlan
         dw: inputs.out.device_addr(),
         ds: &[],
     };
-    median_ms(dev, iters, || weight_op::execute(dev, module, plan, bufs, ws.as_ref()))
+    // SAFETY: `inputs` holds buffers of `dev` allocated for `plan`'s spans, apart, alive past the timing.
+    median_ms(dev, iters, || unsafe { weight_op::execute(dev, module, plan, bufs, ws.as_ref()) })
 }
 
 /// Median time of a backward-data plan (ms) with fresh random inputs of types `t`.
@@ -468,7 +469,8 @@ pub(crate) fn time_data_on(dev: &Device, module: &Module, plan: &BwdDataPlan, in
         dx: inputs.out.device_addr(),
         ds: &d_addrs,
     };
-    median_ms(dev, iters, || data_op::execute(dev, module, plan, bufs))
+    // SAFETY: `inputs` holds buffers of `dev` allocated for `plan`'s spans, apart, alive past the timing.
+    median_ms(dev, iters, || unsafe { data_op::execute(dev, module, plan, bufs) })
 }
 
 /// Median kernel time of one shape (ms), with fresh random inputs, and the kernel's description.

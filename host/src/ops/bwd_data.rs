@@ -209,11 +209,13 @@ pub fn plan_with(
     let ds: Vec<TensorDesc> = (0..chain.num_d as usize)
         .map(|i| cfg.d_layouts.get(i).copied().unwrap_or(DLayout::Output).desc(p, &dx))
         .collect();
-    for (t, d) in [("dy", &dy), ("w", &w), ("dx", &dx)] {
-        d.check(t, d.span() as usize)?;
-    }
+    super::validate_descs(p, &[
+        ("dy", &dy, TensorRole::Output, false),
+        ("w", &w, TensorRole::Weight, false),
+        ("dx", &dx, TensorRole::Input, true),
+    ])?;
     for (i, d) in ds.iter().enumerate() {
-        d.check(super::D_NAMES[i], d.span() as usize)?;
+        d.validate_for(p, TensorRole::Input, super::D_NAMES[i], false)?;
     }
     // Stride == filter along x: the kernels run the folded problem (a forced
     // instance that does not fit it runs the problem as given).
@@ -423,6 +425,8 @@ fn plan_on(
     } else {
         [tiles_m * tiles_n, slices as u32, p.g as u32]
     };
+    let main = LaunchSpec { instance: inst, grid, block: inst.threads(family), lds_bytes: inst.lds_bytes() };
+    main.check_grid()?;
     Ok(BwdDataPlan {
         problem: *p,
         dy,
@@ -430,7 +434,7 @@ fn plan_on(
         dx,
         ds,
         chain,
-        main: LaunchSpec { instance: inst, grid, block: inst.threads(family), lds_bytes: inst.lds_bytes() },
+        main,
         slices: if direct { 0 } else { slices as u32 },
         args_template: args,
         from_table: choice.from_table,
@@ -509,8 +513,24 @@ impl<'a> BwdDataBuffers<'a> {
 
 /// Runs a plan on the device's own stream: one launch writes every element
 /// of `dx`. [`BwdDataOp`] is the framework-facing form (resolved kernel,
-/// caller's stream, checked buffers).
-pub fn execute(
+/// caller's stream, checked buffers): prefer it.
+///
+/// # Safety
+///
+/// The kernel reads and writes `bufs` by address, unchecked. The caller
+/// guarantees that:
+/// - `plan` is one [`plan`] or [`plan_with`] returned, unmodified;
+/// - `bufs.dy`, `bufs.w` and `bufs.dx` point to device memory of `dev`
+///   holding at least `plan.dy.span()`, `plan.w.span()` and `plan.dx.span()`
+///   elements of the plan's types, each of `bufs.ds` (as many as the
+///   epilogue reads) at least the span of its `plan.ds` descriptor
+///   ([`BwdDataBuffers::checked`] checks these lengths);
+/// - the bytes `dx` spans overlap none of `dy`, `w` or the `D` tensors,
+///   except a `D` at `dx`'s own address (`execute` refuses it unless its
+///   layout is [`DLayout::Output`]: in place, element for element);
+/// - all of it stays allocated, and is not used by other work, until the
+///   launch on `dev`'s default stream has completed.
+pub unsafe fn execute(
     dev: &crate::runtime::Device,
     module: &crate::runtime::Module,
     plan: &BwdDataPlan,

@@ -17,8 +17,25 @@ pub use super::{LaunchSpec, OpError, Unsupported};
 pub enum SplitK {
     /// Chosen from the problem and the device's compute units (CK's rule).
     Auto,
-    /// Exactly this many k-batches (clamped to the number of K tiles).
+    /// This many k-batches, 1 to [`MAX_SPLIT_K`] (0 or more is an error
+    /// naming `split_k`); fewer run where the reduction has fewer K tiles
+    /// or the kernel family caps its split (`BwdWeightPlan::k_batch` says
+    /// how many run).
     Fixed(u32),
+}
+
+/// The largest fixed split-K: k-batches run along grid z, at most 65535.
+pub const MAX_SPLIT_K: u32 = 65535;
+
+/// Refuses a fixed split of 0 or past [`MAX_SPLIT_K`], naming `split_k`.
+pub fn check_split(split: SplitK) -> Result<(), DescError> {
+    match split {
+        SplitK::Fixed(0) => Err(DescError::TooSmall { field: "split_k", value: 0, min: 1 }),
+        SplitK::Fixed(n) if n > MAX_SPLIT_K => {
+            Err(DescError::TooLarge { field: "split_k", value: n as u64, max: MAX_SPLIT_K as u64 })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// What the user asks for besides the problem.
@@ -150,9 +167,12 @@ pub fn plan_with(
         }
     };
     let ds = vec![dw; chain.num_d as usize];
-    for (t, d) in [("x", &x), ("dw", &dw), ("dy", &dy)] {
-        d.check(t, d.span() as usize)?;
-    }
+    super::validate_descs(p, &[
+        ("x", &x, TensorRole::Input, false),
+        ("dw", &dw, TensorRole::Weight, true),
+        ("dy", &dy, TensorRole::Output, false),
+    ])?;
+    check_split(cfg.split_k)?;
     // Stride == filter along x: the kernels run the folded problem (a forced
     // instance that does not fit it runs the problem as given).
     if let Some(f) = fold::along_x(p, &[&x], &[&dw], false) {
@@ -176,6 +196,7 @@ pub fn plan_with(
             Ok(mut plan) => {
                 let inst = unfold::Unfolded::instance(cfg.types);
                 let launch = LaunchSpec { instance: inst, grid: [u.grid_x(), 1, 1], block: inst.threads(family), lds_bytes: 0 };
+                launch.check_grid()?;
                 let ws_elems = u.ws_elems();
                 plan.args_template.unfold.valid = if u.valid == u.cols { 0 } else { u.valid as u32 };
                 plan.workspace_elems += ws_elems;
@@ -441,6 +462,7 @@ fn plan_on(
         block: inst.threads(family),
         lds_bytes: inst.lds_bytes(),
     };
+    main.check_grid()?;
     let partial_elems = match mode {
         flags::SPLITK_STORE => (partial * k_batch as u64) as usize,
         flags::SPLITK_ATOMIC => partial as usize,
@@ -693,8 +715,24 @@ impl SplitKWorkspace {
 /// this one needs as zeros ([`SplitKWorkspace`]). `workspace` must hold
 /// `plan.workspace_elems` elements (it may be `None` when that is 0).
 /// [`BwdWeightOp`] is the framework-facing form (resolved kernel, caller's
-/// stream and workspace, checked buffers).
-pub fn execute(
+/// stream and workspace, checked buffers): prefer it.
+///
+/// # Safety
+///
+/// The kernels read and write `bufs` by address, unchecked. The caller
+/// guarantees that:
+/// - `plan` is one [`plan`] or [`plan_with`] returned, unmodified;
+/// - `bufs.x` and `bufs.dy` point to device memory of `dev` holding at least
+///   `plan.x.span()` / `plan.dy.span()` elements of the activation type the
+///   plan was made for, `bufs.dw` at least `plan.dw.span()` elements of the
+///   weight type, and each of `bufs.ds` (as many as the epilogue reads) at
+///   least the span of its `plan.ds` descriptor ([`BwdWeightBuffers::checked`]
+///   checks these lengths);
+/// - the bytes `dw` spans overlap none of the other tensors' nor the
+///   workspace's;
+/// - all of it stays allocated, and is not used by other work, until the
+///   launches on `dev`'s default stream have completed.
+pub unsafe fn execute(
     dev: &crate::runtime::Device,
     module: &crate::runtime::Module,
     plan: &BwdWeightPlan,

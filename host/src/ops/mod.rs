@@ -150,6 +150,31 @@ pub struct LaunchSpec {
 }
 
 
+impl LaunchSpec {
+    /// Checks the grid against what CUDA and HIP launch: every dimension at
+    /// least 1, x at most 2^31 - 1 (and its work-items, x times the
+    /// workgroup's threads, within 32 bits), y and z at most 65535. A plan
+    /// that would launch outside these is refused by name, not at launch.
+    pub fn check_grid(&self) -> Result<(), DescError> {
+        const NAMES: [&str; 3] = ["launch grid x", "launch grid y", "launch grid z"];
+        const MAX: [u64; 3] = [i32::MAX as u64, 65535, 65535];
+        for ((field, max), v) in NAMES.into_iter().zip(MAX).zip(self.grid.map(u64::from)) {
+            if v == 0 {
+                return Err(DescError::TooSmall { field, value: 0, min: 1 });
+            }
+            if v > max {
+                return Err(DescError::TooLarge { field, value: v, max });
+            }
+        }
+        let items = self.grid[0] as u64 * self.block as u64;
+        if items > u32::MAX as u64 {
+            let field = "launch work-items along x (grid x * threads per workgroup)";
+            return Err(DescError::TooLarge { field, value: items, max: u32::MAX as u64 });
+        }
+        Ok(())
+    }
+}
+
 /// Whether `vw` consecutive elements along canonical `axis` of `d`, from any
 /// multiple of `vw`, form one aligned vector: unit stride there, a length
 /// that `vw` divides, and every other stride of an axis longer than 1 a
@@ -186,22 +211,65 @@ pub(crate) fn direct_vec_mode(
     None
 }
 
-/// Checks that a buffer of `bytes` covers tensor `name` (`desc`, elements of `t`).
+/// Checks that a buffer of `bytes` covers tensor `name` (`desc`, elements of
+/// `t`): O(1), no allocation (the descriptor was validated when planned).
 pub(crate) fn check_buffer(
     name: &'static str,
     desc: &convgrad_types::TensorDesc,
     t: convgrad_types::DType,
     bytes: usize,
 ) -> Result<(), OpError> {
-    let want = desc.span() as usize * t.bytes();
-    if bytes < want {
+    let span = desc.checked_span(name)?;
+    let want = span.checked_mul(t.bytes() as u64).ok_or(DescError::Overflow { field: "tensor bytes" })?;
+    if (bytes as u64) < want {
         return Err(OpError::Desc(DescError::BufferLength {
             tensor: name,
-            expected: (want / t.bytes()) as u64,
+            expected: span,
             actual: (bytes / t.bytes()) as u64,
         }));
     }
     Ok(())
+}
+
+/// One tensor's descriptor to validate at plan time: name, descriptor, role,
+/// whether the call writes it.
+pub(crate) type DescCheck<'a> = (&'static str, &'a convgrad_types::TensorDesc, convgrad_types::TensorRole, bool);
+
+/// Validates each descriptor against the problem `p` (see
+/// [`TensorDesc::validate_for`](convgrad_types::TensorDesc::validate_for)):
+/// lengths, checked span within 32-bit offsets, no aliasing in written tensors.
+pub(crate) fn validate_descs(p: &convgrad_types::ConvProblem, descs: &[DescCheck<'_>]) -> Result<(), OpError> {
+    for &(name, desc, role, written) in descs {
+        desc.validate_for(p, role, name, written)?;
+    }
+    Ok(())
+}
+
+/// The bytes `[start, end)` a call touches in one buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Extent {
+    pub name: &'static str,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Extent {
+    /// `bytes` bytes at `addr` (saturating: an extent never wraps).
+    pub(crate) fn new(name: &'static str, addr: u64, bytes: u64) -> Extent {
+        Extent { name, start: addr, end: addr.saturating_add(bytes) }
+    }
+    fn overlaps(&self, o: &Extent) -> bool {
+        self.start < o.end && o.start < self.end
+    }
+}
+
+/// Errs where the `written` extent overlaps any of `others` (O(n), no
+/// allocation). An empty extent overlaps nothing.
+pub(crate) fn check_disjoint(written: &Extent, others: &[Extent]) -> Result<(), OpError> {
+    match others.iter().find(|o| written.overlaps(o)) {
+        Some(o) => Err(OpError::Desc(DescError::Overlap { written: written.name, other: o.name })),
+        None => Ok(()),
+    }
 }
 
 /// Names of the `D` tensors, by index.

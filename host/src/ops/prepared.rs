@@ -31,7 +31,8 @@
 
 use super::bwd_data::{self, BwdDataBuffers, BwdDataConfig, BwdDataPlan};
 use super::bwd_weight::{self, BwdWeightBuffers, BwdWeightConfig, BwdWeightPlan, SplitKWorkspace};
-use super::{OpError, check_buffer};
+use super::{Extent, OpError, check_buffer, check_disjoint};
+use convgrad_types::epilogue::MAX_D;
 use crate::runtime::{BufRef, Device, Kernel, Stream};
 use convgrad_types::{ConvProblem, TensorDesc, TensorRole};
 
@@ -130,36 +131,44 @@ op_tensors! {
     }
 }
 
-/// Checks each buffer's device and length against its descriptor; returns the addresses.
+/// Checks each buffer's device and length against its descriptor; returns
+/// the extents each call touches (O(1) per buffer, no allocation).
 fn checked<const N: usize>(
     dev: &Device,
     stream: &Stream,
     bufs: [(&'static str, &BufRef<'_>, &TensorDesc, convgrad_types::DType); N],
-) -> Result<[u64; N], OpError> {
+) -> Result<[Extent; N], OpError> {
     stream.check_device(dev.inner())?;
-    let mut out = [0; N];
+    let mut out = [Extent::new("", 0, 0); N];
     for (o, (name, b, desc, t)) in out.iter_mut().zip(bufs) {
         b.check_device(dev.inner(), name)?;
         check_buffer(name, desc, t, b.bytes())?;
-        *o = b.device_addr();
+        // Within the buffer's length (just checked), so no overflow.
+        *o = Extent::new(name, b.device_addr(), desc.span() * t.bytes() as u64);
     }
     Ok(out)
 }
 
-/// Addresses of the `D` tensors, each checked like the main tensors.
+/// The `D` tensors' extents, each checked like the main tensors, in a
+/// fixed array (no allocation) with their count.
 fn checked_ds(
     dev: &Device,
     stream: &Stream,
     descs: &[TensorDesc],
     t: convgrad_types::DType,
     ds: &[BufRef<'_>],
-) -> Result<Vec<u64>, OpError> {
+) -> Result<([Extent; MAX_D], usize), OpError> {
     super::check_d_count(descs.len(), ds.len())?;
-    ds.iter()
-        .zip(descs)
-        .enumerate()
-        .map(|(i, (b, d))| Ok(checked(dev, stream, [(super::D_NAMES[i], b, d, t)])?[0]))
-        .collect()
+    let mut out = [Extent::new("", 0, 0); MAX_D];
+    for (i, (b, d)) in ds.iter().zip(descs).enumerate().take(MAX_D) {
+        out[i] = checked(dev, stream, [(super::D_NAMES[i], b, d, t)])?[0];
+    }
+    Ok((out, ds.len().min(MAX_D)))
+}
+
+/// The extents' start addresses, for the argument block.
+fn addrs<const N: usize>(e: &[Extent; N]) -> [u64; N] {
+    e.map(|e| e.start)
 }
 
 /// The items both prepared operations have: the struct (device,
@@ -239,13 +248,31 @@ impl BwdWeightOp {
     pub fn execute_on(&self, stream: &Stream, t: BwdWeightTensors<'_>, ws: Workspace<'_>) -> Result<(), OpError> {
         let (act, wei) = (self.cfg.types.act(), self.cfg.types.wei());
         let p = &self.plan;
-        let [x, dy, dw] =
-            checked(&self.dev, stream, [("x", &t.x, &p.x, act), ("dy", &t.dy, &p.dy, act), ("dw", &t.dw, &p.dw, wei)])?;
-        let ds = checked_ds(&self.dev, stream, &p.ds, wei, t.ds)?;
-        let bufs = BwdWeightBuffers { x, dy, dw, ds: &ds };
+        let e = checked(&self.dev, stream, [("x", &t.x, &p.x, act), ("dy", &t.dy, &p.dy, act), ("dw", &t.dw, &p.dw, wei)])?;
+        let (de, nd) = checked_ds(&self.dev, stream, &p.ds, wei, t.ds)?;
+        // dw (written) touches no input; the workspace (written) no tensor.
+        let mut read = [Extent::new("", 0, 0); 3 + MAX_D];
+        read[..2].copy_from_slice(&e[..2]);
+        read[2..2 + nd].copy_from_slice(&de[..nd]);
+        check_disjoint(&e[2], &read[..2 + nd])?;
+        read[2 + nd] = e[2];
+        check_disjoint(&workspace_extent(&ws, self.workspace_bytes()), &read[..3 + nd])?;
+        let [x, dy, dw] = addrs(&e);
+        let ds = addrs(&de);
+        let bufs = BwdWeightBuffers { x, dy, dw, ds: &ds[..nd] };
         let pre = p.unfold.as_ref().map(|u| self.dev.kernels()?.kernel(u.launch.instance.name)).transpose()?;
         launch_bwd_weight(&self.dev, stream, &self.kernel, pre.as_ref(), p, bufs, ws)
     }
+}
+
+/// The bytes a call writes in its workspace: the first `need` of it.
+fn workspace_extent(ws: &Workspace<'_>, need: usize) -> Extent {
+    let addr = match ws {
+        Workspace::None => 0,
+        Workspace::Tracked(w) => w.device_addr(),
+        Workspace::Raw { mem, .. } => mem.device_addr(),
+    };
+    Extent::new("workspace", addr, need as u64)
 }
 
 /// Queues `plan`'s launches on `stream` (the unfolding pre-pass `pre`, then
@@ -275,6 +302,7 @@ pub(crate) fn launch_bwd_weight(
         (0, _) => (0, None),
         (_, Workspace::None) => return Err(short(0)),
         (_, Workspace::Tracked(w)) => {
+            BufRef::from(&w.buf).check_device(dev.inner(), "workspace")?;
             if w.len() * 4 < need {
                 return Err(short(w.len() * 4));
             }
@@ -335,12 +363,23 @@ impl BwdDataOp {
     pub fn execute_on(&self, stream: &Stream, t: BwdDataTensors<'_>) -> Result<(), OpError> {
         let ty = self.cfg.types.act();
         let p = &self.plan;
-        let [dy, w, dx] = checked(&self.dev, stream, [
+        let e = checked(&self.dev, stream, [
             ("dy", &t.dy, &p.dy, ty),
             ("w", &t.w, &p.w, self.cfg.types.wei()),
             ("dx", &t.dx, &p.dx, ty),
         ])?;
-        let ds = checked_ds(&self.dev, stream, &p.ds, ty, t.ds)?;
-        bwd_data::launch(&self.dev, stream, &self.kernel, p, BwdDataBuffers { dy, w, dx, ds: &ds })
+        let (de, nd) = checked_ds(&self.dev, stream, &p.ds, ty, t.ds)?;
+        // dx (written) touches no input but a D that is dx itself (its
+        // layout is checked at the launch: in place, element for element).
+        let dx = e[2];
+        check_disjoint(&dx, &e[..2])?;
+        for d in &de[..nd] {
+            if d.start != dx.start {
+                check_disjoint(&dx, std::slice::from_ref(d))?;
+            }
+        }
+        let [dy, w, dx] = addrs(&e);
+        let ds = addrs(&de);
+        bwd_data::launch(&self.dev, stream, &self.kernel, p, BwdDataBuffers { dy, w, dx, ds: &ds[..nd] })
     }
 }

@@ -52,7 +52,10 @@ pub fn run_planned(dev: &Device, module: &Module, case: &Case, plan: &op::BwdDat
     let tensors = Tensors::in_layout(l, p.ndim, inputs, ("dx", &plan.dx, act, TensorRole::Input), ds);
     let execute = |a: Addrs<'_>| {
         let bufs = BwdDataBuffers { dy: a.inputs[0], w: a.inputs[1], dx: a.output, ds: a.ds };
-        op::execute(dev, module, plan, bufs)
+        // SAFETY: `check_run` passes buffers of this device allocated for
+        // `plan`'s spans (dx apart from the inputs, D0 = dx only when aliased
+        // in the output layout), alive until it synchronizes.
+        unsafe { op::execute(dev, module, plan, bufs) }
     };
     check_run(dev, &draw, planned, tensors, execute, |[dy, w], ds, dx| judge(plan, cfg, dy, w, ds, dx))
 }

@@ -61,7 +61,9 @@ pub fn run_with(
     let tensors = Tensors::in_layout(cfg.layout, p.ndim, inputs, ("dw", &plan.dw, wei, TensorRole::Weight), ds);
     let execute = |a: Addrs<'_>| {
         let bufs = BwdWeightBuffers { x: a.inputs[0], dy: a.inputs[1], dw: a.output, ds: a.ds };
-        op::execute(dev, module, &plan, bufs, ws)
+        // SAFETY: `check_run` passes buffers of this device allocated for
+        // `plan`'s spans (dw apart from the inputs), alive until it synchronizes.
+        unsafe { op::execute(dev, module, &plan, bufs, ws) }
     };
     check_run(dev, &draw, planned, tensors, execute, |[x, dy], ds, dw| judge(&plan, cfg, x, dy, ds, dw))
 }
