@@ -132,14 +132,21 @@ fn entry_that_does_not_fit_is_ignored() {
     let _s = Scope::hand_rules();
     let p = dense();
     let hand = weight_instance(&p, Family::Hopper, 132);
-    // Tap shifts need K <= 16; a bf16 kernel does not serve f16; an AMD kernel does not run on NVIDIA.
-    for inst in ["bwdw_halo_f16_224x64x16_mma16x8", "bwdw_bf16_64x64x32_mma16x8", "bwdw_f16_64x64x32_mfma16"] {
-        install(vec![entry(Operation::BwdWeight, &p, "sm_90", inst)]);
-        assert_eq!(weight_instance(&p, Family::Hopper, 132), hand, "{inst}");
-    }
-    // A backward-data kernel in a backward-weight entry.
-    install(vec![entry(Operation::BwdWeight, &p, "sm_90", "bwdd_direct_f16")]);
+    // Tap shifts need K <= 16: this problem does not fit them.
+    install(vec![entry(Operation::BwdWeight, &p, "sm_90", "bwdw_halo_f16_224x64x16_mma16x8")]);
     assert_eq!(weight_instance(&p, Family::Hopper, 132), hand);
+    // A bf16 kernel in an f16 entry, an AMD kernel in an sm_90 entry, a
+    // backward-data kernel in a backward-weight entry: errors naming the
+    // entry (#38: no longer silently ignored).
+    for (inst, what) in [
+        ("bwdw_bf16_64x64x32_mma16x8", "runs bf16"),
+        ("bwdw_f16_64x64x32_mfma16", "has no Hopper build"),
+        ("bwdd_direct_f16", "not a bwd-weight one"),
+    ] {
+        let t = Table { device: String::new(), entries: vec![entry(Operation::BwdWeight, &p, "sm_90", inst)] };
+        let e = tuned::set_override(Some(&t)).unwrap_err().to_string();
+        assert!(e.contains("entry 0") && e.contains(what), "{inst}: {e}");
+    }
 }
 
 /// The hand rules' tiles for short reductions (N * output pixels <= 4096):

@@ -15,11 +15,15 @@
 //! planner knows the family, not the architecture: where two architectures
 //! share one (gfx90a and gfx942), the entry measured with the device's
 //! compute-unit count wins. An entry whose instance does not fit the request
-//! is passed over (the hand rules choose); a table that does not parse or
-//! names what does not exist is an error naming the file and the entry.
+//! (its strides or sizes) is passed over (the hand rules choose); a table
+//! that does not parse, names what does not exist, names an instance of
+//! another operation, data types or kernel family than the entry's, or
+//! gives a split outside 1 to [`MAX_SPLIT_K`](super::bwd_weight::MAX_SPLIT_K)
+//! is an error naming the file and the entry.
 
+use super::bwd_weight::MAX_SPLIT_K;
 use super::select::Request;
-use convgrad_types::instance::{self, Family, Instance};
+use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_types::{ConvLayout, ConvProblem, TensorDesc, TensorRole, TypeConfig};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
@@ -177,8 +181,21 @@ impl Entry {
         if self.op == Operation::BwdData && (self.split.is_some() || self.deterministic) {
             return Err("split and deterministic are backward-weight's".into());
         }
-        if self.split == Some(0) {
-            return Err("split 0: at least 1".into());
+        if let Some(n) = self.split.filter(|n| !(1..=MAX_SPLIT_K).contains(n)) {
+            return Err(format!("split {n}: 1 to {MAX_SPLIT_K} k-batches (grid z)"));
+        }
+        let ops = match self.op {
+            Operation::BwdWeight => Op::BWD_WEIGHT,
+            Operation::BwdData => Op::BWD_DATA,
+        };
+        if !ops.contains(&inst.op) {
+            return Err(format!("instance `{}` is a {:?} kernel, not a {} one", self.instance, inst.op, self.op.name()));
+        }
+        if inst.types != types {
+            return Err(format!("instance `{}` runs {}, the entry says {}", self.instance, inst.types.name(), types.name()));
+        }
+        if !inst.on(family) {
+            return Err(format!("instance `{}` has no {family:?} build (arch {})", self.instance, self.arch));
         }
         let key = Key {
             op: self.op,
