@@ -48,6 +48,17 @@ fn seed() -> u64 {
 /// buffer at 0x1_0000_0000 (s[0:1]) whose first 8 bytes are `init`; returns the
 /// buffer or the error.
 fn go(words: &[u32], block: u32, lds: u32, init: [u32; 2]) -> Result<Vec<u8>, String> {
+    go_in(words, block, lds, init, Order::Sequential)
+}
+
+/// [`go`] with the waves (and workgroups) in `order`.
+fn go_in(
+    words: &[u32],
+    block: u32,
+    lds: u32,
+    init: [u32; 2],
+    order: Order,
+) -> Result<Vec<u8>, String> {
     let p = Program::new(Arch::Gfx90a, &kernel(words)).unwrap();
     let mut mem = Memory::new();
     let buf = mem.alloc("buf", 512);
@@ -57,8 +68,7 @@ fn go(words: &[u32], block: u32, lds: u32, init: [u32; 2]) -> Result<Vec<u8>, St
     let mut l = Launch::new(1, block, vec![]);
     l.dynamic_lds = lds;
     l.late_results = true;
-    // Launch order: the programs name which wave or workgroup runs first.
-    l.order = Order::Sequential;
+    l.order = order;
     run(&p, &mut mem, &l).map_err(|e| e.to_string())?;
     Ok(mem.download(buf, 512))
 }

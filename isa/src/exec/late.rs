@@ -87,8 +87,7 @@ pub struct Pending {
     class: Class,
     /// A FLAT instruction: also counted by `lgkmcnt` (in no order there).
     flat: bool,
-    pc: u64,
-    text: String,
+    inst: Inst,
     writes: Vec<Write>,
     regs: Vec<u16>,
     global: Vec<(u64, u32)>,
@@ -149,8 +148,8 @@ impl Late {
             Some(p) => format!(
                 "reads {} before its load completes: `{}` at 0x{:x} writes it and no s_waitcnt {} since covers that load",
                 reg_name(r),
-                p.text,
-                p.pc,
+                p.inst,
+                p.inst.addr,
                 p.class.counter()
             ),
             None => format!("reads {} before its load completes", reg_name(r)),
@@ -162,8 +161,8 @@ impl Late {
             Some(p) => format!(
                 "writes {} while `{}` at 0x{:x} may still write it (no s_waitcnt {} covers that load), so the load's result could land after this write",
                 reg_name(r),
-                p.text,
-                p.pc,
+                p.inst,
+                p.inst.addr,
                 p.class.counter()
             ),
             None => format!("writes {} while a load may still write it", reg_name(r)),
@@ -226,8 +225,8 @@ pub fn issue(
                 return Err(format!(
                     "loads into {} while `{}` at 0x{:x} ({}) may still write it: the two results can land in either order",
                     reg_name(r as usize),
-                    old.text,
-                    old.pc,
+                    old.inst,
+                    old.inst.addr,
                     old.class.counter()
                 ));
             }
@@ -239,8 +238,7 @@ pub fn issue(
     late.pending.push(Pending {
         class,
         flat,
-        pc: i.addr,
-        text: i.to_string(),
+        inst: i.clone(),
         writes,
         regs,
         global,
@@ -312,7 +310,13 @@ fn land(c: &mut Ctx, x: Pending) {
 pub fn summary(l: &Late) -> String {
     let mut s = String::new();
     for p in &l.pending {
-        let _ = write!(s, "`{}` at 0x{:x} ({}); ", p.text, p.pc, p.class.counter());
+        let _ = write!(
+            s,
+            "`{}` at 0x{:x} ({}); ",
+            p.inst,
+            p.inst.addr,
+            p.class.counter()
+        );
     }
     s
 }

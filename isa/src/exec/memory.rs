@@ -109,7 +109,29 @@ pub struct Memory {
     next: u64,
     agent: Option<Agent>,
     log: Vec<(u64, u32)>,
-    writers: HashMap<u32, String>,
+    writers: HashMap<u32, Writer>,
+}
+
+/// Who stored outstanding bytes, for reports: workgroup, wave and the store.
+#[derive(Clone, Debug)]
+pub struct Writer {
+    /// Workgroup id.
+    pub wg: [u32; 3],
+    /// Wave in the workgroup.
+    pub wave: u32,
+    /// The wave's last store.
+    pub inst: crate::decode::Inst,
+}
+
+impl std::fmt::Display for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [x, y, z] = self.wg;
+        write!(
+            f,
+            "workgroup ({x},{y},{z}) wave {} (its last store `{}` at 0x{:x})",
+            self.wave, self.inst, self.inst.addr
+        )
+    }
 }
 
 /// First address handed out; small addresses stay unmapped so null pointers fault.
@@ -208,8 +230,7 @@ impl Memory {
                     writer: self
                         .writers
                         .get(&w)
-                        .cloned()
-                        .unwrap_or_else(|| format!("wave {w}")),
+                        .map_or_else(|| format!("wave {w}"), |w| w.to_string()),
                 });
             }
         }
@@ -245,7 +266,7 @@ impl Memory {
     }
 
     /// Names wave `id` in reports.
-    pub fn describe_writer(&mut self, id: u32, who: String) {
+    pub fn describe_writer(&mut self, id: u32, who: Writer) {
         self.writers.insert(id, who);
     }
 

@@ -200,11 +200,11 @@ fn step(c: &mut Ctx, h: Handler, i: &Inst, present: u32) -> Result<Flow, String>
             let lds = c.lds.take_log();
             let flow = r?;
             if !global.is_empty() {
-                let [x, y, z] = c.wg;
-                let who = format!(
-                    "workgroup ({x},{y},{z}) wave {} (its last store `{i}` at 0x{:x})",
-                    c.wave.id, i.addr
-                );
+                let who = memory::Writer {
+                    wg: c.wg,
+                    wave: c.wave.id,
+                    inst: i.clone(),
+                };
                 c.mem.describe_writer(c.wave.uid, who);
             }
             late::issue(c, i, class, flat, writes, global, lds)?;
@@ -551,10 +551,11 @@ fn init_wave(
 ) -> Wave {
     let d = &k.descriptor;
     let mut wave = Wave::new(lanes, w as u32, arch.is_cdna());
-    let nwaves = threads.div_ceil(lanes) as u32;
-    let [gx, gy, _] = launch.grid;
-    let linear = wg[0] + gx * (wg[1] + gy * wg[2]);
-    wave.uid = linear * nwaves + w as u32 + 1;
+    let nwaves = threads.div_ceil(lanes) as u64;
+    let [gx, gy, _] = launch.grid.map(u64::from);
+    let linear = wg[0] as u64 + gx * (wg[1] as u64 + gy * wg[2] as u64);
+    // 31 bits (the memory marks keep the top bit for atomics), never 0.
+    wave.uid = ((linear * nwaves + w as u64) % 0x7fff_ffff) as u32 + 1;
     wave.late.on = launch.late_results;
     // User SGPRs from s0, in the order the descriptor enables them.
     let mut s = 0usize;

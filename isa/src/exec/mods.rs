@@ -91,9 +91,17 @@ pub fn present(i: &Inst) -> u32 {
                 if m.clamp {
                     p |= CLAMP;
                 }
-                // op_sel_hi defaults to 1 for every source the instruction has.
+                // Packed ops: op_sel_hi defaults to 1 for every source they have;
+                // the mixed FMAs: 0 (f32 source). Elsewhere (v_accvgpr_*) the field
+                // means nothing.
                 for k in 0..3 {
-                    if i.src[k] != Operand::None && m.opsel_hi >> k & 1 == 0 {
+                    let bit = m.opsel_hi >> k & 1;
+                    let set = if i.name.starts_with("v_pk_") {
+                        i.src[k] != Operand::None && bit == 0
+                    } else {
+                        i.name.starts_with("v_fma_mix") && bit == 1
+                    };
+                    if set {
                         p |= opsel_hi(k);
                     }
                 }
@@ -114,7 +122,7 @@ pub fn describe(bits: u32) -> String {
             (neg(k), "neg"),
             (neg_hi(k), "neg_hi"),
             (opsel(k), "op_sel"),
-            (opsel_hi(k), "op_sel_hi (clear)"),
+            (opsel_hi(k), "op_sel_hi"),
         ] {
             if bits & f != 0 {
                 v.push(format!("{n} on src{k}"));
