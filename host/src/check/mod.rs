@@ -9,7 +9,7 @@
 //! 2. reference: `acc` = [`crate::reference::bwd_data`] on the inputs and
 //!    `abs` = the same on [`crate::reference::abs_values`] of them;
 //! 3. [`expected`] gives the reference values and the allowed error per element;
-//! 4. [`compare`] the device output (read back with [`from_bytes`]) with them;
+//! 4. [`compare_expected`] the device output (read back with [`from_bytes`]) with them;
 //!    print [`rule_text`] and [`ErrorReport::summary`]; fail unless [`ErrorReport::passed`].
 //!
 //! ```
@@ -40,7 +40,7 @@
 //! // Stand-in for the device: the reference rounded to f16.
 //! let device_bytes = check::to_bytes(tc.act(), &e.reference);
 //! let out = check::from_bytes(tc.act(), &device_bytes);
-//! let report = check::compare(&out, &e.reference, &e.bound, &dxd);
+//! let report = check::compare_expected(&out, &e, &dxd);
 //! println!("{}\n{}", tol.rule_text(), report.summary());
 //! assert!(report.passed());
 //! ```
@@ -56,8 +56,12 @@ pub use convert::{
     from_bf16, from_bytes, from_f16, from_f32, poisoned_bytes, round_slice, round_to, to_bf16,
     to_bytes, to_f16, to_f32, underflow_error, unit_roundoff,
 };
-pub use report::{ErrorReport, Index, Sample, compare, outside_writes};
+pub use report::{ErrorReport, Index, Sample, compare, compare_expected, outside_writes};
 pub use rng::{Init, SplitMix64, fill_random};
 pub use tolerance::{
-    Expected, Tolerance, accum_len_bwd_data, accum_len_bwd_weight, expected, rule_text, split_len,
+    Expected, F32_EXACT_INT, Tolerance, accum_len_bwd_data, accum_len_bwd_weight, expected,
+    is_small_integer_data, rule_text, split_len,
 };
+
+#[cfg(test)]
+mod tests;

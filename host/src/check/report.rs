@@ -43,6 +43,13 @@ pub struct ErrorReport {
     /// Largest `|out - ref| / bound` over finite elements: the rule passes
     /// these iff it is at most 1.
     pub worst_ratio: f64,
+    /// `||out - ref||_2` over finite elements (test 2 of the rule).
+    pub l2_err: f64,
+    /// `||s||_2`, the norm of the typical errors of a correct result
+    /// ([`crate::check::Expected::typical`]): test 2 passes iff
+    /// `l2_err <= l2_allowed`. `None` when only the per-element test ran
+    /// ([`compare`]).
+    pub l2_allowed: Option<f64>,
     /// Where [`ErrorReport::worst_ratio`] is, with the values there.
     pub worst: Option<Sample>,
     /// Elements that fail the rule (non-finite ones included).
@@ -60,9 +67,20 @@ pub struct ErrorReport {
 }
 
 impl ErrorReport {
-    /// Whether every element passed (and there was something to compare).
+    /// Whether every element passed, the whole result passed the aggregate
+    /// test where it ran, and there was something to compare.
     pub fn passed(&self) -> bool {
-        self.elems > 0 && self.fail_count == 0 && self.ref_nonfinite_count == 0
+        self.elems > 0 && self.fail_count == 0 && self.ref_nonfinite_count == 0 && self.l2_passed()
+    }
+
+    /// Whether the aggregate test passed (`||out - ref||_2 <= ||s||_2`), or did not run.
+    pub fn l2_passed(&self) -> bool {
+        self.l2_allowed.is_none_or(|a| self.l2_err <= a)
+    }
+
+    /// `l2_err / l2_allowed` (0 when both are 0), if the aggregate test ran.
+    pub fn l2_ratio(&self) -> Option<f64> {
+        self.l2_allowed.map(|a| if self.l2_err == 0.0 { 0.0 } else { self.l2_err / a })
     }
 
     /// One line: the metrics and PASS or FAIL.
@@ -73,6 +91,12 @@ impl ErrorReport {
         );
         if let Some(w) = &self.worst {
             s += &format!(" at {:?}", w.index);
+        }
+        if let Some(r) = self.l2_ratio() {
+            s += &format!("  l2 err/typical {r:.3}");
+            if !self.l2_passed() {
+                s += &format!(" (FAILS: ||out-ref|| {:.3e} > ||s|| {:.3e})", self.l2_err, self.l2_allowed.unwrap_or(0.0));
+            }
         }
         s += &format!("; {} of {} failed", self.fail_count, self.elems);
         if self.nonfinite_count > 0 {
@@ -104,13 +128,35 @@ impl fmt::Display for ErrorReport {
     }
 }
 
+/// Judges the device result `out` against `e` (from
+/// [`crate::check::expected`]) with the whole rule: every element within its
+/// worst-case bound, and `||out - ref||_2 <= ||e.typical||_2` (both laid out by `desc`).
+pub fn compare_expected(out: &[f64], e: &super::Expected, desc: &TensorDesc) -> ErrorReport {
+    compare_with(out, &e.reference, &e.bound, Some(&e.typical), desc)
+}
+
 /// Compares the device result `out` with `reference` under per-element
-/// `bound`s (all three laid out by `desc`, e.g. from
-/// [`crate::check::expected`]), visiting elements in canonical order.
+/// `bound`s only (all three laid out by `desc`), visiting elements in
+/// canonical order. This is test 1 of the rule alone: prefer
+/// [`compare_expected`], which adds the aggregate test that long
+/// reductions need.
 pub fn compare(out: &[f64], reference: &[f64], bound: &[f64], desc: &TensorDesc) -> ErrorReport {
+    compare_with(out, reference, bound, None, desc)
+}
+
+fn compare_with(
+    out: &[f64],
+    reference: &[f64],
+    bound: &[f64],
+    typical: Option<&[f64]>,
+    desc: &TensorDesc,
+) -> ErrorReport {
     let span = desc.span() as usize;
     assert!(
-        out.len() >= span && reference.len() >= span && bound.len() >= span,
+        out.len() >= span
+            && reference.len() >= span
+            && bound.len() >= span
+            && typical.is_none_or(|t| t.len() >= span),
         "check::compare: a buffer is shorter than the descriptor spans ({span})"
     );
     let mut max_ref = 0.0f64;
@@ -124,8 +170,11 @@ pub fn compare(out: &[f64], reference: &[f64], bound: &[f64], desc: &TensorDesc)
         elems: desc.elems(),
         ..ErrorReport::default()
     };
-    let (mut err2, mut ref2) = (0.0f64, 0.0f64);
+    let (mut err2, mut ref2, mut typ2) = (0.0f64, 0.0f64, 0.0f64);
     for_each_offset(desc, |idx, o| {
+        if let Some(t) = typical {
+            typ2 += t[o] * t[o];
+        }
         let (v, rv, b) = (out[o], reference[o], bound[o]);
         let sample = Sample {
             index: *idx,
@@ -164,6 +213,8 @@ pub fn compare(out: &[f64], reference: &[f64], bound: &[f64], desc: &TensorDesc)
             r.first_fail.get_or_insert(sample);
         }
     });
+    r.l2_err = err2.sqrt();
+    r.l2_allowed = typical.map(|_| typ2.sqrt());
     r.rel_l2 = if ref2 > 0.0 {
         (err2 / ref2).sqrt()
     } else if err2 > 0.0 {

@@ -107,8 +107,9 @@ pub struct Judged {
 /// the float64 reference: `pass(a, b, acc)` is the operation's reference pass
 /// on its two inputs; it runs on `inputs` for the accumulator and on their
 /// absolute values for the error bound, then the epilogue `chain` reads the
-/// `D` tensors (values `ds`, descriptors `d_descs`) and [`check::compare`]
-/// applies `tolerance`.
+/// `D` tensors (values `ds`, descriptors `d_descs`) and
+/// [`check::compare_expected`] applies `tolerance` (both tests; exact where
+/// both inputs are small integers, [`check::is_small_integer_data`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn judge(
     tolerance: Tolerance,
@@ -126,8 +127,9 @@ pub(crate) fn judge(
     let mut abs = vec![0.0; n];
     pass(&reference::abs_values(inputs[0]), &reference::abs_values(inputs[1]), &mut abs);
     let ds: Vec<DTensor<'_>> = ds.iter().copied().zip(d_descs).collect();
+    let tolerance = tolerance.with_integer_data(inputs.iter().all(|v| check::is_small_integer_data(v)));
     let expected = check::expected(&tolerance, desc, &acc, Some(&abs), chain, &ds);
-    let report = check::compare(out, &expected.reference, &expected.bound, desc);
+    let report = check::compare_expected(out, &expected, desc);
     Judged { report, expected, tolerance }
 }
 
