@@ -316,3 +316,38 @@ fn median_ms(dev: &Device, runs: usize, execute: impl Fn() -> Result<(), OpError
     t.sort_by(f64::total_cmp);
     Ok(Some(t[t.len() / 2]))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::check::{self, Init};
+    use crate::ops::bwd_weight::{self as op, BwdWeightConfig};
+    use crate::reference;
+    use convgrad_types::instance::Family;
+    use convgrad_types::{ConvProblem, TypeConfig};
+
+    /// The verify path finds integer inputs by itself: with `Init::Int` data
+    /// over a reduction of 16384 (where the worst-case bound is about 200), a
+    /// dW exact but for one element off by 1.0 fails, and the exact one passes.
+    #[test]
+    fn integer_inputs_are_judged_exactly() {
+        let p = ConvProblem::from_ck_args(&[2, 1, 4, 8, 8, 1, 1, 64, 64, 1, 1, 1, 1, 0, 0, 0, 0]).unwrap();
+        let cfg = BwdWeightConfig { types: TypeConfig::F32, ..Default::default() };
+        let plan = op::plan(&p, &cfg, Family::Cdna, 64).unwrap();
+        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(3, |d| d.as_nanos() as u64);
+        let x = check::fill_random(seed, Init::Int, cfg.types.act(), plan.x.span() as usize);
+        let dy = check::fill_random(seed + 1, Init::Int, cfg.types.act(), plan.dy.span() as usize);
+        let mut dw = vec![0.0; plan.dw.span() as usize];
+        reference::bwd_weight(&p, &x, &plan.x, &dy, &plan.dy, &mut dw, &plan.dw);
+        let judged = super::bwd_weight::judge(&plan, &cfg, &x, &dy, &[], &dw);
+        assert!(judged.report.passed() && judged.tolerance.integer_data, "seed {seed}: {}", judged.report);
+        let j = (seed % dw.len() as u64) as usize;
+        dw[j] += 1.0;
+        let judged = super::bwd_weight::judge(&plan, &cfg, &x, &dy, &[], &dw);
+        assert!(!judged.report.passed() && judged.report.fail_count == 1, "seed {seed}: off by one passed: {}", judged.report);
+        let mut abs = vec![0.0; dw.len()];
+        let a = reference::abs_values;
+        reference::bwd_weight(&p, &a(&x), &plan.x, &a(&dy), &plan.dy, &mut abs, &plan.dw);
+        let worst_case = judged.tolerance.with_integer_data(false).bound(dw[j], abs[j]);
+        assert!(worst_case > 10.0, "seed {seed}: the worst-case bound alone would let it through ({worst_case})");
+    }
+}
