@@ -1,4 +1,5 @@
-//! Launch execution: worker threads pull workgroups from a shared counter; each
+//! Launch execution: worker threads pull workgroups from a shared counter, in
+//! the launch's order ([`crate::order`]); each
 //! worker runs a workgroup's lanes as fibers and schedules them: a lane runs
 //! until it waits at a barrier or a matrix instruction, or returns. A wave whose
 //! lanes all wait at the same matrix instruction executes it; a workgroup whose
@@ -10,6 +11,7 @@ use crate::lds::Lds;
 use crate::matrix::wgmma::{self, Desc};
 use crate::matrix::{self, MatrixOp, WgmmaOp};
 use crate::memory::{Alloc, MemView};
+use crate::order::Order;
 use crate::{EmuArch, Launch, Violation};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -118,6 +120,8 @@ pub(crate) struct Shared<'a> {
     pub arch: EmuArch,
     pub allocs: Vec<Arc<Alloc>>,
     next: AtomicU64,
+    /// Which workgroup each position of `next` runs.
+    order: Order,
     /// Lowest linear workgroup index with a violation so far (`u64::MAX`:
     /// none): workgroups above it stop, those below still run, so the
     /// reported violation does not depend on thread timing.
@@ -128,12 +132,15 @@ pub(crate) struct Shared<'a> {
 }
 
 impl<'a> Shared<'a> {
-    pub fn new(launch: &'a Launch<'a>, arch: EmuArch, allocs: Vec<Arc<Alloc>>) -> Self {
+    /// What the workers of `launch` share; `order_seed` picks the workgroup order.
+    pub fn new(launch: &'a Launch<'a>, arch: EmuArch, allocs: Vec<Arc<Alloc>>, order_seed: u64) -> Self {
+        let total = launch.grid.iter().map(|&g| g as u64).product();
         Shared {
             launch,
             arch,
             allocs,
             next: AtomicU64::new(0),
+            order: Order::new(order_seed, total),
             stop_at: AtomicU64::new(u64::MAX),
             first: Mutex::new(None),
             flops: AtomicU64::new(0),
@@ -199,14 +206,19 @@ pub(crate) fn worker_main(shared: &Shared<'_>) {
     let total = shared.total();
     let mut done = 0;
     loop {
-        let i = shared.next.fetch_add(1, Relaxed);
-        if i >= total || shared.stopped(i) {
+        let pos = shared.next.fetch_add(1, Relaxed);
+        if pos >= total {
             break;
+        }
+        let i = shared.order.at(pos);
+        if shared.stopped(i) {
+            continue;
         }
         let wg = [(i % gx) as u32, ((i / gx) % gy) as u32, (i / (gx * gy)) as u32];
         match s.run_workgroup(wg) {
             Ok(()) => done += 1,
-            Err(Stop::Aborted) => break,
+            // Workgroups below the violating one may still be queued: go on.
+            Err(Stop::Aborted) => continue,
             Err(Stop::Violation(v)) => {
                 let mut first = shared.first.lock().unwrap();
                 if first.as_ref().is_none_or(|&(at, _)| i < at) {

@@ -14,7 +14,19 @@
 
 //!
 //! Environment: `CONVGRAD_EMU_THREADS` (worker threads, default: all cores),
-//! `CONVGRAD_EMU_STACK_KIB` (stack per lane fiber, default 256).
+//! `CONVGRAD_EMU_STACK_KIB` (stack per lane fiber, default 256),
+//! `CONVGRAD_EMU_SEED` (workgroup order, below).
+//!
+//! **Workgroup order.** Each launch hands its workgroups to the worker
+//! threads in a different order (last-first, or a random affine permutation),
+//! drawn from the emulator's seed and a launch counter, so atomics of
+//! different workgroups (atomic split-K) meet in a different order from launch
+//! to launch, as on a GPU, and results that depend on it differ bitwise. The
+//! seed is `CONVGRAD_EMU_SEED` (decimal or `0x` hex) when set, else fresh per
+//! emulator and printed to stderr (a test harness shows it with a failing
+//! test); with `CONVGRAD_EMU_THREADS=1` a seed repeats a process's orders
+//! exactly. Lanes inside a workgroup keep their order (so the first violating
+//! lane reported stays the lowest).
 
 #![warn(missing_docs)]
 
@@ -24,6 +36,7 @@ pub mod lane;
 mod lds;
 pub mod matrix;
 mod memory;
+mod order;
 
 use convgrad_types::instance::Family;
 use std::time::{Duration, Instant};
@@ -148,6 +161,40 @@ pub struct Emulator {
     arch: EmuArch,
     threads: usize,
     mem: memory::Memory,
+    /// Seed of the workgroup orders.
+    seed: u64,
+    /// Launches so far (each gets its own order).
+    launches: std::sync::atomic::AtomicU64,
+}
+
+/// The environment variable that fixes the workgroup-order seed.
+pub const SEED_VAR: &str = "CONVGRAD_EMU_SEED";
+
+/// Parses a seed: decimal or `0x` hex.
+fn parse_seed(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// A seed no other emulator of this process (or, very likely, of another run) has.
+fn fresh_seed() -> u64 {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    order::mix(t ^ order::mix(std::process::id() as u64 ^ (n << 32)))
+}
+
+/// The seed `CONVGRAD_EMU_SEED` sets (`None` when unset or empty).
+///
+/// # Panics
+/// When it is set to something other than a decimal or `0x` hex `u64`: a
+/// seed that is silently ignored would not repeat the run it was meant to.
+pub fn seed_from_env() -> Option<u64> {
+    let v = std::env::var(SEED_VAR).ok().filter(|v| !v.trim().is_empty())?;
+    Some(parse_seed(&v).unwrap_or_else(|| panic!("{SEED_VAR}={v:?}: expected an unsigned 64-bit integer (decimal or 0x hex)")))
 }
 
 /// Most threads a workgroup may have.
@@ -155,14 +202,33 @@ pub const MAX_BLOCK: u32 = 1024;
 
 impl Emulator {
     /// A new emulator of `arch` with empty memory, using all cores
-    /// (or `CONVGRAD_EMU_THREADS`).
+    /// (or `CONVGRAD_EMU_THREADS`), with the workgroup-order seed
+    /// `CONVGRAD_EMU_SEED` or a fresh one, printed to stderr.
     pub fn new(arch: EmuArch) -> Self {
+        let seed = seed_from_env().unwrap_or_else(|| {
+            let s = fresh_seed();
+            eprintln!("convgrad-emu ({}): workgroup order seed {s:#x} ({SEED_VAR}={s:#x} repeats it)", arch.name());
+            s
+        });
+        Emulator::new_seeded(arch, seed)
+    }
+    /// A new emulator like [`Emulator::new`] with workgroup-order seed `seed`
+    /// (whatever `CONVGRAD_EMU_SEED` says).
+    pub fn new_seeded(arch: EmuArch, seed: u64) -> Self {
         let threads = std::env::var("CONVGRAD_EMU_THREADS")
             .ok()
             .and_then(|s| s.parse().ok())
             .filter(|&n: &usize| n > 0)
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        Emulator { arch, threads, mem: memory::Memory::default() }
+        Emulator { arch, threads, mem: memory::Memory::default(), seed, launches: Default::default() }
+    }
+    /// The same emulator with workgroup-order seed `seed` (see the crate docs).
+    pub fn with_seed(self, seed: u64) -> Self {
+        Emulator { seed, ..self }
+    }
+    /// The workgroup-order seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
     /// The same emulator running launches on `n` worker threads (at least 1).
     pub fn with_threads(mut self, n: usize) -> Self {
@@ -217,7 +283,8 @@ impl Emulator {
     pub fn launch(&self, launch: &Launch<'_>) -> Result<LaunchReport, EmuError> {
         self.check_launch(launch)?;
         let start = Instant::now();
-        let shared = exec::Shared::new(launch, self.arch, self.mem.snapshot());
+        let n = self.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let shared = exec::Shared::new(launch, self.arch, self.mem.snapshot(), order::mix(self.seed) ^ n);
         let threads = (self.threads as u64).min(shared.total()) as usize;
         std::thread::scope(|s| {
             for i in 0..threads {
