@@ -87,8 +87,25 @@ fn launch(
     Vec<f16>,
     Vec<f16>,
 ) {
+    launch_patched(c, tweak, |_| {})
+}
+
+/// [`launch`] with the kernel's code bytes edited by `patch` first.
+fn launch_patched(
+    c: &Case,
+    tweak: impl Fn(&mut Setup),
+    patch: impl Fn(&mut convgrad_isa::Kernel),
+) -> (
+    Result<Counters, convgrad_isa::exec::ExecError>,
+    Memory,
+    u64,
+    Vec<f16>,
+    Vec<f16>,
+) {
     let co = common::load(c.arch);
-    let prog = Program::new(c.arch, co.kernel(c.kernel).expect("smoke kernel")).unwrap();
+    let mut kernel = co.kernel(c.kernel).expect("smoke kernel").clone();
+    patch(&mut kernel);
+    let prog = Program::new(c.arch, &kernel).unwrap();
     let (a, b) = inputs(c);
     let mut s = Setup {
         abi: abi_of(c.arch, &co, c.kernel),
@@ -191,3 +208,90 @@ fn checks_fire_on_gfx942() {
     let e = err(|s| s.args_bytes = 0x40);
     assert!(e.contains("out-of-bounds") && e.contains("ConvArgs"), "{e}");
 }
+
+/// The result of the smoke kernel with the instruction at `addr` replaced by `word`.
+fn mutated(c: &Case, addr: u64, word: u32) -> Result<(), String> {
+    let (r, mem, pd, a, b) = launch_patched(
+        c,
+        |_| {},
+        |k| {
+            let o = (addr - k.entry) as usize;
+            k.code[o..o + 4].copy_from_slice(&word.to_le_bytes());
+        },
+    );
+    r.map_err(|e| e.to_string())?;
+    let out = mem.download(pd, c.m * c.n * 4);
+    for i in 0..c.m {
+        for j in 0..c.n {
+            let want: f64 = (0..c.k)
+                .map(|k| a[i * c.k + k].to_f64() * b[k * c.n + j].to_f64())
+                .sum();
+            let got = f32::from_le_bytes(out[4 * (i * c.n + j)..][..4].try_into().unwrap()) as f64;
+            if (got - want).abs() > 1e-5 * (1.0 + want.abs()) {
+                return Err(format!("D[{i}][{j}] = {got}, expected {want}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Issue #42's first mutation: an executed `s_waitcnt` replaced by `s_nop 0`.
+/// With late results, removing a wait that lands a load's results (the unmutated
+/// run's `Counters::waits_landing_loads`) must fail the launch; removing one that
+/// lands none (it only orders the wave's own LDS stores before its own loads, which
+/// one wave's LDS accesses are anyway) must still give the right product. Which
+/// waits execute is found by replacing each with `s_trap` first.
+fn waitcnt_mutations(arch: Arch) {
+    let c = case(arch);
+    let co = common::load(arch);
+    let k = co.kernel(c.kernel).unwrap();
+    let insts = decode_all(arch, &k.code, k.entry).unwrap();
+    let (r, ..) = launch(&c, |_| {});
+    let landing = r.unwrap().waits_landing_loads;
+    let trap = if arch == Arch::Gfx1100 {
+        0xBF90_0002
+    } else {
+        0xBF92_0002
+    };
+    let nop = 0xBF80_0000u32;
+    let (mut executed, mut caught, mut harmless) = (0, Vec::new(), Vec::new());
+    for i in insts.iter().filter(|i| {
+        i.name.starts_with("s_waitcnt")
+            && !matches!(i.name, "s_waitcnt_depctr" | "s_waitcnt_expcnt")
+    }) {
+        let e = mutated(&c, i.addr, trap).expect_err("s_trap always ends the launch");
+        if !(e.contains("s_trap") && e.contains(&format!("0x{:x}", i.addr))) {
+            continue; // not executed
+        }
+        executed += 1;
+        let r = mutated(&c, i.addr, nop);
+        if landing.contains(&i.addr) {
+            let e = r.expect_err(&format!(
+                "{arch} {}: `{i}` at 0x{:x} lands load results, yet replaced by s_nop it passes",
+                c.kernel, i.addr
+            ));
+            assert!(
+                e.contains("before its load completes"),
+                "{arch} 0x{:x}: {e}",
+                i.addr
+            );
+            caught.push(format!("0x{:x}: {e}", i.addr));
+        } else {
+            r.unwrap_or_else(|e| panic!("{arch} 0x{:x} `{i}` lands nothing, yet: {e}", i.addr));
+            harmless.push(format!("0x{:x}", i.addr));
+        }
+    }
+    assert!(
+        !caught.is_empty(),
+        "{arch}: no executed s_waitcnt lands a load"
+    );
+    println!(
+        "{arch} {}: {executed} executed s_waitcnt; the {} that land load results, replaced by s_nop, are all caught; {} land none (harmless): {harmless:?}\n{}",
+        c.kernel,
+        caught.len(),
+        harmless.len(),
+        caught.join("\n")
+    );
+}
+
+common::per_arch!(waitcnt_replaced_by_nop_is_caught, waitcnt_mutations);

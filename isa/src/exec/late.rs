@@ -249,7 +249,7 @@ pub fn issue(
 
 /// `s_waitcnt`: waits until `vmcnt <= vm`, `lgkmcnt <= lgkm` and `vscnt <= vs`
 /// (`None`: that counter is not waited for), then lands what is guaranteed complete.
-pub fn wait(c: &mut Ctx, vm: Option<u32>, lgkm: Option<u32>, vs: Option<u32>) {
+pub fn wait(c: &mut Ctx, pc: u64, vm: Option<u32>, lgkm: Option<u32>, vs: Option<u32>) {
     let p = &c.wave.late.pending;
     if p.is_empty() {
         return;
@@ -269,6 +269,9 @@ pub fn wait(c: &mut Ctx, vm: Option<u32>, lgkm: Option<u32>, vs: Option<u32>) {
     }
     if !done.iter().any(|&d| d) {
         return;
+    }
+    if p.iter().zip(&done).any(|(x, &d)| d && !x.writes.is_empty()) {
+        c.counters.waits_landing_loads.insert(pc);
     }
     let all = std::mem::take(&mut c.wave.late.pending);
     let mut keep = Vec::with_capacity(all.len());

@@ -136,7 +136,7 @@ fn waitcnt(c: &mut Ctx, i: &Inst) -> R {
         Family::Gfx9 => ((imm & 0xf) | (imm >> 14 & 3) << 4, imm >> 8 & 0xf),
         Family::Gfx11 => (imm >> 10 & 0x3f, imm >> 4 & 0x3f),
     };
-    super::late::wait(c, Some(vm), Some(lgkm), None);
+    super::late::wait(c, i.addr, Some(vm), Some(lgkm), None);
     Ok(Flow::Next)
 }
 
@@ -152,9 +152,9 @@ fn waitcnt_k(c: &mut Ctx, i: &Inst, counter: usize) -> R {
     }
     let n = Some(i.imm as u16 as u32);
     match counter {
-        0 => super::late::wait(c, n, None, None),
-        1 => super::late::wait(c, None, n, None),
-        _ => super::late::wait(c, None, None, n),
+        0 => super::late::wait(c, i.addr, n, None, None),
+        1 => super::late::wait(c, i.addr, None, n, None),
+        _ => super::late::wait(c, i.addr, None, None, n),
     }
     Ok(Flow::Next)
 }
