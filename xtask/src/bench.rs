@@ -35,9 +35,9 @@ struct BenchArgs {
     /// Force this kernel instance (tuning); shapes it cannot run are skipped.
     #[arg(long)]
     instance: Option<String>,
-    /// bwd-weight: force this many split-K batches (tuning; default: chosen).
+    /// bwd-weight: force this many split-K batches, 1 to 65535 (tuning; default: chosen).
     #[arg(long)]
-    split_k: Option<u32>,
+    split_k: Option<String>,
 }
 
 /// The options `bench` and `tune` share: the device, the operation, the shapes.
@@ -107,9 +107,11 @@ impl ShapeArgs {
         let iters = if emu { 1 } else { self.iters };
         Ok(Session { op, types, dev, module, emu, shapes, iters })
     }
-    /// The (shape, dtype) pairs `--filter` keeps, dtype by dtype.
-    pub(crate) fn selected<'a>(&self, s: &'a Session) -> Vec<(&'a Shape, TypeConfig)> {
-        s.types
+    /// The (shape, dtype) pairs `--filter` keeps, dtype by dtype; an error
+    /// when a part of the filter matches no shape of the suite.
+    pub(crate) fn selected<'a>(&self, s: &'a Session) -> Result<Vec<(&'a Shape, TypeConfig)>> {
+        crate::options::check_filter(self.filter.as_deref(), &self.suite, s.shapes.iter().map(|sh| sh.name.as_str()))?;
+        Ok(s.types
             .iter()
             .flat_map(|&t| s.shapes.iter().map(move |sh| (sh, t)))
             .filter(|(sh, _)| {
@@ -117,7 +119,15 @@ impl ShapeArgs {
                     .as_ref()
                     .is_none_or(|f| f.split('|').any(|f| sh.name.contains(f)))
             })
-            .collect()
+            .collect())
+    }
+
+    /// The operation's kernel kinds, for checking `--instance`.
+    pub(crate) fn instance_kinds(&self) -> Result<&'static [convgrad_types::instance::Op]> {
+        Ok(match Op::parse(&self.op)? {
+            Op::BwdWeight => convgrad_types::instance::Op::BWD_WEIGHT,
+            Op::BwdData => convgrad_types::instance::Op::BWD_DATA,
+        })
     }
 }
 
@@ -588,8 +598,12 @@ fn geomean(v: &[f64]) -> Option<f64> {
 /// Entry point of `cargo xtask bench`.
 pub fn run(args: &[String]) -> Result<()> {
     let a = BenchArgs::parse_from(std::iter::once("bench".to_string()).chain(args.iter().cloned()));
+    let split_k = a.split_k.as_deref().map(|s| crate::options::parse_split_count("--split-k", s)).transpose()?;
+    if let Some(name) = &a.instance {
+        crate::options::check_instance(name, a.common.instance_kinds()?, &a.common.op)?;
+    }
     let session = a.common.open()?;
-    let sel = a.common.selected(&session);
+    let sel = a.common.selected(&session)?;
     let Session { op, ref types, ref dev, ref module, emu, iters, .. } = session;
     let (who, theirs) = if emu || a.no_peer || sel.is_empty() {
         (String::from("none"), vec![None; sel.len()])
@@ -608,7 +622,7 @@ pub fn run(args: &[String]) -> Result<()> {
     // (dtype, fused) -> ours ms, for the overhead of the fused epilogue.
     let mut pair: Vec<(TypeConfig, bool, f64)> = vec![];
     for ((s, t), peer_ms) in sel.iter().zip(&theirs) {
-        let timed = time_ours(dev, module, op, s, *t, iters, a.instance.as_deref(), a.split_k)
+        let timed = time_ours(dev, module, op, s, *t, iters, a.instance.as_deref(), split_k)
             .with_context(|| format!("{} {} {}", op.name(), s.name, t.name()));
         let (ms, kern) = match (timed, &a.instance) {
             (Ok(r), _) => r,
@@ -697,5 +711,5 @@ pub fn run(args: &[String]) -> Result<()> {
             )?,
         )?;
     }
-    Ok(())
+    crate::options::check_measured(rows.len(), sel.len(), "every shape was skipped: --instance cannot run them")
 }

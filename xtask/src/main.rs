@@ -14,6 +14,7 @@ mod build;
 mod inspect;
 mod instances;
 mod networks;
+mod options;
 mod tune;
 mod util;
 mod verify;

@@ -17,7 +17,7 @@
 
 use crate::bench::{self, Op, Shape, ShapeArgs};
 use crate::util;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Parser;
 use convgrad::check::Init;
 use convgrad::ops::bwd_data::{self as data_op, BwdDataPlan};
@@ -242,8 +242,8 @@ fn save(table: &mut Table, out: &std::path::Path, dev: &Device, arch: &str) -> R
 /// Entry point of `cargo xtask tune`.
 pub fn run(args: &[String]) -> Result<()> {
     let a = TuneArgs::parse_from(std::iter::once("tune".to_string()).chain(args.iter().cloned()));
-    if a.splits.contains(&0) {
-        bail!("--splits: counts from 1");
+    for n in &a.splits {
+        crate::options::parse_split_count("--splits", &n.to_string())?;
     }
     let session = a.common.open()?;
     let (dev, arch) = (&session.dev, session.dev.arch().to_string());
@@ -258,7 +258,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let run = Run { a: &a, op: session.op, dev, module: &session.module, iters: session.iters };
     let mut per_type = std::collections::HashMap::new();
     let (mut shapes, mut won) = (0, 0);
-    for (s, t) in a.common.selected(&session) {
+    for (s, t) in a.common.selected(&session)? {
         let n = per_type.entry(t).or_insert(0usize);
         if s.fused || a.limit.is_some_and(|l| *n >= l) {
             continue;

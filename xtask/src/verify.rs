@@ -14,6 +14,7 @@ use convgrad::ops::bwd_weight::{BwdWeightConfig, SplitK};
 use convgrad::runtime::{Backend, BackendKind, Device};
 use convgrad::verify::{Outcome, TensorDump, bwd_data, bwd_weight};
 use convgrad_types::epilogue::EpiChain;
+use convgrad_types::instance::Op;
 use convgrad_types::{ConvLayout, ConvProblem, EpilogueOp, TypeConfig};
 use std::path::{Path, PathBuf};
 
@@ -168,11 +169,7 @@ const EPILOGUE_OPS: &str = "pass, add, add-relu, scale=S, bilinear=A,B, relu-mas
 
 /// Parses an epilogue chain: ops joined by `+` (see [`epilogue_name`]).
 pub fn parse_epilogue_chain(s: &str) -> Result<Vec<EpilogueOp>> {
-    let num = |v: &str| {
-        v.trim()
-            .parse::<f32>()
-            .with_context(|| format!("--epilogue {s}: '{v}' is not a number"))
-    };
+    let num = |v: &str| crate::options::finite_f32(&format!("--epilogue {s}"), v);
     s.split('+')
         .map(|op| {
             let op = op.trim();
@@ -275,6 +272,10 @@ pub fn run(args: &[String]) -> Result<()> {
         VerifyArgs::parse_from(std::iter::once("verify".to_string()).chain(opts.iter().cloned()));
     let op = OpKind::parse(&a.op)?;
     check_op_options(op, &a)?;
+    if let Some(name) = &a.instance {
+        let kinds = if op == OpKind::BwdWeight { Op::BWD_WEIGHT } else { Op::BWD_DATA };
+        crate::options::check_instance(name, kinds, op.name())?;
+    }
     let mut init = match a.init.as_str() {
         "int" | "1" => Init::Int,
         "float" | "2" => Init::Float,
@@ -290,7 +291,8 @@ pub fn run(args: &[String]) -> Result<()> {
         }
         init = match v[1] {
             1 => Init::Int,
-            _ => Init::Float,
+            0 | 2 => Init::Float,
+            o => bail!("positional init {o}: allowed 0, 1 (int) or 2 (float)"),
         };
         if v[2] != 0 {
             time = Some(time.unwrap_or(20));
@@ -390,15 +392,7 @@ fn run_bwd_weight(
     a: &VerifyArgs,
     c: &Common,
 ) -> Result<Ran> {
-    let split_k = match a.split_k.as_deref().unwrap_or("auto") {
-        "auto" => SplitK::Auto,
-        n => SplitK::Fixed(
-            n.parse()
-                .ok()
-                .filter(|&k: &u32| k >= 1)
-                .with_context(|| format!("--split-k {n}: a number >= 1 or auto"))?,
-        ),
-    };
+    let split_k = a.split_k.as_deref().map_or(Ok(SplitK::Auto), crate::options::parse_split_k)?;
     let config = BwdWeightConfig {
         layout: c.layout,
         types: c.types,
