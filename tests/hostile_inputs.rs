@@ -123,6 +123,12 @@ fn descriptors_not_matching_the_problem_are_refused_at_plan() {
     far.strides[0] = 1 << 31;
     let e = bwd_weight::plan_with(&p, &cfg, Family::Cdna, 304, far, dw, dy).unwrap_err();
     assert!(matches!(e, OpError::Desc(DescError::IndexRange { tensor: "x", .. })), "{e}");
+    // A huge stride on the unused z slot (length 1): the kernels scale it in
+    // 32 bits (the emulator caught the overflow), so it is refused too.
+    let mut z = x;
+    z.strides[3] = 1 << 40;
+    let e = bwd_weight::plan_with(&p, &cfg, Family::Cdna, 304, z, dw, dy).unwrap_err();
+    assert_layout(&e, "x", 3, "stride past 2^31 - 1");
 
     // Backward-data: dx all ones, dx with a zero stride on N.
     let dcfg = BwdDataConfig::default();

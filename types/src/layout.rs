@@ -226,7 +226,8 @@ impl TensorDesc {
     /// where the tensor is `written`, no two elements at one offset (every
     /// axis longer than 1 has a non-zero stride, and sorted by stride each
     /// axis steps over the whole extent of the ones inside it). Returns the
-    /// span (elements a buffer must hold).
+    /// span (elements a buffer must hold). Every stride, an axis of length
+    /// 1's included, must be at most 2^31 - 1.
     pub fn validate_for(
         &self,
         p: &ConvProblem,
@@ -243,6 +244,12 @@ impl TensorDesc {
         let span = self.checked_span(tensor)?;
         if span > MAX_SPAN {
             return Err(DescError::IndexRange { tensor, span });
+        }
+        // The kernels take strides as 32-bit values and scale them (even an
+        // axis of length 1's, whose index is always 0) in 32-bit arithmetic.
+        if let Some(axis) = (0..AXES).find(|&a| self.strides[a] as u64 > MAX_SPAN) {
+            let what = "stride past 2^31 - 1 (the kernels' 32-bit offsets), even on an axis of length 1";
+            return Err(DescError::Layout { tensor, axis, what, value: self.strides[axis] as u64, expected: 0 });
         }
         if written {
             self.check_no_alias(tensor)?;
