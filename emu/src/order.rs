@@ -34,7 +34,7 @@ impl Order {
     pub fn new(seed: u64, total: u64) -> Order {
         let total = total.max(1);
         let h = mix(seed);
-        let reversed = h % 4 == 0;
+        let reversed = h.is_multiple_of(4);
         let mut a = 1 + mix(h) % total;
         let mut tries = 0;
         while gcd(a % total, total) != 1 && tries < 64 {
