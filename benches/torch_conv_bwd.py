@@ -5,6 +5,15 @@ a list of median milliseconds (one per shape, null where PyTorch cannot run it),
 timed like the project's anchors: channels_last, cudnn.benchmark on, TF32 off,
 CUDA events, median of `iters` after warm-up.
 
+The GPU is kept busy while a timed call is queued (a sleep kernel ahead of
+the start event), so the events measure the GPU time of PyTorch's kernels,
+not the host time PyTorch spends before launching them: on an idle GPU the
+start event fires at once and the interval also holds the 20-60 us of host
+work of `aten.convolution_backward`, which for small layers exceeds the
+kernels themselves (2026-11-27: in a ResNet-50 training step cuDNN's
+backward took 3.6 ms of GPU time where the per-layer times summed to about
+twice that). `CONVGRAD_PEER_IDLE=1` times the old way (idle GPU).
+
 Each shape has "op": "bwd-weight" (grad_weight only) or "bwd-data" (grad_input
 only), both through `torch.ops.aten.convolution_backward` with the matching
 output_mask. A bwd-data shape with "epilogue": "add-relu-bias" also adds a
@@ -12,6 +21,7 @@ per-channel bias to grad_input and applies ReLU, unfused (PyTorch's equivalent
 of our fused add-relu on a G_C bias).
 """
 import json
+import os
 import sys
 
 import torch
@@ -19,6 +29,10 @@ import torch
 torch.backends.cudnn.benchmark = True
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
+
+# About 0.5 ms at 1.98 GHz: longer than PyTorch's host work for one call.
+SLEEP_CYCLES = 1_000_000
+IDLE = os.environ.get("CONVGRAD_PEER_IDLE") == "1"
 
 DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 OPS = ("bwd-weight", "bwd-data")
@@ -62,6 +76,8 @@ def time_one(s, iters):
     for _ in range(iters):
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
+        if not IDLE:
+            torch.cuda._sleep(SLEEP_CYCLES)
         a.record()
         run()
         b.record()

@@ -26,6 +26,7 @@ request; the autograd function then falls back to
 """
 
 import contextlib
+import os
 
 import torch
 import torch.nn as nn
@@ -88,10 +89,15 @@ def is_channels_last(t):
     return t.permute(_cl_perm(t.dim())).is_contiguous()
 
 
+_CL_FORMATS = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
 def to_channels_last(t):
     """``t`` dense with dimension 1 innermost (``channels_last`` for 4-D, ``channels_last_3d`` for 5-D)."""
     if is_channels_last(t):
         return t
+    if t.dim() in _CL_FORMATS:
+        return t.contiguous(memory_format=_CL_FORMATS[t.dim()])
     return t.permute(_cl_perm(t.dim())).contiguous().permute(_cl_inverse(t.dim()))
 
 
@@ -319,6 +325,163 @@ def _dense_like(t, channels_last):
     return to_channels_last(t) if channels_last else t.contiguous()
 
 
+def _is_dense(t, channels_last):
+    """Whether ``t`` is dense in the format (channels_last or contiguous)."""
+    return is_channels_last(t) if channels_last else t.is_contiguous()
+
+
+def _raw_stream(device):
+    """The current CUDA stream of ``device`` as an integer (no Python Stream object)."""
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+if hasattr(torch._C, "_cuda_getCurrentRawStream"):
+
+    def _raw_stream(device):  # noqa: F811 - the fast form where PyTorch has it
+        return torch._C._cuda_getCurrentRawStream(device.index)
+
+
+# Contiguous (NCHW) activations: the backward runs on channels_last copies of
+# x and grad_output and copies grad_input back (see ``_Layer``). Off: the
+# NGCHW kernels run on the tensors as they are.
+NCHW_VIA_CHANNELS_LAST = os.environ.get("CONVGRAD_NCHW", "channels_last") != "native"
+
+
+class _Layer:
+    """What one layer's backward needs, decided once per shapes and strides.
+
+    The first backward with a given (configuration, shapes, strides, dtype,
+    device) makes the layouts dense in one format, checks everything and
+    plans both ops in the native ``PreparedBackward``; the later ones look it
+    up, redo only the (cached) layout decisions, allocate the outputs with
+    their known strides and pass data addresses: no DLPack exchange, no plan
+    lookup, nothing that synchronises. ``prepared`` is None where convgrad
+    refused the layer (``Unsupported``): it then runs on aten.
+    """
+
+    __slots__ = ("prepared", "cl", "w_cl", "copy", "dx_strides", "dw_strides", "dx_contiguous", "dw_contiguous")
+
+    def __init__(self, x, weight, gy, conf, need_x, need_w):
+        stride, padding, dilation, groups, deterministic = conf
+        cl = not x.is_contiguous() and is_channels_last(x)
+        # Gradients go back in the formats of the tensors they belong to.
+        via_cl = not cl and NCHW_VIA_CHANNELS_LAST and x.shape[1] > 1
+        self.dx_contiguous = need_x and via_cl
+        self.cl = cl = cl or via_cl
+        self.w_cl = cl or is_channels_last(weight) and not weight.is_contiguous()
+        # Which of x, grad_output, weight need a copy into the layer's format
+        # (the key fixes their strides, so this holds for every later call).
+        self.copy = tuple(not _is_dense(t, c) for t, c in ((x, cl), (gy, cl), (weight, self.w_cl)))
+        x, gy, w = self.inputs(x, weight, gy)
+        dx = _empty(x.shape, x, cl) if need_x else None
+        dw = _empty(w.shape, w, self.w_cl) if need_w else None
+        self.dx_strides = dx.stride() if need_x else None
+        self.dw_strides = dw.stride() if need_w else None
+        self.dw_contiguous = need_w and self.w_cl and weight.is_contiguous() and not is_channels_last(weight)
+        try:
+            self.prepared = _native.PreparedBackward(
+                x, w, gy, dx, dw, stride, padding, dilation, groups,
+                deterministic=deterministic, stream=_raw_stream(x.device),
+            )
+        except Unsupported:
+            self.prepared = None
+
+    def inputs(self, x, weight, gy):
+        """x, grad_output and the weight in the layer's formats, 16-byte aligned."""
+        cx, cgy, cw = self.copy
+        x = _aligned(_dense_like(x, self.cl) if cx else x)
+        gy = _aligned(_dense_like(gy, self.cl) if cgy else gy)
+        w = _aligned(_dense_like(weight, self.w_cl) if cw else weight)
+        return x, gy, w
+
+    def run(self, x, weight, gy, need_x, need_w):
+        x, gy, w = self.inputs(x, weight, gy)
+        dev = x.device
+        dx = torch.empty_strided(x.shape, self.dx_strides, dtype=x.dtype, device=dev) if need_x else None
+        dw = torch.empty_strided(w.shape, self.dw_strides, dtype=w.dtype, device=dev) if need_w else None
+        stream = _raw_stream(dev)
+        need = self.prepared.workspace_bytes if need_w else 0
+        if need == 0:
+            ws, nbytes, zero_from, done = 0, 0, None, None
+        elif torch.cuda.is_current_stream_capturing():
+            # Graph capture: a workspace of the graph's own pool, zeroed by
+            # convgrad inside the graph (so every replay starts from zeros).
+            buf = torch.empty(need, dtype=torch.uint8, device=dev)
+            ws, nbytes, zero_from, done = buf.data_ptr(), need, None, None
+        else:
+            alloc, zero_from, done = _WORKSPACES.get(dev, stream)
+            buf = alloc(need)
+            ws, nbytes = buf.data_ptr(), buf.numel()
+        after = self.prepared.run(
+            x.data_ptr() if need_w else 0,
+            w.data_ptr() if need_x else 0,
+            gy.data_ptr(),
+            dx.data_ptr() if need_x else 0,
+            dw.data_ptr() if need_w else 0,
+            ws, nbytes, zero_from, stream,
+        )
+        if done is not None:
+            done(after)
+        if self.dx_contiguous:
+            dx = dx.contiguous()
+        if self.dw_contiguous:
+            dw = dw.contiguous()
+        return dx, dw
+
+
+_LAYERS = {}
+
+
+def _layer(x, weight, gy, conf, need_x, need_w):
+    key = (conf, need_x, need_w, x.dtype, x.device, x.shape, x.stride(), weight.shape, weight.stride(), gy.stride())
+    layer = _LAYERS.get(key)
+    if layer is None:
+        with _on_device(x):
+            layer = _LAYERS[key] = _Layer(x, weight, gy, conf, need_x, need_w)
+    return layer
+
+
+# Dynamo does not trace into the native call: under torch.compile the
+# backward runs eagerly between the compiled regions (a graph break).
+@torch.compiler.disable
+def _backward(x, weight, gy, conf, need_x, need_w):
+    """(grad_input, grad_weight) of one layer, None where not needed."""
+    nd = x.dim() - 2
+    stride, padding, dilation, groups, deterministic = conf
+    if x.is_cuda:
+        layer = _layer(x, weight, gy, conf, need_x, need_w)
+        if layer.prepared is not None:
+            if x.device.index == torch.cuda.current_device():
+                return layer.run(x, weight, gy, need_x, need_w)
+            with _on_device(x):
+                return layer.run(x, weight, gy, need_x, need_w)
+    else:
+        # CPU tensors (the emulator): the checked DLPack path.
+        cl = not x.is_contiguous() and is_channels_last(x)
+        x, gy = _dense_like(x, cl), _dense_like(gy, cl)
+        try:
+            dx = conv_backward_data(gy, weight, x.shape, stride, padding, dilation, groups) if need_x else None
+            dw = None
+            if need_w:
+                dw = conv_backward_weight(x, gy, weight.shape, stride, padding, dilation, groups, deterministic=deterministic)
+                if not weight.is_contiguous() and not is_channels_last(weight):
+                    dw = dw.contiguous()
+            return dx, dw
+        except Unsupported:
+            pass
+    dx, dw, _ = torch.ops.aten.convolution_backward(
+        gy, x, weight, None, stride, padding, dilation, False, [0] * nd, groups, [need_x, need_w, False]
+    )
+    return dx, dw
+
+
+def _autocast_dtype(device_type):
+    """The dtype autocast computes convolutions in on ``device_type``, or None where it is off."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.get_autocast_dtype(device_type)
+    return None
+
+
 class ConvFunction(torch.autograd.Function):
     """A convolution whose backward runs on convgrad.
 
@@ -327,41 +490,45 @@ class ConvFunction(torch.autograd.Function):
     back to ``torch.ops.aten.convolution_backward`` where convgrad raises
     :class:`Unsupported`. ``ConvFunction.apply(x, weight, bias, stride,
     padding, dilation, groups, deterministic)``.
+
+    Under ``torch.autocast`` it computes as PyTorch's convolution does: the
+    input, weight and bias cast to the autocast dtype, the gradients returned
+    in the dtypes of the tensors they belong to (an fp32 parameter gets an
+    fp32 gradient).
+
+    On CUDA the backward of each layer is planned once per shapes and
+    strides (``_Layer``) and costs a dictionary lookup, the output
+    allocations and one native call afterwards.
     """
 
     @staticmethod
     def forward(ctx, x, weight, bias, stride, padding, dilation, groups, deterministic=False):
         nd = x.dim() - 2
-        ctx.conf = (*_per_dims(nd, stride, padding, dilation), groups, deterministic)
+        ctx.conf = (*(tuple(v) for v in _per_dims(nd, stride, padding, dilation)), groups, deterministic)
         ctx.has_bias = bias is not None
+        ctx.dtypes = (x.dtype, weight.dtype, bias.dtype if bias is not None else None)
+        dt = _autocast_dtype(x.device.type)
+        if dt is not None:
+            x, weight = x.to(dt), weight.to(dt)
+            bias = bias.to(dt) if bias is not None else None
         ctx.save_for_backward(x, weight)
-        return _FORWARD[nd](x, weight, bias, stride, padding, dilation, groups)
+        with torch.autocast(x.device.type, enabled=False) if dt is not None else contextlib.nullcontext():
+            return _FORWARD[nd](x, weight, bias, stride, padding, dilation, groups)
 
     @staticmethod
     def backward(ctx, grad_output):
         x, weight = ctx.saved_tensors
-        stride, padding, dilation, groups, deterministic = ctx.conf
-        nd = x.dim() - 2
-        need_x, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        # One memory format for the activations (the input's, if it has one).
-        cl = not x.is_contiguous() and is_channels_last(x)
-        x = _dense_like(x, cl)
-        gy = _dense_like(grad_output, cl)
-        dx = dw = None
-        try:
-            if need_x:
-                dx = conv_backward_data(gy, weight, x.shape, stride, padding, dilation, groups)
-            if need_w:
-                dw = conv_backward_weight(
-                    x, gy, weight.shape, stride, padding, dilation, groups, deterministic=deterministic
-                )
-                if not weight.is_contiguous() and not is_channels_last(weight):
-                    dw = dw.contiguous()
-        except Unsupported:
-            dx, dw, _ = torch.ops.aten.convolution_backward(
-                gy, x, weight, None, stride, padding, dilation, False, [0] * nd, groups, [need_x, need_w, False]
-            )
-        db = grad_output.sum(dim=[0, *range(2, grad_output.dim())]) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        gy = grad_output if grad_output.dtype == x.dtype else grad_output.to(x.dtype)
+        dx, dw = _backward(x, weight, gy, ctx.conf, need_x, need_w)
+        x_dt, w_dt, b_dt = ctx.dtypes
+        if dx is not None and dx.dtype != x_dt:
+            dx = dx.to(x_dt)
+        if dw is not None and dw.dtype != w_dt:
+            dw = dw.to(w_dt)
+        db = None
+        if ctx.has_bias and need_b:
+            db = grad_output.sum(dim=[0, *range(2, grad_output.dim())], dtype=torch.float32).to(b_dt)
         return dx, dw, db, None, None, None, None, None
 
 

@@ -17,6 +17,7 @@ mod errors;
 mod layout;
 mod memory;
 mod ops;
+mod prepared;
 mod problem;
 
 use pyo3::prelude::*;
@@ -37,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::conv_backward_data, m)?)?;
     m.add_function(wrap_pyfunction!(ops::conv_backward_weight, m)?)?;
     m.add_function(wrap_pyfunction!(built_archs, m)?)?;
+    m.add_class::<prepared::PreparedBackward>()?;
     m.add("Unsupported", m.py().get_type::<errors::Unsupported>())?;
     m.add("EMULATOR_ARCH", memory::EMU_ARCH.name())?;
     Ok(())

@@ -8,13 +8,14 @@ use crate::errors;
 use crate::layout;
 use crate::memory::{Ctx, Mem};
 use crate::problem::{self, ConvArgs};
-use convgrad::ops::bwd_data::{BwdDataConfig, BwdDataTensors};
-use convgrad::ops::bwd_weight::{BwdWeightConfig, BwdWeightTensors, SplitK};
+use convgrad::ops::bwd_data::{BwdDataConfig, BwdDataOp, BwdDataTensors, DLayout};
+use convgrad::ops::bwd_weight::{BwdWeightConfig, BwdWeightOp, BwdWeightTensors, SplitK};
 use convgrad::ops::{PlanCache, Workspace, WorkspaceContents};
 use convgrad::runtime::BufRef;
-use convgrad::types::{EpilogueOp, TensorRole};
+use convgrad::types::{ConvLayout, ConvProblem, EpilogueOp, TensorRole, TypeConfig};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
+use std::sync::Arc;
 
 /// Reads `stride` / `padding` / `dilation`: an int or a sequence of ints.
 fn ints(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
@@ -34,7 +35,7 @@ fn ints(name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 
 /// The conv arguments of a call: `stride` / `padding` / `dilation` (each an
 /// int or a sequence of ints) and `groups`.
-fn conv_args(
+pub(crate) fn conv_args(
     stride: &Bound<'_, PyAny>,
     padding: &Bound<'_, PyAny>,
     dilation: &Bound<'_, PyAny>,
@@ -119,22 +120,8 @@ pub fn conv_backward_data(
     }
 
     let ctx = Ctx::open(dy.place, stream, "dy")?;
-    let cfg = BwdDataConfig {
-        layout: fam,
-        types,
-        epilogue: ops,
-        d_layouts: maps.iter().map(|m| m.layout).collect(),
-        instance: None,
-        strip_rows: None,
-    };
-    let descs = (
-        layout::desc(&dy, &p, fam, TensorRole::Output),
-        layout::desc(&w, &p, fam, TensorRole::Weight),
-        layout::desc(&dx, &p, fam, TensorRole::Input),
-    );
-    let op = PlanCache::global()
-        .bwd_data(&ctx.dev, &p, &cfg, descs.0, descs.1, descs.2)
-        .map_err(|e| errors::op("conv_backward_data", e))?;
+    let d_layouts = maps.iter().map(|m| m.layout).collect();
+    let op = plan_data(&ctx, (&dy, &w, &dx), &p, fam, types, ops, d_layouts)?;
     for ((d, m), want) in ds.iter().zip(&maps).zip(&op.plan().ds) {
         epilogue::check_strides(d, m, want)?;
     }
@@ -192,36 +179,8 @@ pub fn conv_backward_weight(
     let x = dlpack::import("x", x, stream)?;
     let dy = dlpack::import("dy", dy, stream)?;
     let dw = dlpack::import("dw", dw, stream)?;
-    problem::same_place(&[&x, &dy, &dw])?;
-    let types = problem::types(&[&x, &dy, &dw])?;
-    let p = problem::problem(&x, &dw, &dy, &args)?;
-    let fam = layout::choose_family(&[&x, &dy], &dw)?;
-    problem::no_overlap(&dw, &[&x, &dy])?;
-    let split_k = match split_k {
-        None => SplitK::Auto,
-        Some(0) => return Err(errors::value("split_k", "must be at least 1 (or None: chosen by convgrad)")),
-        Some(n) => SplitK::Fixed(n),
-    };
-
     let ctx = Ctx::open(x.place, stream, "x")?;
-    let cfg = BwdWeightConfig {
-        layout: fam,
-        types,
-        epilogue: EpilogueOp::PassThrough,
-        split_k,
-        deterministic,
-        instance: None,
-    };
-    let op = PlanCache::global()
-        .bwd_weight(
-            &ctx.dev,
-            &p,
-            &cfg,
-            layout::desc(&x, &p, fam, TensorRole::Input),
-            layout::desc(&dw, &p, fam, TensorRole::Weight),
-            layout::desc(&dy, &p, fam, TensorRole::Output),
-        )
-        .map_err(|e| errors::op("conv_backward_weight", e))?;
+    let op = plan_weight(&ctx, &x, &dy, &dw, &args, split_k, deterministic)?;
 
     // The split-K workspace: the caller's memory on a GPU, scratch on the emulator.
     let need = op.workspace_bytes();
@@ -282,4 +241,70 @@ pub fn conv_backward_weight(
         WorkspaceContents::Unknown => None,
     };
     Ok((op.describe(), zero_from))
+}
+
+/// Plans the weight gradient `dw` of `x` and `dy` (the checks of
+/// [`conv_backward_weight`]) through the process-wide plan cache.
+pub(crate) fn plan_weight(
+    ctx: &Ctx,
+    x: &Tensor,
+    dy: &Tensor,
+    dw: &Tensor,
+    args: &ConvArgs,
+    split_k: Option<u32>,
+    deterministic: bool,
+) -> PyResult<Arc<BwdWeightOp>> {
+    problem::same_place(&[x, dy, dw])?;
+    let types = problem::types(&[x, dy, dw])?;
+    let p = problem::problem(x, dw, dy, args)?;
+    let fam = layout::choose_family(&[x, dy], dw)?;
+    problem::no_overlap(dw, &[x, dy])?;
+    let split_k = match split_k {
+        None => SplitK::Auto,
+        Some(0) => return Err(errors::value("split_k", "must be at least 1 (or None: chosen by convgrad)")),
+        Some(n) => SplitK::Fixed(n),
+    };
+    let cfg = BwdWeightConfig {
+        layout: fam,
+        types,
+        epilogue: EpilogueOp::PassThrough,
+        split_k,
+        deterministic,
+        instance: None,
+    };
+    PlanCache::global()
+        .bwd_weight(
+            &ctx.dev,
+            &p,
+            &cfg,
+            layout::desc(x, &p, fam, TensorRole::Input),
+            layout::desc(dw, &p, fam, TensorRole::Weight),
+            layout::desc(dy, &p, fam, TensorRole::Output),
+        )
+        .map_err(|e| errors::op("conv_backward_weight", e))
+}
+
+/// Plans the input gradient `dx` of `dy` and `w` (checked by the caller:
+/// problem `p`, family `fam`, `types`) with the epilogue `ops` reading D
+/// tensors of `d_layouts`, through the process-wide plan cache.
+pub(crate) fn plan_data(
+    ctx: &Ctx,
+    (dy, w, dx): (&Tensor, &Tensor, &Tensor),
+    p: &ConvProblem,
+    fam: ConvLayout,
+    types: TypeConfig,
+    ops: Vec<EpilogueOp>,
+    d_layouts: Vec<DLayout>,
+) -> PyResult<Arc<BwdDataOp>> {
+    let cfg = BwdDataConfig { layout: fam, types, epilogue: ops, d_layouts, instance: None, strip_rows: None };
+    PlanCache::global()
+        .bwd_data(
+            &ctx.dev,
+            p,
+            &cfg,
+            layout::desc(dy, p, fam, TensorRole::Output),
+            layout::desc(w, p, fam, TensorRole::Weight),
+            layout::desc(dx, p, fam, TensorRole::Input),
+        )
+        .map_err(|e| errors::op("conv_backward_data", e))
 }

@@ -365,10 +365,133 @@ def test_function_falls_back_on_unsupported(monkeypatch):
         raise cg.Unsupported("test: refused")
 
     monkeypatch.setattr(torch_ops, "conv_backward_data", refuse)
+    monkeypatch.setattr(torch_ops._native, "PreparedBackward", refuse)
+    torch_ops._LAYERS.clear()
     m = _model(0, torch.float32, True)
     x = torch.randn(2, 3, 8, 8, device=DEVICE, requires_grad=True)
     m(x).sum().backward()
     assert torch.isfinite(x.grad).all()
+    torch_ops._LAYERS.clear()
+
+
+def _grads(m, x, dtype=None, scaler=None):
+    """(input.grad, parameter grads) of ``(m(x)**2).mean()``, under autocast in ``dtype`` if given."""
+    x = x.clone().requires_grad_(True)
+    with torch.autocast(DEVICE, dtype=dtype or torch.float16, enabled=dtype is not None):
+        loss = (m(x).float() ** 2).mean()
+    (scaler.scale(loss) if scaler else loss).backward()
+    grads = [p.grad for p in m.parameters()]
+    if scaler:
+        inv = 1.0 / scaler.get_scale()
+        return x.grad * inv, [g * inv for g in grads]
+    return x.grad, grads
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="autocast on CUDA")
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_autocast_matches_pytorch(dtype, channels_last):
+    """fp32 parameters under torch.autocast: the backward computes in the
+    autocast dtype and returns fp32 gradients, as PyTorch's convolution does
+    (gradient scaling included for float16); compared with PyTorch's own
+    autocast run and with a float64 run of the same model."""
+    seed = int(torch.randint(0, 2**31, ()).item())
+    ours, theirs, exact = (_model(seed, t, c) for t, c in ((torch.float32, True), (torch.float32, False), (torch.float64, False)))
+    x = torch.randn(4, 3, 20, 20, device=DEVICE)
+    if channels_last:
+        ours, theirs = (m.to(memory_format=torch.channels_last) for m in (ours, theirs))
+        x = x.contiguous(memory_format=torch.channels_last)
+    scaler = torch.amp.GradScaler(DEVICE) if dtype == torch.float16 else None
+    gi_o, gp_o = _grads(ours, x, dtype, scaler)
+    gi_t, gp_t = _grads(theirs, x, dtype, torch.amp.GradScaler(DEVICE) if scaler else None)
+    gi_e, gp_e = _grads(exact, x.double())
+    assert gi_o.dtype == torch.float32 and all(g.dtype == torch.float32 for g in gp_o)
+    check(f"input.grad (seed {seed})", gi_o, gi_t, gi_e)
+    for (name, _), go, gt, ge in zip(ours.named_parameters(), gp_o, gp_t, gp_e):
+        check(f"{name}.grad (seed {seed})", go, gt, ge)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="the prepared path is CUDA's")
+def test_prepared_layer_is_reused_and_checks_addresses():
+    """The second backward of a layer reuses its prepared plan; the native
+    call refuses addresses that are misaligned or run past their allocation."""
+    torch_ops._LAYERS.clear()
+    m = _model(1, torch.float16, True).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 16, 16, device=DEVICE, dtype=torch.float16).contiguous(memory_format=torch.channels_last)
+    m(x).float().sum().backward()
+    n = len(torch_ops._LAYERS)
+    assert n == 4, n
+    m(x).float().sum().backward()
+    assert len(torch_ops._LAYERS) == n
+    layer = next(iter(v for v in torch_ops._LAYERS.values() if v.prepared is not None))
+    p = layer.prepared
+    s = torch.cuda.current_stream().cuda_stream
+    # A fresh segment of exactly 64 MiB (a multiple of the allocator's 2 MiB
+    # rounding): its last 256 bytes are too few for any of the layer's tensors.
+    torch.cuda.empty_cache()
+    big = torch.empty(64 << 20, dtype=torch.uint8, device=DEVICE)
+    a = big.data_ptr()
+    with pytest.raises(ValueError, match=r"not 16-byte aligned"):
+        p.run(a + 2, a + 2, a + 2, a + 2, a + 2, 0, 0, None, s)
+    end = a + (64 << 20) - 256
+    with pytest.raises(ValueError, match=r"run past the end of its allocation"):
+        p.run(end, end, end, end, end, 0, 0, None, s)
+    with pytest.raises(ValueError, match=r"overlaps"):
+        p.run(*[a] * 5, 0, 0, None, s)
+    with pytest.raises(ValueError, match=r"is not device memory"):
+        p.run(*[16] * 5, 0, 0, None, s)
+    torch_ops._LAYERS.clear()
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs")
+def test_cuda_graph_capture_and_replay():
+    """A training step of a converted model captured in a CUDA graph: each
+    replay on fresh inputs gives the gradients of an eager PyTorch run
+    (split-K workspaces come from the graph's pool and are zeroed in it)."""
+    torch_ops._LAYERS.clear()
+    seed = int(torch.randint(0, 2**31, ()).item())
+    ours, theirs, exact = (_model(seed, t, c) for t, c in ((torch.float32, True), (torch.float32, False), (torch.float64, False)))
+    static_x = torch.randn(8, 3, 20, 20, device=DEVICE)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # warm-up outside the graph (plans, cuDNN)
+            ours.zero_grad(set_to_none=False)
+            (ours(static_x) ** 2).mean().backward()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    ours.zero_grad(set_to_none=False)
+    with torch.cuda.graph(graph):
+        (ours(static_x) ** 2).mean().backward()
+    for _ in range(2):
+        x = torch.randn_like(static_x)
+        static_x.copy_(x)
+        for p in ours.parameters():
+            p.grad.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        _, gt = _grads(theirs, x)
+        _, ge = _grads(exact, x.double())
+        for m in (theirs, exact):
+            m.zero_grad(set_to_none=True)
+        for (name, po), t, e in zip(ours.named_parameters(), gt, ge):
+            check(f"{name}.grad after replay (seed {seed})", po.grad, t, e)
+    torch_ops._LAYERS.clear()
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="torch.compile on CUDA")
+def test_torch_compile_runs_the_model():
+    """A converted model under torch.compile trains and matches eager PyTorch."""
+    seed = int(torch.randint(0, 2**31, ()).item())
+    ours, theirs, exact = (_model(seed, t, c) for t, c in ((torch.float32, True), (torch.float32, False), (torch.float64, False)))
+    compiled = torch.compile(ours)
+    x = torch.randn(4, 3, 20, 20, device=DEVICE)
+    gi_o, _ = _grads(compiled, x)
+    gi_t, _ = _grads(theirs, x)
+    gi_e, _ = _grads(exact, x.double())
+    check(f"input.grad (seed {seed})", gi_o, gi_t, gi_e)
+    for (name, po), pt, pe in zip(ours.named_parameters(), theirs.parameters(), exact.parameters()):
+        check(f"{name}.grad (seed {seed})", po.grad, pt.grad, pe.grad)
 
 
 # ---------------------------------------------------------------- errors

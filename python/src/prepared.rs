@@ -1,0 +1,232 @@
+//! The prepared backward of one convolution layer: the path
+//! `ConvFunction.backward` takes on CUDA tensors every training step.
+//!
+//! A DLPack import, the layout checks and the plan-cache lookup cost tens of
+//! microseconds of host time per tensor and call; a training step calls the
+//! same layers with the same shapes and strides every time. So the layer is
+//! planned once from sample tensors (every check of the DLPack path, both
+//! ops), and each step passes only data addresses, which are checked against
+//! the driver's allocation and the plan's spans before the launch.
+
+use crate::dlpack::{self, Place, Tensor};
+use crate::errors;
+use crate::layout;
+use crate::memory::Ctx;
+use crate::ops::{conv_args, plan_data, plan_weight};
+use crate::problem;
+use convgrad::ops::bwd_data::{BwdDataOp, BwdDataTensors};
+use convgrad::ops::bwd_weight::{BwdWeightOp, BwdWeightTensors};
+use convgrad::ops::{Workspace, WorkspaceContents};
+use convgrad::runtime::{Device, DeviceBuffer};
+use pyo3::prelude::*;
+use std::sync::Arc;
+
+/// The tensors of a layer's backward, in the order `run` takes their addresses.
+const NAMES: [&str; 5] = ["x", "w", "dy", "dx", "dw"];
+
+/// PreparedBackward(x, w, dy, dx, dw, stride, padding, dilation, groups, *, split_k=None, deterministic=False, stream=0)
+/// --
+///
+/// The backward of one CUDA convolution layer, planned once from sample
+/// tensors: `dx` (or None: no input gradient) and `dw` (or None: no weight
+/// gradient) are the outputs' layouts, `x`, `w`, `dy` the inputs', with the
+/// checks of `conv_backward_data` / `conv_backward_weight`.
+/// `run(...)` then launches both on tensors with the same shapes, dtypes and
+/// strides given by their data addresses.
+#[pyclass(frozen, module = "convgrad_torch._native")]
+pub struct PreparedBackward {
+    dev: Device,
+    data: Option<Arc<BwdDataOp>>,
+    weight: Option<Arc<BwdWeightOp>>,
+    /// Bytes each tensor spans from its data address, in the order of `NAMES`
+    /// (0 for an output that is not computed).
+    spans: [usize; 5],
+}
+
+#[pymethods]
+impl PreparedBackward {
+    #[new]
+    #[pyo3(signature = (x, w, dy, dx, dw, stride, padding, dilation, groups, *, split_k=None, deterministic=false, stream=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        x: &Bound<'_, PyAny>,
+        w: &Bound<'_, PyAny>,
+        dy: &Bound<'_, PyAny>,
+        dx: Option<&Bound<'_, PyAny>>,
+        dw: Option<&Bound<'_, PyAny>>,
+        stride: &Bound<'_, PyAny>,
+        padding: &Bound<'_, PyAny>,
+        dilation: &Bound<'_, PyAny>,
+        groups: i64,
+        split_k: Option<u32>,
+        deterministic: bool,
+        stream: usize,
+    ) -> PyResult<Self> {
+        let args = conv_args(stride, padding, dilation, groups)?;
+        let x = dlpack::import("x", x, stream)?;
+        let w = dlpack::import("w", w, stream)?;
+        let dy = dlpack::import("dy", dy, stream)?;
+        let dx = dx.filter(|t| !t.is_none()).map(|t| dlpack::import("dx", t, stream)).transpose()?;
+        let dw = dw.filter(|t| !t.is_none()).map(|t| dlpack::import("dw", t, stream)).transpose()?;
+        if dx.is_none() && dw.is_none() {
+            return Err(errors::value("dx", "and dw are both None: nothing to compute"));
+        }
+        let mut all: Vec<&Tensor> = vec![&x, &w, &dy];
+        all.extend(dx.iter().chain(dw.iter()));
+        problem::same_place(&all)?;
+        if x.place == Place::Cpu {
+            return Err(errors::value(
+                "x",
+                "PreparedBackward runs CUDA tensors; CPU tensors take conv_backward_data / conv_backward_weight",
+            ));
+        }
+        let ctx = Ctx::open(x.place, stream, "x")?;
+        let data = match &dx {
+            Some(dx) => {
+                let types = problem::types(&[&dy, &w, dx])?;
+                let p = problem::problem(dx, &w, &dy, &args)?;
+                let fam = layout::choose_family(&[&dy, dx, &x], &w)?;
+                problem::no_overlap(dx, &[&dy, &w, &x])?;
+                Some(plan_data(&ctx, (&dy, &w, dx), &p, fam, types, Vec::new(), Vec::new())?)
+            }
+            None => None,
+        };
+        let weight = match &dw {
+            Some(dw) => {
+                if let Some(dx) = &dx {
+                    problem::no_overlap(dw, &[dx])?;
+                }
+                Some(plan_weight(&ctx, &x, &dy, dw, &args, split_k, deterministic)?)
+            }
+            None => None,
+        };
+        let span = |t: Option<&Tensor>| t.map_or(0, Tensor::span_bytes);
+        let spans = [span(Some(&x)), span(Some(&w)), span(Some(&dy)), span(dx.as_ref()), span(dw.as_ref())];
+        Ok(PreparedBackward { dev: ctx.dev, data, weight, spans })
+    }
+
+    /// Bytes of split-K workspace each `run` needs (0: none).
+    #[getter]
+    fn workspace_bytes(&self) -> usize {
+        self.weight.as_ref().map_or(0, |op| op.workspace_bytes())
+    }
+
+    /// describe()
+    /// --
+    ///
+    /// The kernels that run, one line per op.
+    fn describe(&self) -> String {
+        let d = self.data.iter().map(|op| format!("dx: {}", op.describe()));
+        let w = self.weight.iter().map(|op| format!("dw: {}", op.describe()));
+        d.chain(w).collect::<Vec<_>>().join("\n")
+    }
+
+    /// run(x, w, dy, dx, dw, workspace, workspace_bytes, workspace_zero_from, stream)
+    /// --
+    ///
+    /// Queues the layer's backward on `stream` (a CUstream of the tensors'
+    /// device as an integer): the data addresses of tensors with the sample
+    /// tensors' shapes, dtypes and strides (0 for an output that is not
+    /// computed, and for `x` / `w` where only `dw` / `dx` is). `workspace`:
+    /// the address of `workspace_bytes` bytes (16-byte aligned) that hold
+    /// zeros from byte `workspace_zero_from` on (`None`: unknown). Every
+    /// address is checked to lie, with its tensor's span, inside one
+    /// allocation of the device, outputs not to overlap inputs. Returns the
+    /// offset from which the workspace holds zeros afterwards.
+    #[pyo3(signature = (x, w, dy, dx, dw, workspace, workspace_bytes, workspace_zero_from, stream))]
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        x: u64,
+        w: u64,
+        dy: u64,
+        dx: u64,
+        dw: u64,
+        workspace: u64,
+        workspace_bytes: usize,
+        workspace_zero_from: Option<usize>,
+        stream: usize,
+    ) -> PyResult<Option<usize>> {
+        let addrs = [x, w, dy, dx, dw];
+        let used = [self.weight.is_some(), self.data.is_some(), true, self.data.is_some(), self.weight.is_some()];
+        let mut mems: [Option<DeviceBuffer<u8>>; 5] = Default::default();
+        for i in 0..5 {
+            if used[i] {
+                mems[i] = Some(self.wrap(NAMES[i], addrs[i], self.spans[i])?);
+            }
+        }
+        // Outputs (3, 4) overlap no input (0..3) and not each other.
+        let range = |i: usize| (addrs[i], addrs[i] + self.spans[i] as u64);
+        for out in [3, 4] {
+            for other in 0..out {
+                let ((a0, a1), (b0, b1)) = (range(out), range(other));
+                if used[out] && used[other] && a0 < b1 && b0 < a1 {
+                    return Err(errors::value(NAMES[out], format!("overlaps {} in memory", NAMES[other])));
+                }
+            }
+        }
+        // SAFETY: the Python layer passes PyTorch's current stream of the
+        // tensors' device (a live CUstream of its primary context); it
+        // outlives this call, the only use.
+        let s = unsafe { self.dev.wrap_stream(stream as *mut std::ffi::c_void) }.map_err(|e| errors::runtime("stream", e))?;
+        let m = |i: usize| mems[i].as_ref().map(|b| b.as_buf_ref());
+        if let (Some(op), Some(dy), Some(w), Some(dx)) = (&self.data, m(2), m(1), m(3)) {
+            op.execute_on(&s, BwdDataTensors { dy, w, dx, ds: &[] })
+                .map_err(|e| errors::op("conv_backward_data", e))?;
+        }
+        let mut after = workspace_zero_from;
+        if let (Some(op), Some(x), Some(dy), Some(dw)) = (&self.weight, m(0), m(2), m(4)) {
+            let need = op.workspace_bytes();
+            let ws_mem = if need > 0 {
+                if workspace_bytes < need {
+                    return Err(errors::value(
+                        "workspace",
+                        format!("{workspace_bytes} bytes is too small: this call needs {need} bytes of split-K workspace"),
+                    ));
+                }
+                let ws = self.wrap("workspace", workspace, workspace_bytes)?;
+                for (i, name) in NAMES.iter().enumerate().filter(|&(i, _)| used[i]) {
+                    let (b0, b1) = range(i);
+                    if workspace < b1 && b0 < workspace + workspace_bytes as u64 {
+                        return Err(errors::value("workspace", format!("overlaps {name} in memory")));
+                    }
+                }
+                Some(ws)
+            } else {
+                None
+            };
+            let before = workspace_zero_from.map_or(WorkspaceContents::Unknown, WorkspaceContents::ZeroFrom);
+            let ws = match &ws_mem {
+                Some(b) => Workspace::raw(b, before),
+                None => Workspace::None,
+            };
+            op.execute_on(&s, BwdWeightTensors { x, dy, dw, ds: &[] }, ws)
+                .map_err(|e| errors::op("conv_backward_weight", e))?;
+            after = match op.workspace_after(before) {
+                WorkspaceContents::Zeroed => Some(0),
+                WorkspaceContents::ZeroFrom(n) => Some(n),
+                WorkspaceContents::Unknown => None,
+            };
+        }
+        Ok(after)
+    }
+}
+
+impl PreparedBackward {
+    /// The caller's `bytes` at `addr` (argument `name`), checked to be 16-byte
+    /// aligned and inside one allocation of the device.
+    fn wrap(&self, name: &str, addr: u64, bytes: usize) -> PyResult<DeviceBuffer<u8>> {
+        if !addr.is_multiple_of(16) {
+            return Err(errors::value(
+                name,
+                format!("data address {addr:#x} is not 16-byte aligned; convgrad's kernels load 16-byte vectors"),
+            ));
+        }
+        // SAFETY: the range is checked against the driver's allocation table
+        // (all `bytes` inside one live allocation of this device); the Python
+        // layer passes addresses of tensors it holds for the whole call, and
+        // PyTorch's caching allocator orders any reuse of that memory after
+        // the work queued on the same stream.
+        unsafe { self.dev.wrap_foreign::<u8>(addr, bytes) }.map_err(|e| errors::runtime(name, e))
+    }
+}
