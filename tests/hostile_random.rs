@@ -49,7 +49,7 @@ fn random_hostile_problems_never_panic() {
         ok += 1;
         // A problem that parses has sizes within 32-bit offsets.
         for v in [p.input_elems(), p.weight_elems(), p.output_elems()] {
-            assert!(v >= 1 && v < 1 << 31, "{ck:?}: {v}");
+            assert!((1..1 << 31).contains(&v), "{ck:?}: {v}");
         }
         assert!(p.checked_flops().is_ok(), "{ck:?}");
         for arch in ["gfx942", "gfx1100", "sm_90"] {
