@@ -241,7 +241,28 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
             if !no_dst {
                 ops.push(t(i.dst));
             }
-            if !no_src {
+            if i.name.starts_with("s_sendmsg_rtn") {
+                let id = match i.src[0] {
+                    Operand::Inline(c) => c as u32,
+                    Operand::Sgpr(c) => c as u32,
+                    Operand::Literal(v) => v,
+                    _ => u32::MAX,
+                };
+                let names = [
+                    "MSG_RTN_GET_DOORBELL",
+                    "MSG_RTN_GET_DDID",
+                    "MSG_RTN_GET_TMA",
+                    "MSG_RTN_GET_REALTIME",
+                    "MSG_RTN_SAVE_WAVE",
+                    "MSG_RTN_GET_TBA",
+                ];
+                ops.push(
+                    match id.checked_sub(128).and_then(|k| names.get(k as usize)) {
+                        Some(n) => format!("sendmsg({n})"),
+                        None => format!("sendmsg({id})"),
+                    },
+                );
+            } else if !no_src {
                 for o in [i.src[0], i.src[1]] {
                     if some(o) {
                         ops.push(t(o));
@@ -275,6 +296,68 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
                 }
             }
         }
+        Enc::Sopp if i.name == "s_delay_alu" => {
+            let v = i.imm as u16 as u32;
+            let id = |x: u32| {
+                [
+                    "NO_DEP",
+                    "VALU_DEP_1",
+                    "VALU_DEP_2",
+                    "VALU_DEP_3",
+                    "VALU_DEP_4",
+                    "TRANS32_DEP_1",
+                    "TRANS32_DEP_2",
+                    "TRANS32_DEP_3",
+                    "FMA_ACCUM_CYCLE_1",
+                    "SALU_CYCLE_1",
+                    "SALU_CYCLE_2",
+                    "SALU_CYCLE_3",
+                ]
+                .get(x as usize)
+                .copied()
+                .unwrap_or("?")
+            };
+            let skip = ["SAME", "NEXT", "SKIP_1", "SKIP_2", "SKIP_3", "SKIP_4"];
+            let (id0, sk, id1) = (v & 0xf, v >> 4 & 7, v >> 7 & 0xf);
+            if id0 != 0 {
+                ops.push(format!("instid0({})", id(id0)));
+            }
+            if sk != 0 {
+                ops.push("|".into());
+                ops.push(format!(
+                    "instskip({})",
+                    skip.get(sk as usize).unwrap_or(&"?")
+                ));
+            }
+            if id1 != 0 {
+                ops.push("|".into());
+                ops.push(format!("instid1({})", id(id1)));
+            }
+        }
+        Enc::Sopp if i.name == "s_waitcnt_depctr" => {
+            let v = i.imm as u16 as u32;
+            for (name, sh, bits) in [
+                ("depctr_hold_cnt", 7, 1),
+                ("depctr_sa_sdst", 0, 1),
+                ("depctr_va_vdst", 12, 4),
+                ("depctr_va_sdst", 9, 3),
+                ("depctr_va_ssrc", 8, 1),
+                ("depctr_va_vcc", 1, 1),
+                ("depctr_vm_vsrc", 2, 3),
+            ] {
+                let x = v >> sh & ((1 << bits) - 1);
+                if x != (1 << bits) - 1 {
+                    ops.push(format!("{name}({x})"));
+                }
+            }
+        }
+        Enc::Sopp if i.name == "s_sendmsg" => {
+            ops.push(match i.imm {
+                1 => "sendmsg(MSG_INTERRUPT)".into(),
+                3 if gfx11 => "sendmsg(MSG_DEALLOC_VGPRS)".into(),
+                v => format!("sendmsg({v})"),
+            });
+        }
         Enc::Sopp => {
             let has_imm = i.name.starts_with("s_branch")
                 || i.name.starts_with("s_cbranch")
@@ -288,14 +371,20 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
                         | "s_clause"
                         | "s_inst_prefetch"
                 );
-            if has_imm || i.imm != 0 {
+            if matches!(i.name, "s_clause" | "s_set_inst_prefetch_distance") {
+                ops.push(format!("0x{:x}", i.imm as u16));
+            } else if has_imm || i.imm != 0 {
                 ops.push((i.imm as u16).to_string());
             }
         }
         Enc::Smem => {
             ops.push(t(i.dst));
             ops.push(t(i.src[0]));
-            if some(i.src[1]) {
+            // GFX11: soffset NULL is no operand unless the offset is 0 too.
+            let null = gfx11 && i.src[1] == Operand::Sgpr(124);
+            if null && i.imm == 0 {
+                ops.push("null".into());
+            } else if some(i.src[1]) && !null {
                 ops.push(t(i.src[1]));
                 if i.imm != 0 {
                     mods.insert(format!("offset:0x{:x}", i.imm));
@@ -431,7 +520,9 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
                 format!("[{}]", v.join(","))
             };
             if i.enc == Enc::Vop3 && m.opsel != 0 {
-                mods.insert(format!("op_sel:{}", arr(m.opsel, n + 1)));
+                // Sources, then the destination (bit 3).
+                let bits = (m.opsel & ((1 << n) - 1)) | (m.opsel >> 3 & 1) << n;
+                mods.insert(format!("op_sel:{}", arr(bits, n + 1)));
             }
             if i.enc == Enc::Vop3p {
                 if i.name.starts_with("v_mfma") {
@@ -511,11 +602,22 @@ fn compare(arch: Arch, i: &Inst, text: &str) -> Option<String> {
             .collect()
     };
     let mut got_ops = strip(&got.ops);
-    if arch == Arch::Gfx1100 {
-        // op_sel of true16 operands is printed as .h on the operand, not as op_sel.
-        want.mods.retain(|m| !m.starts_with("op_sel:"));
-    }
     let mut want_ops = want.ops.clone();
+    if let Some(vy) = &i.vopd_y {
+        // X half: as many sources as the operation has, K in place for fmamk/fmaak.
+        want_ops = vec![op_text(arch, i.dst)];
+        let nx = if i.name == "v_dual_mov_b32" { 1 } else { 2 };
+        for k in 0..nx {
+            want_ops.push(op_text(arch, i.src[k]));
+        }
+        if i.name == "v_dual_fmamk_f32" {
+            want_ops.insert(want_ops.len() - 1, format!("0x{:x}", i.imm as u32));
+        }
+        if i.name == "v_dual_fmaak_f32" {
+            want_ops.push(format!("0x{:x}", i.imm as u32));
+        }
+        let _ = vy;
+    }
     if let (Some(y), Some(vy)) = (y, &i.vopd_y) {
         let py = printed(y);
         got_ops.extend(strip(&py.ops));
@@ -529,9 +631,6 @@ fn compare(arch: Arch, i: &Inst, text: &str) -> Option<String> {
         }
         if matches!(vy.name, "v_dual_fmaak_f32") {
             want_ops.push(format!("0x{:x}", i.imm as u32));
-        }
-        if vy.name == "v_dual_cndmask_b32" {
-            want_ops.push("vcc_lo".into());
         }
     }
     if got_ops == want_ops && got.mods == want.mods {

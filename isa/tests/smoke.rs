@@ -236,10 +236,11 @@ fn mutated(c: &Case, addr: u64, word: u32) -> Result<(), String> {
 }
 
 /// Issue #42's first mutation: an executed `s_waitcnt` replaced by `s_nop 0`.
-/// With late results, removing a wait that lands a load's results (the unmutated
-/// run's `Counters::waits_landing_loads`) must fail the launch; removing one that
-/// lands none (it only orders the wave's own LDS stores before its own loads, which
-/// one wave's LDS accesses are anyway) must still give the right product. Which
+/// With late results, removing a wait that lands a load result the wave reads
+/// before its next wait (the unmutated run's `Counters::waits_needed`) must fail
+/// the launch; removing another one (here: one that only orders the wave's own LDS
+/// stores before its own loads, which one wave's LDS accesses are anyway) must
+/// still give the right product. Which
 /// waits execute is found by replacing each with `s_trap` first.
 fn waitcnt_mutations(arch: Arch) {
     let c = case(arch);
@@ -247,7 +248,7 @@ fn waitcnt_mutations(arch: Arch) {
     let k = co.kernel(c.kernel).unwrap();
     let insts = decode_all(arch, &k.code, k.entry).unwrap();
     let (r, ..) = launch(&c, |_| {});
-    let landing = r.unwrap().waits_landing_loads;
+    let landing = r.unwrap().waits_needed;
     let trap = if arch == Arch::Gfx1100 {
         0xBF90_0002
     } else {
@@ -267,7 +268,7 @@ fn waitcnt_mutations(arch: Arch) {
         let r = mutated(&c, i.addr, nop);
         if landing.contains(&i.addr) {
             let e = r.expect_err(&format!(
-                "{arch} {}: `{i}` at 0x{:x} lands load results, yet replaced by s_nop it passes",
+                "{arch} {}: `{i}` at 0x{:x} is needed, yet replaced by s_nop it passes",
                 c.kernel, i.addr
             ));
             assert!(
@@ -277,7 +278,7 @@ fn waitcnt_mutations(arch: Arch) {
             );
             caught.push(format!("0x{:x}: {e}", i.addr));
         } else {
-            r.unwrap_or_else(|e| panic!("{arch} 0x{:x} `{i}` lands nothing, yet: {e}", i.addr));
+            r.unwrap_or_else(|e| panic!("{arch} 0x{:x} `{i}` is not needed, yet: {e}", i.addr));
             harmless.push(format!("0x{:x}", i.addr));
         }
     }
@@ -286,7 +287,7 @@ fn waitcnt_mutations(arch: Arch) {
         "{arch}: no executed s_waitcnt lands a load"
     );
     println!(
-        "{arch} {}: {executed} executed s_waitcnt; the {} that land load results, replaced by s_nop, are all caught; {} land none (harmless): {harmless:?}\n{}",
+        "{arch} {}: {executed} executed s_waitcnt; the {} needed ones (a landed value read before the next wait), replaced by s_nop, are all caught; {} are not (harmless): {harmless:?}\n{}",
         c.kernel,
         caught.len(),
         harmless.len(),

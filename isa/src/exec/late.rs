@@ -35,6 +35,7 @@
 use super::Ctx;
 use crate::arch::{Arch, Family};
 use crate::decode::{Enc, Inst};
+use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 
 /// First index of the AccVGPRs in the register scoreboard.
@@ -102,6 +103,12 @@ pub struct Late {
     pending: Vec<Pending>,
     /// Per register: outstanding loads that will write it.
     busy: Vec<u16>,
+    /// Per register: 1 + the address of the `s_waitcnt` that landed its value, until
+    /// it is read or the next `s_waitcnt` executes.
+    landed: Vec<Cell<u64>>,
+    landed_regs: Vec<u16>,
+    /// Waits whose landed values were read before the next wait.
+    needed: RefCell<Vec<u64>>,
 }
 
 impl Default for Late {
@@ -110,6 +117,9 @@ impl Default for Late {
             on: false,
             pending: Vec::new(),
             busy: vec![0; NREGS],
+            landed: vec![Cell::new(0); NREGS],
+            landed_regs: Vec::new(),
+            needed: RefCell::new(Vec::new()),
         }
     }
 }
@@ -135,6 +145,21 @@ impl Late {
     #[inline]
     pub fn busy(&self, r: usize) -> bool {
         self.busy.get(r).is_some_and(|&b| b != 0)
+    }
+    /// Notes a read of register `r`: if an `s_waitcnt` landed its value and no other
+    /// wait ran since, that wait was needed (its removal is an early read).
+    #[inline]
+    pub fn note_read(&self, r: usize) {
+        if let Some(l) = self.landed.get(r)
+            && l.get() != 0
+        {
+            self.needed.borrow_mut().push(l.get() - 1);
+            l.set(0);
+        }
+    }
+    /// The waits found needed since the last call.
+    pub fn take_needed(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.needed.borrow_mut())
     }
     fn owner(&self, r: usize) -> Option<&Pending> {
         self.pending
@@ -250,6 +275,12 @@ pub fn issue(
 /// `s_waitcnt`: waits until `vmcnt <= vm`, `lgkmcnt <= lgkm` and `vscnt <= vs`
 /// (`None`: that counter is not waited for), then lands what is guaranteed complete.
 pub fn wait(c: &mut Ctx, pc: u64, vm: Option<u32>, lgkm: Option<u32>, vs: Option<u32>) {
+    // A new wait: values landed by the previous ones no longer tell which was needed.
+    for r in std::mem::take(&mut c.wave.late.landed_regs) {
+        c.wave.late.landed[r as usize].set(0);
+    }
+    let needed = c.wave.late.take_needed();
+    c.counters.waits_needed.extend(needed);
     let p = &c.wave.late.pending;
     if p.is_empty() {
         return;
@@ -270,13 +301,15 @@ pub fn wait(c: &mut Ctx, pc: u64, vm: Option<u32>, lgkm: Option<u32>, vs: Option
     if !done.iter().any(|&d| d) {
         return;
     }
-    if p.iter().zip(&done).any(|(x, &d)| d && !x.writes.is_empty()) {
-        c.counters.waits_landing_loads.insert(pc);
-    }
+
     let all = std::mem::take(&mut c.wave.late.pending);
     let mut keep = Vec::with_capacity(all.len());
     for (x, d) in all.into_iter().zip(done) {
         if d {
+            for &r in &x.regs {
+                c.wave.late.landed[r as usize].set(pc + 1);
+                c.wave.late.landed_regs.push(r);
+            }
             land(c, x);
         } else {
             keep.push(x);

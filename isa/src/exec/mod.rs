@@ -105,9 +105,10 @@ pub struct Counters {
     pub lds_bytes: u64,
     /// Barriers completed (per workgroup).
     pub barriers: u64,
-    /// Addresses of the `s_waitcnt` instructions that landed a load's results (late
-    /// results): replacing one of them by `s_nop` should be caught.
-    pub waits_landing_loads: std::collections::BTreeSet<u64>,
+    /// Addresses of the `s_waitcnt` instructions that landed a load result which the
+    /// wave then read before its next wait (late results): replacing one of them by
+    /// `s_nop` must be caught.
+    pub waits_needed: std::collections::BTreeSet<u64>,
     /// Barriers completed with the waves at different `s_barrier` instructions, or
     /// with some waves already ended (only counted when `Launch::strict_barriers` is off).
     pub divergent_barriers: u64,
@@ -689,6 +690,7 @@ fn run_workgroup(
                     },
                     Flow::End => {
                         wave.done = true;
+                        counters.waits_needed.extend(wave.late.take_needed());
                         wave.late.end();
                         break;
                     }

@@ -1,7 +1,7 @@
 //! VOP3-only operations (three sources, 64-bit results, lane access).
 
 use super::mods;
-use super::valu::{R, f3, op3, op3_16, src, src16, write};
+use super::valu::{R, f3, op2, op3, op3_16, src, src16, write};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
 use crate::decode::Inst;
@@ -147,14 +147,14 @@ fn mbcnt(c: &mut Ctx, i: &Inst, hi: bool) -> R {
 pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_mad_u64_u32", |c, i| mad_u64_u32(c, i, false)),
     ("v_mad_i64_i32", |c, i| mad_u64_u32(c, i, true)),
-    ("v_mul_lo_u32", |c, i| {
-        op3(c, i, |a, b, _| a.wrapping_mul(b))
-    }),
+    // Two sources: the src2 field of these VOP3 forms is not an operand (reading
+    // it would read whatever register its bits name).
+    ("v_mul_lo_u32", |c, i| op2(c, i, |a, b| a.wrapping_mul(b))),
     ("v_mul_hi_u32", |c, i| {
-        op3(c, i, |a, b, _| ((a as u64 * b as u64) >> 32) as u32)
+        op2(c, i, |a, b| ((a as u64 * b as u64) >> 32) as u32)
     }),
     ("v_mul_hi_i32", |c, i| {
-        op3(c, i, |a, b, _| {
+        op2(c, i, |a, b| {
             ((a as i32 as i64 * b as i32 as i64) >> 32) as u32
         })
     }),

@@ -210,10 +210,10 @@ impl Ctx<'_> {
     #[inline]
     fn check_read(&self, r: usize) -> Result<(), String> {
         if self.wave.late.busy(r) {
-            Err(self.wave.late.read_error(r))
-        } else {
-            Ok(())
+            return Err(self.wave.late.read_error(r));
         }
+        self.wave.late.note_read(r);
+        Ok(())
     }
     /// Writes the bits `mask` of scoreboard register `r` in `lane`: deferred while a
     /// memory instruction issues (late results), else at once, an error if an

@@ -8,6 +8,10 @@
 //! tolerance rule (`verify::*::judge`). Exits 1 on an executor error, 2 on a
 //! failed comparison. `LENIENT=1` runs barriers with hardware semantics
 //! (divergence counted, not an error). `sweep.sh` runs a problem list.
+//! `MUTATE=ADDR:WORD` (hex) replaces the main kernel's instruction word at ADDR
+//! first; `LIST_WAITCNT=1` prints the main kernel's `s_waitcnt` addresses and the
+//! needed ones (`Counters::waits_needed`; `mutate.sh` uses both: every needed wait
+//! replaced by `s_nop` must fail).
 //! Example: `cargo run --release -- gfx942 "2 1 2 64 64 3 3 8 8 1 1 1 1 1 1 1 1"`.
 
 use convgrad::check::{Init, fill_random, from_bytes, to_bytes};
@@ -80,6 +84,29 @@ fn main() {
     }
 }
 
+/// Applies `MUTATE=ADDR:WORD` (hex) to the kernel's code.
+fn mutate(k: &mut convgrad_isa::Kernel) {
+    let Ok(m) = std::env::var("MUTATE") else {
+        return;
+    };
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    let Some((a, w)) = m
+        .split_once(':')
+        .and_then(|(a, w)| Some((hex(a)?, hex(w)?)))
+    else {
+        fail(1, &format!("MUTATE=`{m}`: expected ADDR:WORD in hex"))
+    };
+    let Some(o) = a
+        .checked_sub(k.entry)
+        .map(|o| o as usize)
+        .filter(|&o| o + 4 <= k.code.len())
+    else {
+        fail(1, &format!("MUTATE: 0x{a:x} is outside kernel {}", k.name))
+    };
+    k.code[o..o + 4].copy_from_slice(&(w as u32).to_le_bytes());
+    eprintln!("mutated: word at 0x{a:x} of {} is now {w:08x}", k.name);
+}
+
 /// Prints `msg` and exits with `code`.
 fn fail(code: i32, msg: &str) -> ! {
     println!("FAIL {msg}");
@@ -120,10 +147,22 @@ impl Check {
         );
         let co = CodeObject::load(std::path::Path::new(&path))
             .unwrap_or_else(|e| fail(1, &format!("{path}: {e}")));
-        let kernel = co
+        let mut kernel = co
             .kernel(name)
-            .unwrap_or_else(|| fail(1, &format!("{path} has no kernel {name}")));
-        let prog = Program::new(self.arch, kernel).unwrap_or_else(|e| fail(1, &format!("{e}")));
+            .unwrap_or_else(|| fail(1, &format!("{path} has no kernel {name}")))
+            .clone();
+        if how != "unfold pre-pass" {
+            mutate(&mut kernel);
+        }
+        let prog = Program::new(self.arch, &kernel).unwrap_or_else(|e| fail(1, &format!("{e}")));
+        if std::env::var("LIST_WAITCNT").is_ok() && how != "unfold pre-pass" {
+            for i in prog.insts.iter().filter(|i| {
+                i.name.starts_with("s_waitcnt")
+                    && !matches!(i.name, "s_waitcnt_depctr" | "s_waitcnt_expcnt")
+            }) {
+                println!("WAITCNT 0x{:x} {}", i.addr, i);
+            }
+        }
         let pargs = mem.upload("ConvArgs", args);
         let mut l = Launch::new(1, spec.block, pargs.to_le_bytes().to_vec());
         l.grid = spec.grid;
@@ -132,6 +171,11 @@ impl Check {
         let t = std::time::Instant::now();
         match run(&prog, mem, &l) {
             Err(e) => fail(1, &format!("{e}")),
+            Ok(c) if std::env::var("LIST_WAITCNT").is_ok() && how != "unfold pre-pass" => {
+                for a in &c.waits_needed {
+                    println!("LANDS 0x{a:x}");
+                }
+            }
             Ok(c) => eprintln!(
                 "ran in {:?}: divergent barriers {} of {}; {} instr, classes {:?}, matrix cycles {}, lds conflicts {}",
                 t.elapsed(),
