@@ -139,6 +139,33 @@ fn vmcnt_lands_in_issue_order() {
 }
 
 #[test]
+fn a_complete_flat_load_completes_older_vector_loads() {
+    let s = seed();
+    let init = [s as u32, (s >> 32) as u32];
+    // global_load v2 (older), then flat_load_dword v6, v[8:9] (FLAT counts in lgkmcnt
+    // too): lgkmcnt(0) completes the FLAT load, so the older v2 (vmcnt returns in
+    // order) is complete as well.
+    let flat = [0x7E10_0280, 0x7E12_0281, 0xDC50_0000, 0x0600_0008];
+    let prog = |wait: u32| {
+        [
+            &[S_MOV_S0_0, S_MOV_S1_1, V_MOV_V1_0, LOAD_V2[0], LOAD_V2[1]][..],
+            &flat,
+            &[wait, MOV_V3_V2],
+            &STORE_V3_256,
+            &[WAIT_VM0, ENDPGM],
+        ]
+        .concat()
+    };
+    assert_eq!(
+        word(&go(&prog(WAIT_LGKM0), 64, 0, init).unwrap(), 256),
+        init[0]
+    );
+    // lgkmcnt(1) guarantees nothing about the FLAT load (it counts there in no order).
+    let e = go(&prog(WAIT_LGKM1), 64, 0, init).unwrap_err();
+    assert!(e.contains("reads v2"), "{e}");
+}
+
+#[test]
 fn scalar_loads_need_a_zero_count() {
     let s = seed();
     let init = [s as u32, (s >> 32) as u32];

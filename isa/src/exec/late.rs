@@ -16,7 +16,9 @@
 //! `s_waitcnt` guarantees the entry is complete: an entry is complete once the
 //! counter's value can only be at or below the wait's count if it is, i.e. when the
 //! entry and the younger entries that must finish after it (same in-order class)
-//! outnumber the count. Scalar loads are only guaranteed by a count of 0.
+//! outnumber the count. Scalar loads are only guaranteed by a count of 0. An entry
+//! older than a complete one of its in-order class is complete too (a FLAT load
+//! covered by `lgkmcnt(0)` completes the older vector loads).
 //!
 //! Checks (errors naming kernel, workgroup, wave, address, instruction and register):
 //! - reading a register an outstanding load will write;
@@ -297,6 +299,18 @@ pub fn wait(c: &mut Ctx, pc: u64, vm: Option<u32>, lgkm: Option<u32>, vs: Option
             _ => x.flat && n == 0,
         });
         done[k] = by_vm || by_vs || by_lgkm;
+    }
+    // In-order classes complete in issue order: an entry older than a complete one
+    // of its class is complete too (e.g. a FLAT load covered by lgkmcnt(0) completes
+    // the older global loads).
+    for cls in [Class::Vm, Class::Vs, Class::Lds] {
+        if let Some(last) = (0..p.len()).rev().find(|&k| done[k] && p[k].class == cls) {
+            for k in 0..last {
+                if p[k].class == cls {
+                    done[k] = true;
+                }
+            }
+        }
     }
     if !done.iter().any(|&d| d) {
         return;
