@@ -97,10 +97,10 @@ MODELS = ["resnet50", "resnext50", "mobilenet_v2", "efficientnet_b0", "convnext_
 class Setup:
     """One model prepared for training in one configuration."""
 
-    def __init__(self, base, dtype, mode, fmt, convgrad):
+    def __init__(self, base, dtype, mode, fmt, convgrad, fastest=False):
         self.model = copy.deepcopy(base)
         if convgrad:
-            cg.convert_conv_modules(self.model)
+            cg.convert_conv_modules(self.model, fastest=fastest)
         self.model = self.model.cuda()
         if mode == "cast":
             self.model = self.model.to(dtype)
@@ -221,7 +221,7 @@ def check_grads(setup, data, kind):
         ref = torch.ops.aten.convolution_backward(dy.float(), x.float(), w.float(), None, *args, mask)
         pairs = [("dw", m.weight.grad, aten[1], ref[1])]
         if need_x:
-            conf = (tuple(m.stride), tuple(m.padding), tuple(m.dilation), m.groups, False)
+            conf = (tuple(m.stride), tuple(m.padding), tuple(m.dilation), m.groups, False, m.fastest)
             dx, _ = torch_ops._backward(x, w, dy, conf, True, True)
             pairs.append(("dx", dx, aten[0], ref[0]))
         for what, ours, a, rf in pairs:
@@ -240,8 +240,11 @@ def check_grads(setup, data, kind):
 def run_config(name, n, dts, mode, fmt, args):
     base, shape, kind = make_model(name)
     dtype = DT[dts]
+    from convgrad_torch import torch_ops
+
+    torch_ops._LAYERS.clear()
     theirs = Setup(base, dtype, mode, fmt, convgrad=False)
-    ours = Setup(base, dtype, mode, fmt, convgrad=True)
+    ours = Setup(base, dtype, mode, fmt, convgrad=True, fastest=args.fastest)
     x, target = batch(shape, n, kind, dtype, mode, fmt)
     data = (x, target, kind)
     for s in (theirs, ours):
@@ -257,6 +260,9 @@ def run_config(name, n, dts, mode, fmt, args):
     row["ratio"] = row["pytorch_ms"] / row["convgrad_ms"]
     layers, fails, worst = check_grads(ours, data, kind)
     row.update(check_layers=layers, check_failures=fails, check_worst=worst)
+    ch = cg.layer_choices()
+    row["convgrad_ops"] = [sum(c["cg_x"] for c in ch), sum(c["need_x"] for c in ch),
+                           sum(c["cg_w"] for c in ch), sum(c["need_w"] for c in ch)]
     if args.profile:
         row["pt_bwd_host_ms"], row["pt_bwd_gpu_ms"], row["pt_bwd_calls"] = profile(theirs, data, 3, False)
         row["cg_bwd_host_ms"], row["cg_bwd_gpu_ms"], row["cg_bwd_calls"] = profile(ours, data, 3, True)
@@ -293,7 +299,7 @@ def host_cost(calls):
         y_pt = F.conv2d(x, w, None, st, pad, 1, g)
         y_cg = cg.ConvFunction.apply(x, w, None, st, pad, 1, g, False)
         gy = torch.randn_like(y_pt)
-        conf = ((st, st), (pad, pad), (1, 1), g, False)
+        conf = ((st, st), (pad, pad), (1, 1), g, False, False)
         xd, wd = x.detach(), w.detach()
         ways = {
             "aten": lambda: torch.ops.aten.convolution_backward(
@@ -362,7 +368,7 @@ def layer_times(name, n, dts, fmt, iters=20):
         w = m.weight.detach()
         nd = x.dim() - 2
         mask = [r["need_x"], True, False]
-        conf = (tuple(m.stride), tuple(m.padding), tuple(m.dilation), m.groups, False)
+        conf = (tuple(m.stride), tuple(m.padding), tuple(m.dilation), m.groups, False, False)
 
         def aten():
             torch.ops.aten.convolution_backward(dy, x, w, None, m.stride, m.padding, m.dilation, False, [0] * nd, m.groups, mask)
@@ -387,6 +393,9 @@ def fmt_row(r):
         pc, cc = max(r["pt_bwd_calls"], 1), max(r["cg_bwd_calls"], 1)
         s += (f"  host/call {1000 * r['pt_bwd_host_ms'] / pc:6.1f} {1000 * r['cg_bwd_host_ms'] / cc:6.1f} us"
               f"  bwd GPU/step {r['pt_bwd_gpu_ms']:6.2f} {r['cg_bwd_gpu_ms']:6.2f} ms")
+    ops = r.get("convgrad_ops")
+    if ops:
+        s += f"  convgrad runs (of layer shapes) dx {ops[0]}/{ops[1]} dW {ops[2]}/{ops[3]}"
     s += f"  check {r['check_layers']} layers {'ok' if not r['check_failures'] else 'FAIL ' + str(len(r['check_failures']))} (worst {r['check_worst']:.2f} of tol)"
     return s
 
@@ -405,6 +414,8 @@ def main():
     ap.add_argument("--kernels", action="store_true", help="the top kernels of each path")
     ap.add_argument("--json", help="write the rows here (after each configuration)")
     ap.add_argument("--budget-s", type=float, default=0, help="stop starting configurations after this many seconds")
+    ap.add_argument("--fastest", action="store_true",
+                    help="convert with fastest=True (per layer and op, the faster of convgrad and PyTorch)")
     ap.add_argument("--layer-times", metavar="MODEL",
                     help="time each convolution of MODEL alone (first batch, dtype, format of the lists) first")
     ap.add_argument("--host-cost", type=int, default=0, metavar="CALLS",

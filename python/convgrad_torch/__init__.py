@@ -20,6 +20,7 @@ __all__ = [
     "Conv2d",
     "Conv3d",
     "convert_conv_modules",
+    "layer_choices",
 ]
 
 # Everything but these two lives in the torch layer.

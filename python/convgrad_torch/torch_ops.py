@@ -352,17 +352,23 @@ class _Layer:
 
     The first backward with a given (configuration, shapes, strides, dtype,
     device) makes the layouts dense in one format, checks everything and
-    plans both ops in the native ``PreparedBackward``; the later ones look it
+    plans the ops in the native ``PreparedBackward``; the later ones look it
     up, redo only the (cached) layout decisions, allocate the outputs with
     their known strides and pass data addresses: no DLPack exchange, no plan
-    lookup, nothing that synchronises. ``prepared`` is None where convgrad
-    refused the layer (``Unsupported``): it then runs on aten.
+    lookup, nothing that synchronises.
+
+    ``cg_x`` / ``cg_w``: whether convgrad computes grad_input / grad_weight;
+    aten computes the others (where convgrad raised ``Unsupported``, or, with
+    ``fastest``, where PyTorch's kernel took less GPU time when both were
+    timed on the first backward: ``times`` holds the milliseconds,
+    ``{"x" or "w": (convgrad, aten)}``).
     """
 
-    __slots__ = ("prepared", "cl", "w_cl", "copy", "dx_strides", "dw_strides", "dx_contiguous", "dw_contiguous")
+    __slots__ = ("prepared", "conf", "cg_x", "cg_w", "times", "cl", "w_cl", "copy",
+                 "dx_strides", "dw_strides", "dx_contiguous", "dw_contiguous")
 
     def __init__(self, x, weight, gy, conf, need_x, need_w):
-        stride, padding, dilation, groups, deterministic = conf
+        self.conf = conf
         cl = not x.is_contiguous() and is_channels_last(x)
         # Gradients go back in the formats of the tensors they belong to.
         via_cl = not cl and NCHW_VIA_CHANNELS_LAST and x.shape[1] > 1
@@ -372,19 +378,46 @@ class _Layer:
         # Which of x, grad_output, weight need a copy into the layer's format
         # (the key fixes their strides, so this holds for every later call).
         self.copy = tuple(not _is_dense(t, c) for t, c in ((x, cl), (gy, cl), (weight, self.w_cl)))
-        x, gy, w = self.inputs(x, weight, gy)
-        dx = _empty(x.shape, x, cl) if need_x else None
-        dw = _empty(w.shape, w, self.w_cl) if need_w else None
-        self.dx_strides = dx.stride() if need_x else None
-        self.dw_strides = dw.stride() if need_w else None
+        self.dx_strides = _empty(x.shape, x, cl).stride() if need_x else None
+        self.dw_strides = _empty(weight.shape, weight, self.w_cl).stride() if need_w else None
         self.dw_contiguous = need_w and self.w_cl and weight.is_contiguous() and not is_channels_last(weight)
-        try:
-            self.prepared = _native.PreparedBackward(
-                x, w, gy, dx, dw, stride, padding, dilation, groups,
-                deterministic=deterministic, stream=_raw_stream(x.device),
-            )
-        except Unsupported:
-            self.prepared = None
+        self.times = None
+        self.prepare(x, weight, gy, need_x, need_w)
+        if conf[5] and self.prepared is not None and not torch.cuda.is_current_stream_capturing():
+            self.choose(x, weight, gy, need_x, need_w)
+
+    def prepare(self, x, weight, gy, cg_x, cg_w):
+        """Plans convgrad's part: grad_input if ``cg_x``, grad_weight if ``cg_w``."""
+        stride, padding, dilation, groups, deterministic, _ = self.conf
+        self.prepared = None
+        if cg_x or cg_w:
+            xs, gys, ws = self.inputs(x, weight, gy)
+            dx = torch.empty_strided(xs.shape, self.dx_strides, dtype=xs.dtype, device=xs.device) if cg_x else None
+            dw = torch.empty_strided(ws.shape, self.dw_strides, dtype=ws.dtype, device=ws.device) if cg_w else None
+            try:
+                self.prepared = _native.PreparedBackward(
+                    xs, ws, gys, dx, dw, stride, padding, dilation, groups,
+                    deterministic=deterministic, stream=_raw_stream(xs.device),
+                )
+            except Unsupported:
+                pass
+        self.cg_x = cg_x and self.prepared is not None
+        self.cg_w = cg_w and self.prepared is not None
+
+    def choose(self, x, weight, gy, need_x, need_w):
+        """Times each needed op on convgrad and on aten (GPU time, the layer's
+        copies included) and keeps the faster; synchronises once."""
+        times = {}
+        for op, want in (("x", need_x), ("w", need_w)):
+            if not want:
+                continue
+            self.prepare(x, weight, gy, op == "x", op == "w")
+            ours = _gpu_ms(lambda: self.run(x, weight, gy, op == "x", op == "w")) if self.prepared else float("inf")
+            theirs = _gpu_ms(lambda: _aten(x, weight, gy, self.conf, op == "x", op == "w"))
+            times[op] = (ours, theirs)
+        self.times = times
+        win = {op: t[0] < t[1] for op, t in times.items()}
+        self.prepare(x, weight, gy, win.get("x", False), win.get("w", False))
 
     def inputs(self, x, weight, gy):
         """x, grad_output and the weight in the layer's formats, 16-byte aligned."""
@@ -395,12 +428,24 @@ class _Layer:
         return x, gy, w
 
     def run(self, x, weight, gy, need_x, need_w):
+        """(grad_input, grad_weight), None where not needed: convgrad's ops, then aten's."""
+        dx = dw = None
+        if self.cg_x or self.cg_w:
+            dx, dw = self.run_convgrad(x, weight, gy)
+        rest_x, rest_w = need_x and not self.cg_x, need_w and not self.cg_w
+        if rest_x or rest_w:
+            ax, aw = _aten(x, weight, gy, self.conf, rest_x, rest_w)
+            dx, dw = (ax if rest_x else dx), (aw if rest_w else dw)
+        return dx, dw
+
+    def run_convgrad(self, x, weight, gy):
         x, gy, w = self.inputs(x, weight, gy)
         dev = x.device
-        dx = torch.empty_strided(x.shape, self.dx_strides, dtype=x.dtype, device=dev) if need_x else None
-        dw = torch.empty_strided(w.shape, self.dw_strides, dtype=w.dtype, device=dev) if need_w else None
+        cg_x, cg_w = self.cg_x, self.cg_w
+        dx = torch.empty_strided(x.shape, self.dx_strides, dtype=x.dtype, device=dev) if cg_x else None
+        dw = torch.empty_strided(w.shape, self.dw_strides, dtype=w.dtype, device=dev) if cg_w else None
         stream = _raw_stream(dev)
-        need = self.prepared.workspace_bytes if need_w else 0
+        need = self.prepared.workspace_bytes if cg_w else 0
         if need == 0:
             ws, nbytes, zero_from, done = 0, 0, None, None
         elif torch.cuda.is_current_stream_capturing():
@@ -413,23 +458,67 @@ class _Layer:
             buf = alloc(need)
             ws, nbytes = buf.data_ptr(), buf.numel()
         after = self.prepared.run(
-            x.data_ptr() if need_w else 0,
-            w.data_ptr() if need_x else 0,
+            x.data_ptr() if cg_w else 0,
+            w.data_ptr() if cg_x else 0,
             gy.data_ptr(),
-            dx.data_ptr() if need_x else 0,
-            dw.data_ptr() if need_w else 0,
+            dx.data_ptr() if cg_x else 0,
+            dw.data_ptr() if cg_w else 0,
             ws, nbytes, zero_from, stream,
         )
         if done is not None:
             done(after)
-        if self.dx_contiguous:
+        if self.dx_contiguous and cg_x:
             dx = dx.contiguous()
-        if self.dw_contiguous:
+        if self.dw_contiguous and cg_w:
             dw = dw.contiguous()
         return dx, dw
 
 
+def _gpu_ms(fn, reps=3, calls=3):
+    """GPU milliseconds of one ``fn()``: ``calls`` calls queued behind a sleep
+    kernel (so host time is not counted) between two events, best of ``reps``."""
+    fn()
+    best = float("inf")
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1_000_000)
+        a.record()
+        for _ in range(calls):
+            fn()
+        b.record()
+        b.synchronize()
+        best = min(best, a.elapsed_time(b) / calls)
+    return best
+
+
+def _aten(x, weight, gy, conf, need_x, need_w):
+    """PyTorch's (grad_input, grad_weight), None where not needed."""
+    stride, padding, dilation, groups = conf[:4]
+    nd = x.dim() - 2
+    dx, dw, _ = torch.ops.aten.convolution_backward(
+        gy, x, weight, None, stride, padding, dilation, False, [0] * nd, groups, [need_x, need_w, False]
+    )
+    return dx, dw
+
+
 _LAYERS = {}
+
+
+def layer_choices():
+    """What each planned layer runs: a list of dicts with the layer's input
+    and weight shapes, dtype, whether convgrad computes grad_input (``cg_x``)
+    and grad_weight (``cg_w``), and, for layers of ``fastest`` modules, the
+    GPU milliseconds timed for each op (``times``: ``{"x" or "w": (convgrad,
+    aten)}``)."""
+    out = []
+    for key, layer in _LAYERS.items():
+        conf, need_x, need_w, dtype, _, x_shape, _, w_shape = key[:8]
+        out.append({
+            "x": tuple(x_shape), "w": tuple(w_shape), "dtype": str(dtype).replace("torch.", ""),
+            "stride": conf[0], "groups": conf[3], "need_x": need_x, "need_w": need_w,
+            "cg_x": layer.cg_x, "cg_w": layer.cg_w, "times": layer.times,
+        })
+    return out
 
 
 def _layer(x, weight, gy, conf, need_x, need_w):
@@ -445,34 +534,34 @@ def _layer(x, weight, gy, conf, need_x, need_w):
 # backward runs eagerly between the compiled regions (a graph break).
 @torch.compiler.disable
 def _backward(x, weight, gy, conf, need_x, need_w):
-    """(grad_input, grad_weight) of one layer, None where not needed."""
-    nd = x.dim() - 2
-    stride, padding, dilation, groups, deterministic = conf
+    """(grad_input, grad_weight) of one layer, None where not needed.
+    ``conf``: (stride, padding, dilation, groups, deterministic, fastest)."""
+    stride, padding, dilation, groups, deterministic, _ = conf
     if x.is_cuda:
         layer = _layer(x, weight, gy, conf, need_x, need_w)
-        if layer.prepared is not None:
-            if x.device.index == torch.cuda.current_device():
-                return layer.run(x, weight, gy, need_x, need_w)
-            with _on_device(x):
-                return layer.run(x, weight, gy, need_x, need_w)
-    else:
-        # CPU tensors (the emulator): the checked DLPack path.
-        cl = not x.is_contiguous() and is_channels_last(x)
-        x, gy = _dense_like(x, cl), _dense_like(gy, cl)
-        try:
-            dx = conv_backward_data(gy, weight, x.shape, stride, padding, dilation, groups) if need_x else None
-            dw = None
-            if need_w:
-                dw = conv_backward_weight(x, gy, weight.shape, stride, padding, dilation, groups, deterministic=deterministic)
-                if not weight.is_contiguous() and not is_channels_last(weight):
-                    dw = dw.contiguous()
-            return dx, dw
-        except Unsupported:
-            pass
-    dx, dw, _ = torch.ops.aten.convolution_backward(
-        gy, x, weight, None, stride, padding, dilation, False, [0] * nd, groups, [need_x, need_w, False]
-    )
-    return dx, dw
+        if x.device.index == torch.cuda.current_device():
+            return layer.run(x, weight, gy, need_x, need_w)
+        with _on_device(x):
+            return layer.run(x, weight, gy, need_x, need_w)
+    # CPU tensors (the emulator): the checked DLPack path.
+    cl = not x.is_contiguous() and is_channels_last(x)
+    xd, gyd = _dense_like(x, cl), _dense_like(gy, cl)
+    try:
+        dx = conv_backward_data(gyd, weight, x.shape, stride, padding, dilation, groups) if need_x else None
+        dw = None
+        if need_w:
+            dw = conv_backward_weight(xd, gyd, weight.shape, stride, padding, dilation, groups, deterministic=deterministic)
+            if not weight.is_contiguous() and not is_channels_last(weight):
+                dw = dw.contiguous()
+        return dx, dw
+    except Unsupported:
+        return _aten(x, weight, gy, conf, need_x, need_w)
+
+
+def _forward_key(x):
+    """What decides a module's layer plan besides the module: the input's
+    shape, strides, dtype and the autocast dtype."""
+    return (x.shape, x.stride(), x.dtype, _autocast_dtype(x.device.type))
 
 
 def _autocast_dtype(device_type):
@@ -489,7 +578,10 @@ class ConvFunction(torch.autograd.Function):
     backward-data and backward-weight (bias: a sum over grad_output), falling
     back to ``torch.ops.aten.convolution_backward`` where convgrad raises
     :class:`Unsupported`. ``ConvFunction.apply(x, weight, bias, stride,
-    padding, dilation, groups, deterministic)``.
+    padding, dilation, groups, deterministic, fastest)``; ``fastest``: on the
+    first backward of each shape, time convgrad's and PyTorch's kernel for
+    grad_input and for grad_weight and keep the faster of each (see
+    :func:`convert_conv_modules`).
 
     Under ``torch.autocast`` it computes as PyTorch's convolution does: the
     input, weight and bias cast to the autocast dtype, the gradients returned
@@ -502,9 +594,13 @@ class ConvFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, stride, padding, dilation, groups, deterministic=False):
+    def forward(ctx, x, weight, bias, stride, padding, dilation, groups, deterministic=False, fastest=False):
         nd = x.dim() - 2
-        ctx.conf = (*(tuple(v) for v in _per_dims(nd, stride, padding, dilation)), groups, deterministic)
+        # ``fastest``: a bool, or the calling module's (maybe empty) skip set.
+        fast = isinstance(fastest, set) or bool(fastest)
+        ctx.conf = (*(tuple(v) for v in _per_dims(nd, stride, padding, dilation)), groups, deterministic, fast)
+        # A module's set of inputs on which PyTorch won both ops (see _ConvgradConv).
+        ctx.skip = (fastest, _forward_key(x)) if isinstance(fastest, set) else None
         ctx.has_bias = bias is not None
         ctx.dtypes = (x.dtype, weight.dtype, bias.dtype if bias is not None else None)
         dt = _autocast_dtype(x.device.type)
@@ -521,6 +617,10 @@ class ConvFunction(torch.autograd.Function):
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         gy = grad_output if grad_output.dtype == x.dtype else grad_output.to(x.dtype)
         dx, dw = _backward(x, weight, gy, ctx.conf, need_x, need_w)
+        if ctx.skip is not None and x.is_cuda:
+            layer = _layer(x, weight, gy, ctx.conf, need_x, need_w)
+            if not (layer.cg_x or layer.cg_w):
+                ctx.skip[0].add(ctx.skip[1])
         x_dt, w_dt, b_dt = ctx.dtypes
         if dx is not None and dx.dtype != x_dt:
             dx = dx.to(x_dt)
@@ -529,19 +629,29 @@ class ConvFunction(torch.autograd.Function):
         db = None
         if ctx.has_bias and need_b:
             db = grad_output.sum(dim=[0, *range(2, grad_output.dim())], dtype=torch.float32).to(b_dt)
-        return dx, dw, db, None, None, None, None, None
+        return dx, dw, db, None, None, None, None, None, None
 
 
 class _ConvgradConv:
     """Forward of ``nn.ConvNd`` through :class:`ConvFunction` (zero padding given as numbers)."""
 
     deterministic = False
+    fastest = False
 
     def forward(self, x):
         if self.padding_mode != "zeros" or isinstance(self.padding, str):
             return super().forward(x)
+        fastest = False
+        if self.fastest:
+            # Inputs on which PyTorch's kernels won both ops take PyTorch's
+            # own convolution (no Python autograd function at all).
+            skip = self.__dict__.setdefault("_convgrad_skip", set())
+            if _forward_key(x) in skip:
+                return super().forward(x)
+            fastest = skip
         return ConvFunction.apply(
-            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, self.deterministic
+            x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups, self.deterministic,
+            fastest,
         )
 
 
@@ -560,11 +670,21 @@ class Conv3d(_ConvgradConv, nn.Conv3d):
 _SWAP = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
 
 
-def convert_conv_modules(model, deterministic=False):
-    """Makes every ``nn.Conv{1,2,3}d`` of ``model`` (exact type) use convgrad's backward, in place."""
+def convert_conv_modules(model, deterministic=False, fastest=False):
+    """Makes every ``nn.Conv{1,2,3}d`` of ``model`` (exact type) use convgrad's backward, in place.
+
+    ``deterministic``: fixed-order split-K sums for grad_weight.
+    ``fastest``: like ``torch.backends.cudnn.benchmark`` choosing among
+    cuDNN's algorithms, the first backward of each layer shape (CUDA) times
+    convgrad's and PyTorch's kernels for grad_input and for grad_weight (GPU
+    time, with the layer's layout copies) and keeps the faster of each; that
+    first step synchronises once per shape. :func:`layer_choices` tells what
+    each layer runs. Off (the default): convgrad runs every op it supports.
+    """
     for m in model.modules():
         new = _SWAP.get(type(m))
         if new is not None:
             m.__class__ = new
             m.deterministic = deterministic
+            m.fastest = fastest
     return model

@@ -443,6 +443,30 @@ def test_prepared_layer_is_reused_and_checks_addresses():
     torch_ops._LAYERS.clear()
 
 
+@pytest.mark.skipif(DEVICE != "cuda", reason="timing needs CUDA")
+def test_fastest_times_both_and_matches_pytorch():
+    """fastest=True: every layer's ops were timed on both libraries, the
+    choice is the faster, and the gradients still match PyTorch's."""
+    torch_ops._LAYERS.clear()
+    seed = int(torch.randint(0, 2**31, ()).item())
+    ours, theirs, exact = (_model(seed, t, c) for t, c in ((torch.float32, True), (torch.float32, False), (torch.float64, False)))
+    cg.convert_conv_modules(ours, fastest=True)
+    x = torch.randn(4, 3, 20, 20, device=DEVICE)
+    gi_o, gp_o = _grads(ours, x)
+    gi_t, gp_t = _grads(theirs, x)
+    gi_e, gp_e = _grads(exact, x.double())
+    check(f"input.grad (seed {seed})", gi_o, gi_t, gi_e)
+    for (name, _), go, gt, ge in zip(ours.named_parameters(), gp_o, gp_t, gp_e):
+        check(f"{name}.grad (seed {seed})", go, gt, ge)
+    choices = cg.layer_choices()
+    assert len(choices) == 4
+    for c in choices:
+        assert set(c["times"]) == ({"x"} if c["need_x"] else set()) | {"w"}, c
+        for op, (t_cg, t_aten) in c["times"].items():
+            assert c["cg_" + op] == (t_cg < t_aten), c
+    torch_ops._LAYERS.clear()
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs")
 def test_cuda_graph_capture_and_replay():
     """A training step of a converted model captured in a CUDA graph: each

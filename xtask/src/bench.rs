@@ -38,6 +38,10 @@ struct BenchArgs {
     /// bwd-weight: force this many split-K batches, 1 to 65535 (tuning; default: chosen).
     #[arg(long)]
     split_k: Option<String>,
+    /// Instead of the kernels: the host time of CALLS cached-plan calls per
+    /// layer (`execute_on`, with a plan-cache lookup, with memory wrapping).
+    #[arg(long, value_name = "CALLS")]
+    host_cost: Option<usize>,
 }
 
 /// The options `bench` and `tune` share: the device, the operation, the shapes.
@@ -603,6 +607,9 @@ pub fn run(args: &[String]) -> Result<()> {
         crate::options::check_instance(name, a.common.instance_kinds()?, &a.common.op)?;
     }
     let session = a.common.open()?;
+    if let Some(calls) = a.host_cost {
+        return crate::host_cost::run(&session.dev, calls.max(1));
+    }
     let sel = a.common.selected(&session)?;
     let Session { op, ref types, ref dev, ref module, emu, iters, .. } = session;
     let (who, theirs) = if emu || a.no_peer || sel.is_empty() {

@@ -11,6 +11,7 @@
 
 mod bench;
 mod build;
+mod host_cost;
 mod inspect;
 mod instances;
 mod networks;
