@@ -671,7 +671,8 @@ _SWAP = {nn.Conv1d: Conv1d, nn.Conv2d: Conv2d, nn.Conv3d: Conv3d}
 
 
 def convert_conv_modules(model, deterministic=False, fastest=False):
-    """Makes every ``nn.Conv{1,2,3}d`` of ``model`` (exact type) use convgrad's backward, in place.
+    """Makes every ``nn.Conv{1,2,3}d`` of ``model`` (exact type) use convgrad's backward, in place
+    (modules converted before take the new options).
 
     ``deterministic``: fixed-order split-K sums for grad_weight.
     ``fastest``: like ``torch.backends.cudnn.benchmark`` choosing among
@@ -685,6 +686,7 @@ def convert_conv_modules(model, deterministic=False, fastest=False):
         new = _SWAP.get(type(m))
         if new is not None:
             m.__class__ = new
+        if isinstance(m, _ConvgradConv):  # converted now or before: the options apply
             m.deterministic = deterministic
             m.fastest = fastest
     return model
