@@ -60,20 +60,32 @@ def _same(ref, ref_name, t, name):
         raise TypeError(f"{name}: dtype {t.dtype} differs from {ref_name}'s {ref.dtype}")
 
 
-def _per_dim(v, nd, name):
-    if isinstance(v, int):
-        return [v] * nd
-    v = list(v)
+def _per_dim(v, nd, name, least):
+    """``v`` (an int or a sequence of ints) as ``nd`` ints, each at least ``least``."""
+    v = [v] if isinstance(v, int) else list(v)
     if len(v) == 1:
-        return v * nd
+        v = v * nd
     if len(v) != nd:
         raise ValueError(f"{name}: {len(v)} values for a {nd}-D convolution; give 1 or {nd}")
+    for i in v:
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"{name}: {i!r} is not an int")
+        if i < least:
+            raise ValueError(f"{name}: {i} is less than {least}")
     return v
 
 
 def _per_dims(nd, stride, padding, dilation):
-    """``stride``, ``padding``, ``dilation`` as lists of ``nd`` values each."""
-    return _per_dim(stride, nd, "stride"), _per_dim(padding, nd, "padding"), _per_dim(dilation, nd, "dilation")
+    """``stride``, ``padding``, ``dilation`` as lists of ``nd`` values each (strides
+    and dilations at least 1, padding at least 0)."""
+    return _per_dim(stride, nd, "stride", 1), _per_dim(padding, nd, "padding", 0), _per_dim(dilation, nd, "dilation", 1)
+
+
+def _check_groups(groups):
+    if isinstance(groups, bool) or not isinstance(groups, int):
+        raise TypeError(f"groups: {groups!r} is not an int")
+    if groups < 1:
+        raise ValueError(f"groups: {groups} is less than 1")
 
 
 def _cl_perm(dim):
@@ -172,6 +184,8 @@ def conv_backward_data(
     in ``grad_output``'s memory format). Returns the result.
     """
     nd, input_shape = _check_operands(grad_output, "grad_output", weight, "weight", input_shape, "input_shape")
+    _per_dims(nd, stride, padding, dilation)
+    _check_groups(groups)
     cl = _format(grad_output, "grad_output")
     if out is not None and not cl and grad_output.is_contiguous() and is_channels_last(grad_output):
         cl = not out.is_contiguous() and is_channels_last(out)  # ambiguous grad_output: follow out
@@ -292,6 +306,10 @@ def conv_backward_weight(
     result.
     """
     nd, weight_shape = _check_operands(input, "input", grad_output, "grad_output", weight_shape, "weight_shape")
+    _per_dims(nd, stride, padding, dilation)
+    _check_groups(groups)
+    if split_k is not None and (isinstance(split_k, bool) or not isinstance(split_k, int) or not 1 <= split_k <= 65535):
+        raise ValueError(f"split_k: {split_k!r}; allowed None (chosen by convgrad) or an int from 1 to 65535")
     cl = _format(input, "input")
     if not cl:
         cl = _format(grad_output, "grad_output") and not grad_output.is_contiguous()

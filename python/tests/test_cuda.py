@@ -534,6 +534,23 @@ def test_errors_name_the_argument():
         cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, out=torch.empty(3, device=DEVICE))
     with pytest.raises(ValueError, match=r"dw: shape .* expected \[G\*K, C, \*filter\]"):
         cg.conv_backward_weight(x, dy, [64, 31, 3, 3], s, p, d, g)
+    # Conv arguments out of range name the argument (issue #38).
+    for kw, pat in [
+        (dict(stride=0), r"stride: 0 is less than 1"),
+        (dict(dilation=[1, 0]), r"dilation: 0 is less than 1"),
+        (dict(padding=-1), r"padding: -1 is less than 0"),
+        (dict(groups=0), r"groups: 0 is less than 1"),
+    ]:
+        args = dict(stride=s, padding=p, dilation=d, groups=g) | kw
+        with pytest.raises(ValueError, match=pat):
+            cg.conv_backward_weight(x, dy, w.shape, **args)
+        with pytest.raises(ValueError, match=pat):
+            cg.conv_backward_data(dy, w, x.shape, **args)
+    for bad in (0, -1, 65536, 2.0):
+        with pytest.raises(ValueError, match=r"split_k: .* allowed None"):
+            cg.conv_backward_weight(x, dy, w.shape, s, p, d, g, split_k=bad)
+    with pytest.raises(TypeError, match=r"stride: True is not an int"):
+        cg.conv_backward_data(dy, w, x.shape, True, p, d, g)
     if DEVICE == "cuda":
         with pytest.raises(ValueError, match=r"grad_output: is on cpu but input is on cuda"):
             cg.conv_backward_weight(x, dy.cpu(), w.shape, s, p, d, g)
