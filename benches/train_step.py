@@ -323,7 +323,7 @@ def host_cost(calls):
 
 
 
-def layer_times(name, n, dts, fmt, iters=20):
+def layer_times(name, n, dts, fmt, iters=20, per_op=False):
     """Each convolution of one training step of ``name`` timed alone
     (grad_input + grad_weight, aten and convgrad, median of ``iters``), with
     CUDA events around one call on an idle GPU (how ``bench``'s peer timed
@@ -363,6 +363,7 @@ def layer_times(name, n, dts, fmt, iters=20):
         return statistics.median(ts)
 
     sums = [0.0] * 4
+    rows = []
     for r in saved:
         m, x, dy = r["mod"], r["x"], r["dy"]
         w = m.weight.detach()
@@ -381,9 +382,49 @@ def layer_times(name, n, dts, fmt, iters=20):
                 f()
         t = [timed(aten, False), timed(conv, False), timed(aten, True), timed(conv, True)]
         sums = [a + b for a, b in zip(sums, t)]
+        if per_op:
+            rows.append(op_times(m, x, w, dy, conf, r["need_x"], timed))
     print(f"# {name} {n} {dts} {fmt}: sum over its {len(saved)} convolutions of grad_input + grad_weight timed alone (ms)")
     print(f"#   idle GPU (host time included): aten {sums[0]:.2f}  convgrad {sums[1]:.2f}  ratio {sums[0] / sums[1]:.3f}x")
     print(f"#   busy GPU (GPU time only):      aten {sums[2]:.2f}  convgrad {sums[3]:.2f}  ratio {sums[2] / sums[3]:.3f}x", flush=True)
+    if per_op:
+        print_op_times(rows)
+
+
+def op_times(m, x, w, dy, conf, need_x, timed):
+    """One layer's grad_input and grad_weight timed apart (GPU time only), with
+    the kernels convgrad runs for each."""
+    from convgrad_torch import torch_ops
+
+    row = {"x": tuple(x.shape), "w": tuple(w.shape), "stride": tuple(m.stride), "groups": m.groups}
+    for op, nx, nw in (("dx", True, False), ("dw", False, True)):
+        if op == "dx" and not need_x:
+            continue
+        layer = torch_ops._layer(x, w, dy, conf, nx, nw)
+        for _ in range(3):
+            layer.run(x, w, dy, nx, nw)
+            torch_ops._aten(x, w, dy, conf, nx, nw)
+        ours = timed(lambda: layer.run(x, w, dy, nx, nw), True)
+        theirs = timed(lambda: torch_ops._aten(x, w, dy, conf, nx, nw), True)
+        what = layer.prepared.describe() if layer.prepared is not None else "aten"
+        row[op] = (theirs, ours, what.replace("\n", " | "))
+    return row
+
+
+def print_op_times(rows):
+    """The per-op table, largest deficit (our ms - aten's) first."""
+    ops = [(r, op) for r in rows for op in ("dx", "dw") if op in r]
+    ops.sort(key=lambda ro: ro[0][ro[1]][0] - ro[0][ro[1]][1])
+    print(f"# per op, GPU time only, largest deficit first (ms)")
+    print(f"{'op':<3}{'x':<22}{'w':<20}{'s':<3}{'g':>4}{'aten':>8}{'ours':>8}{'ratio':>7}  kernels")
+    for r, op in ops:
+        a, o, what = r[op]
+        print(f"{op:<3}{str(r['x']):<22}{str(r['w']):<20}{r['stride'][0]:<3}{r['groups']:>4}"
+              f"{a:8.3f}{o:8.3f}{a / o:7.2f}  {what[:150]}")
+    for op in ("dx", "dw"):
+        a = sum(r[op][0] for r in rows if op in r)
+        o = sum(r[op][1] for r in rows if op in r)
+        print(f"# {op}: aten {a:.3f} ms, convgrad {o:.3f} ms, ratio {a / o:.3f}x", flush=True)
 
 
 def fmt_row(r):
@@ -418,6 +459,8 @@ def main():
                     help="convert with fastest=True (per layer and op, the faster of convgrad and PyTorch)")
     ap.add_argument("--layer-times", metavar="MODEL",
                     help="time each convolution of MODEL alone (first batch, dtype, format of the lists) first")
+    ap.add_argument("--per-op", action="store_true",
+                    help="with --layer-times: each layer's grad_input and grad_weight apart, with the kernels")
     ap.add_argument("--host-cost", type=int, default=0, metavar="CALLS",
                     help="time the host cost of CALLS backward calls per layer first")
     args = ap.parse_args()
@@ -434,7 +477,8 @@ def main():
         host_cost(args.host_cost)
     if args.layer_times:
         first = lambda v: v.split(",")[0]  # noqa: E731
-        layer_times(args.layer_times, int(first(args.batches)), first(args.dtypes), first(args.formats))
+        layer_times(args.layer_times, int(first(args.batches)), first(args.dtypes), first(args.formats),
+                    per_op=args.per_op)
     if not args.models:
         return
     print(f"{'model':<16}{'batch':>5} {'dtype':<5}{'mode':<9}{'fmt':<5}{'pytorch':>9}{'convgrad':>9}{'ratio':>9}  (ms per step)")

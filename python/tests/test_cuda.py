@@ -75,6 +75,8 @@ PROBLEMS = [
     ("2d-depthwise-dil2", 2, 32, 1, 1, (16, 16), (3, 3), (1, 1), (2, 2), (2, 2)),
     ("2d-1x1-s2", 2, 1, 64, 32, (14, 14), (1, 1), (2, 2), (0, 0), (1, 1)),
     ("2d-odd", 3, 1, 5, 7, (9, 11), (5, 3), (1, 2), (2, 1), (1, 1)),
+    # Squeeze-and-excitation: 1x1 images are dense in both memory formats.
+    ("2d-se-1x1-image", 8, 1, 48, 1152, (1, 1), (1, 1), (1, 1), (0, 0), (1, 1)),
     ("1d", 4, 2, 8, 8, (33,), (5,), (2,), (2,), (1,)),
     ("3d", 2, 1, 8, 16, (6, 8, 8), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
     ("3d-grouped-s2", 1, 2, 8, 8, (7, 7, 7), (3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1)),
@@ -196,7 +198,7 @@ def _bcast(dd, shape, g):
     [(["add_relu"], ["bias"]), (["relu_mask", "add"], ["pixel", "full"]), (["relu_mask"], ["full"])],
     ids=["bias-relu", "relumask-pixel-add-full", "relumask-full"],
 )
-@pytest.mark.parametrize("prob", [PROBLEMS[0], PROBLEMS[2], PROBLEMS[7]], ids=["2d", "2d-grouped", "3d"])
+@pytest.mark.parametrize("prob", [PROBLEMS[0], PROBLEMS[2], PROBLEMS[8]], ids=["2d", "2d-grouped", "3d"])
 def test_backward_data_fused(prob, steps, kinds, dtype, channels_last):
     g_ = gen()
     x, w, dy, s, p, d, g = make(prob, dtype, channels_last, g_)
