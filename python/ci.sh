@@ -18,6 +18,6 @@ rm -rf target/wheels
 # From the repository root: python/convgrad_torch (sources without the native
 # module) must not shadow the installed package.
 cd "$here/.."
-"$venv/bin/python" -m pytest -q python/tests/test_cpu.py
+"$venv/bin/python" -m pytest -q python/tests/test_cpu.py python/tests/test_find_cache.py
 # The package imports without torch.
 "$venv/bin/python" -c "import convgrad_torch, sys; assert 'torch' not in sys.modules; print('convgrad_torch', convgrad_torch.built_archs())"

@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from . import _native
+from . import _native, find_cache
 from ._native import Unsupported
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -382,7 +382,7 @@ class _Layer:
     ``{"x" or "w": (convgrad, aten)}``).
     """
 
-    __slots__ = ("prepared", "conf", "cg_x", "cg_w", "times", "cl", "w_cl", "copy",
+    __slots__ = ("prepared", "conf", "cg_x", "cg_w", "times", "from_cache", "cl", "w_cl", "copy",
                  "dx_strides", "dw_strides", "dx_contiguous", "dw_contiguous")
 
     def __init__(self, x, weight, gy, conf, need_x, need_w):
@@ -400,6 +400,7 @@ class _Layer:
         self.dw_strides = _empty(weight.shape, weight, self.w_cl).stride() if need_w else None
         self.dw_contiguous = need_w and self.w_cl and weight.is_contiguous() and not is_channels_last(weight)
         self.times = None
+        self.from_cache = False
         self.prepare(x, weight, gy, need_x, need_w)
         if conf[5] and self.prepared is not None and not torch.cuda.is_current_stream_capturing():
             self.choose(x, weight, gy, need_x, need_w)
@@ -424,15 +425,26 @@ class _Layer:
 
     def choose(self, x, weight, gy, need_x, need_w):
         """Times each needed op on convgrad and on aten (GPU time, the layer's
-        copies included) and keeps the faster; synchronises once."""
-        times = {}
-        for op, want in (("x", need_x), ("w", need_w)):
-            if not want:
-                continue
-            self.prepare(x, weight, gy, op == "x", op == "w")
-            ours = _gpu_ms(lambda: self.run(x, weight, gy, op == "x", op == "w")) if self.prepared else float("inf")
-            theirs = _gpu_ms(lambda: _aten(x, weight, gy, self.conf, op == "x", op == "w"))
-            times[op] = (ours, theirs)
+        copies included) and keeps the faster; synchronises once. A choice
+        measured before for this layer on this setup comes from the find
+        cache (:mod:`convgrad_torch.find_cache`) instead."""
+        file, setup = _find_file(x.device)
+        key = find_cache.layer_key(self.conf, need_x, need_w, x.dtype, x, weight, gy)
+        wanted = {op for op, want in (("x", need_x), ("w", need_w)) if want}
+        times = _find_entries(file).get(key)
+        self.from_cache = times is not None and set(times) == wanted
+        if self.from_cache:
+            times = {op: tuple(t) for op, t in times.items()}
+        else:
+            times = {}
+            for op in sorted(wanted, reverse=True):  # "x" first, as before
+                self.prepare(x, weight, gy, op == "x", op == "w")
+                ours = _gpu_ms(lambda: self.run(x, weight, gy, op == "x", op == "w")) if self.prepared else float("inf")
+                theirs = _gpu_ms(lambda: _aten(x, weight, gy, self.conf, op == "x", op == "w"))
+                times[op] = (ours, theirs)
+            if all(t[0] != float("inf") for t in times.values()):
+                _find_entries(file)[key] = times
+                find_cache.store(file, setup, key, times)
         self.times = times
         win = {op: t[0] < t[1] for op, t in times.items()}
         self.prepare(x, weight, gy, win.get("x", False), win.get("w", False))
@@ -520,6 +532,35 @@ def _aten(x, weight, gy, conf, need_x, need_w):
 
 
 _LAYERS = {}
+_FIND = {}  # device index -> (cache file, setup text); file -> its entries
+
+
+def _find_file(device):
+    """The find-cache file of ``device`` and the setup text it is keyed by."""
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _FIND:
+        try:
+            driver = torch._C._cuda_getDriverVersion()
+        except Exception:  # noqa: BLE001 - older or other builds: the rest still keys it
+            driver = "?"
+        try:
+            from importlib.metadata import version
+
+            ours = version("convgrad_torch")
+        except Exception:  # noqa: BLE001 - a source tree without metadata
+            ours = "dev"
+        setup = (f"{torch.cuda.get_device_name(idx)} | driver {driver} | torch {torch.__version__} | "
+                 f"cudnn {torch.backends.cudnn.version()} | convgrad_torch {ours} | archs {sorted(_native.built_archs())}")
+        _FIND[idx] = (find_cache.path(setup), setup)
+    return _FIND[idx]
+
+
+def _find_entries(file):
+    """The entries of ``file``, read once per process."""
+    key = ("entries", file)
+    if key not in _FIND:
+        _FIND[key] = find_cache.load(file)
+    return _FIND[key]
 
 
 def layer_choices():
@@ -527,14 +568,15 @@ def layer_choices():
     and weight shapes, dtype, whether convgrad computes grad_input (``cg_x``)
     and grad_weight (``cg_w``), and, for layers of ``fastest`` modules, the
     GPU milliseconds timed for each op (``times``: ``{"x" or "w": (convgrad,
-    aten)}``)."""
+    aten)}``) and whether they came from the find cache of an earlier process
+    (``from_cache``, see :mod:`convgrad_torch.find_cache`)."""
     out = []
     for key, layer in _LAYERS.items():
         conf, need_x, need_w, dtype, _, x_shape, _, w_shape = key[:8]
         out.append({
             "x": tuple(x_shape), "w": tuple(w_shape), "dtype": str(dtype).replace("torch.", ""),
             "stride": conf[0], "groups": conf[3], "need_x": need_x, "need_w": need_w,
-            "cg_x": layer.cg_x, "cg_w": layer.cg_w, "times": layer.times,
+            "cg_x": layer.cg_x, "cg_w": layer.cg_w, "times": layer.times, "from_cache": layer.from_cache,
         })
     return out
 
@@ -697,7 +739,10 @@ def convert_conv_modules(model, deterministic=False, fastest=False):
     cuDNN's algorithms, the first backward of each layer shape (CUDA) times
     convgrad's and PyTorch's kernels for grad_input and for grad_weight (GPU
     time, with the layer's layout copies) and keeps the faster of each; that
-    first step synchronises once per shape. :func:`layer_choices` tells what
+    first step synchronises once per shape. The choices are kept on disk and
+    reused by later processes on the same setup (GPU, driver, torch, cuDNN,
+    convgrad versions; ``CONVGRAD_FIND_CACHE=path`` or ``off``, see
+    :mod:`convgrad_torch.find_cache`). :func:`layer_choices` tells what
     each layer runs. Off (the default): convgrad runs every op it supports.
     """
     for m in model.modules():

@@ -324,6 +324,15 @@ def test_cached_workspace_state_across_modes(monkeypatch):
 # ---------------------------------------------------------------- autograd
 
 
+@pytest.fixture(autouse=True)
+def _private_find_cache(tmp_path, monkeypatch):
+    """fastest's find cache goes to a file of the test, never the user's."""
+    monkeypatch.setenv("CONVGRAD_FIND_CACHE", str(tmp_path / "find.json"))
+    torch_ops._FIND.clear()
+    yield
+    torch_ops._FIND.clear()
+
+
 def _model(seed, dtype, conv_cls):
     torch.manual_seed(seed)
     m = torch.nn.Sequential(
@@ -466,6 +475,40 @@ def test_fastest_times_both_and_matches_pytorch():
         assert set(c["times"]) == ({"x"} if c["need_x"] else set()) | {"w"}, c
         for op, (t_cg, t_aten) in c["times"].items():
             assert c["cg_" + op] == (t_cg < t_aten), c
+    torch_ops._LAYERS.clear()
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="timing needs CUDA")
+def test_fastest_choices_persist_across_processes(tmp_path, monkeypatch):
+    """The choices fastest=True timed are stored, and a new process (nothing
+    planned, nothing read) takes them from the file without timing."""
+    import json
+
+    torch_ops._LAYERS.clear()
+    seed = int(torch.randint(0, 2**31, ()).item())
+    x = torch.randn(4, 3, 20, 20, device=DEVICE)
+    first = cg.convert_conv_modules(_model(seed, torch.float32, True), fastest=True)
+    _grads(first, x)
+    timed = cg.layer_choices()
+    assert timed and not any(c["from_cache"] for c in timed)
+    stored = json.load(open(tmp_path / "find.json"))["entries"]
+    assert len(stored) == len(timed)
+
+    torch_ops._LAYERS.clear()
+    torch_ops._FIND.clear()
+    monkeypatch.setattr(torch_ops, "_gpu_ms", lambda *a, **k: pytest.fail("timed a layer the find cache holds"))
+    ours, theirs, exact = (_model(seed, t, c) for t, c in ((torch.float32, True), (torch.float32, False), (torch.float64, False)))
+    cg.convert_conv_modules(ours, fastest=True)
+    gi_o, gp_o = _grads(ours, x)
+    gi_t, gp_t = _grads(theirs, x)
+    gi_e, gp_e = _grads(exact, x.double())
+    check(f"input.grad (seed {seed})", gi_o, gi_t, gi_e)
+    for (name, _), go, gt, ge in zip(ours.named_parameters(), gp_o, gp_t, gp_e):
+        check(f"{name}.grad (seed {seed})", go, gt, ge)
+    reused = cg.layer_choices()
+    assert reused and all(c["from_cache"] for c in reused)
+    pick = lambda cs: sorted((c["x"], c["w"], c["cg_x"], c["cg_w"]) for c in cs)  # noqa: E731
+    assert pick(reused) == pick(timed)
     torch_ops._LAYERS.clear()
 
 
