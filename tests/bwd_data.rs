@@ -227,7 +227,7 @@ fn bwd_data_tap_shifts() {
     // CDNA and NVIDIA (gfx1100 went to scratch; see the instance list).
     sweep(&[EmuArch::Gfx942, EmuArch::Gfx90a, EmuArch::Sm90], &problems, common::TAP_SHIFT_TYPES.len(), |dev, module, at, name, p| {
         let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
-        let Some(halo) = common::tap_shift_instance(Op::BwdDataHalo, t, dev) else {
+        let Some(halo) = common::tap_shift_instance(Op::BwdDataTapShift, t, dev) else {
             return (format!("{name}: no tap-shift kernels on RDNA3"), true);
         };
         let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(halo.name.into()), ..Default::default() };
@@ -350,7 +350,7 @@ fn bwd_data_row_segment_choice() {
 /// direct kernel for 4 and 12, the 16-wide tile for an RGB stem (C = 3, K = 64, 7x7
 /// stride 2). Hopper takes its warpgroup tiles
 /// (128 and 64 wide) where they are unpadded. (H200 timings in
-/// `ops::bwd_data::choose_instance`.)
+/// docs/tuning-log.md, "kernel choice"; the rules are `ops::select::bwd_data`.)
 #[test]
 fn bwd_data_tile_choice() {
     let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
@@ -371,7 +371,7 @@ fn bwd_data_tile_choice() {
             let inst = plan(&p, &cfg, family, 132).unwrap().main.instance;
             // 8 and 16 channels per group, stride 1: tap shifts (not on RDNA3 yet).
             if (c == 8 || c == 16) && family != Family::Rdna3 {
-                assert_eq!(inst.op, Op::BwdDataHalo, "{family:?} C=K={c}: chose {}", inst.name);
+                assert_eq!(inst.op, Op::BwdDataTapShift, "{family:?} C=K={c}: chose {}", inst.name);
                 continue;
             }
             let got = (inst.op == Op::BwdData).then_some(inst.tile.bn);

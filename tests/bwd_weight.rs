@@ -317,7 +317,7 @@ fn bwd_weight_tap_shifts() {
     sweep(&[EmuArch::Sm90, EmuArch::Gfx942], &problems, common::TAP_SHIFT_TYPES.len(), |dev, module, at, name, p| {
         let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
         // Strides take the phase-grid kernel, stride 1 the one without phases.
-        let op = if p.strides.iter().all(|&s| s == 1) { Op::BwdWeightHalo } else { Op::BwdWeightHaloPhased };
+        let op = if p.strides.iter().all(|&s| s == 1) { Op::BwdWeightTapShift } else { Op::BwdWeightTapShiftPhased };
         let Some(halo) = common::tap_shift_instance(op, t, dev) else {
             return (format!("{name}: no tap-shift kernels on RDNA3"), true);
         };
@@ -367,7 +367,7 @@ fn bwd_weight_tap_shifts() {
         let strided = plan(&rx8_s2, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
         assert_eq!(strided.op, Op::BwdWeight, "{family:?} stride 2: {}", strided.name);
         let auto = plan(&rx16, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
-        assert_eq!(auto.op == Op::BwdWeightHalo, family != Family::Rdna3, "{family:?}: {}", auto.name);
+        assert_eq!(auto.op == Op::BwdWeightTapShift, family != Family::Rdna3, "{family:?}: {}", auto.name);
         let small = plan(&rx16_7, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
         assert_eq!(small.op, Op::BwdWeight, "{family:?} 7x7: {}", small.name);
         let det = BwdWeightConfig { deterministic: true, ..Default::default() };

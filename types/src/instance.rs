@@ -87,17 +87,17 @@ pub enum Op {
     /// `bn / waves_n` input channels per group): one halo tile of `dy` and
     /// the filter of `waves_n` groups in LDS, each tap a row shift of the
     /// same tile fed to the matrix atoms.
-    BwdDataHalo,
+    BwdDataTapShift,
     /// Backward-weight by tap shifts (stride 1, at most `bk` output and
     /// `bn / waves_n` input channels per group): per tile of `bm` grid rows,
     /// `dy` and the halo of `x` for `waves_n` groups in LDS, each tap a row
     /// shift of the halo; split-K over the tiles.
-    BwdWeightHalo,
-    /// [`Op::BwdWeightHalo`] at strides up to 4 along y and x (1 along z):
+    BwdWeightTapShift,
+    /// [`Op::BwdWeightTapShift`] at strides up to 4 along y and x (1 along z):
     /// the halo of `x` is staged one phase grid (pixels of one remainder
     /// modulo the stride) at a time, and each tap reads its phase's halo.
     /// A kernel of its own, so that stride 1 runs without the phase tests.
-    BwdWeightHaloPhased,
+    BwdWeightTapShiftPhased,
     /// Depthwise backward-weight by filter rows: a thread keeps one filter
     /// row's taps for a channel vector and slides a window of `x` along the
     /// output rows (one `dy` and `stride` `x` loads per pixel).
@@ -119,9 +119,9 @@ impl Op {
     /// The kernel families of backward-weight: the ones its selection and
     /// tuning consider (a new family adds itself here).
     pub const BWD_WEIGHT: &'static [Op] =
-        &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightHalo, Op::BwdWeightHaloPhased, Op::BwdWeightDepthwise];
+        &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightTapShift, Op::BwdWeightTapShiftPhased, Op::BwdWeightDepthwise];
     /// The kernel families of backward-data.
-    pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataHalo, Op::BwdDataRows];
+    pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataTapShift, Op::BwdDataRows];
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -270,37 +270,37 @@ impl TileConfig {
     pub const fn row_table_fits(&self, atom: AtomKind, elem_bytes: u32) -> bool {
         self.epilogue_bytes(atom) + 8 * self.bm <= self.main_lds_bytes(atom, elem_bytes)
     }
-    /// Halo tiles ([`Op::BwdDataHalo`]): rows of `dy` staged past the
+    /// Tap-shift tiles ([`Op::BwdDataTapShift`]): rows of `dy` staged past the
     /// `bm` output rows, which bounds the largest tap shift.
     pub const HALO_SLACK: u32 = 64;
-    /// Halo tiles: most filter taps (their weights all sit in LDS).
+    /// Tap-shift tiles: most filter taps (their weights all sit in LDS).
     pub const HALO_TAPS: u32 = 9;
-    /// Halo tiles: `dy` row length in LDS, elements (`waves_n` groups of
+    /// Tap-shift tiles: `dy` row length in LDS, elements (`waves_n` groups of
     /// `bk` channels, padded).
     pub const fn halo_a_ld(&self) -> u32 {
         self.waves_n * self.bk + Self::LDS_PAD
     }
-    /// Halo tiles: weight row length in LDS (`bn / waves_n` channels; padded
+    /// Tap-shift tiles: weight row length in LDS (`bn / waves_n` channels; padded
     /// for `ldmatrix` on mma.sync, else packed to keep AMD under 64 KiB).
     pub const fn halo_b_ld(&self, atom: AtomKind) -> u32 {
         let c = self.bn / self.waves_n;
         if matches!(atom, AtomKind::Mma16x8x16) { c + Self::LDS_PAD } else { c }
     }
-    /// Halo tiles: bytes of the `dy` halo (`bm + HALO_SLACK` rows).
+    /// Tap-shift tiles: bytes of the `dy` halo (`bm + HALO_SLACK` rows).
     pub const fn halo_a_bytes(&self, elem_bytes: u32) -> u32 {
         (self.bm + Self::HALO_SLACK) * self.halo_a_ld() * elem_bytes
     }
-    /// Halo tiles: LDS bytes of the main loop (halo, then the weights of
+    /// Tap-shift tiles: LDS bytes of the main loop (halo, then the weights of
     /// `waves_n` groups x `HALO_TAPS` taps x `bk` rows).
     pub const fn halo_main_bytes(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
         let b = self.waves_n * Self::HALO_TAPS * self.bk * self.halo_b_ld(atom) * elem_bytes;
         self.halo_a_bytes(elem_bytes) + b
     }
-    /// Halo tiles, backward-weight: `x` row length in LDS (`bn` channels, padded).
+    /// Tap-shift tiles, backward-weight: `x` row length in LDS (`bn` channels, padded).
     pub const fn halo_x_ld(&self) -> u32 {
         self.bn + Self::LDS_PAD
     }
-    /// Halo tiles, backward-weight: LDS bytes (`dy` for `bm` grid rows, then
+    /// Tap-shift tiles, backward-weight: LDS bytes (`dy` for `bm` grid rows, then
     /// the `x` halo of `bm + HALO_SLACK`).
     pub const fn halo_w_bytes(&self, elem_bytes: u32) -> u32 {
         (self.bm * self.halo_a_ld() + (self.bm + Self::HALO_SLACK) * self.halo_x_ld()) * elem_bytes
@@ -388,7 +388,7 @@ impl Instance {
             // Latency-bound streams of loads: four 256-thread blocks (64
             // registers) hide more of it than two (128).
             Op::BwdWeightDirect => 4,
-            Op::BwdWeightHalo | Op::BwdWeightHaloPhased => 3,
+            Op::BwdWeightTapShift | Op::BwdWeightTapShiftPhased => 3,
             _ => 2,
         }
     }
@@ -405,7 +405,7 @@ impl Instance {
             Op::Smoke => (self.tile.bm + self.tile.bn) * self.tile.bk * 2,
             // The halo tiles, or every wave's sums of every tap as f32 (the
             // fragments of the atoms, which cover `bk x bn / waves_n`).
-            Op::BwdWeightHalo | Op::BwdWeightHaloPhased => {
+            Op::BwdWeightTapShift | Op::BwdWeightTapShiftPhased => {
                 let main = self.tile.halo_w_bytes(self.types.act().bytes() as u32);
                 let sums = self.tile.bk * TileConfig::HALO_TAPS * self.tile.bn * 4;
                 if main > sums { main } else { sums }
@@ -413,7 +413,7 @@ impl Instance {
             // The result tile and its row table fit in the halo's place.
             Op::BwdDataRows => self.tile.rows_lds_bytes(self.atom, self.types.act().bytes() as u32),
             // The halo and weights, or the result tile and its row table.
-            Op::BwdDataHalo => {
+            Op::BwdDataTapShift => {
                 let main = self.tile.halo_main_bytes(self.atom, self.types.act().bytes() as u32);
                 let tile = self.tile.epilogue_bytes(self.atom) + 8 * self.tile.bm;
                 if main > tile { main } else { tile }
@@ -472,18 +472,18 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_16x64x32_mfma16, [Cdna], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_f16_16x64x32_wmma16, [Rdna3], BwdWeight, F16, 16, 64, 32, 1, 2, Wmma16x16x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 16, 64, 32, 1, 2, Wmma16x16x16);
-        // Backward-weight by tap shifts (`Op::BwdWeightHalo`): 4 groups of at
+        // Backward-weight by tap shifts (`Op::BwdWeightTapShift`): 4 groups of at
         // most 16 channels; 224 grid rows per tile (one 14x14 image) on
         // NVIDIA, 128 on CDNA (64 KiB of LDS).
-        $m!($($extra,)* bwdw_halo_f16_224x64x16_mma16x8, [Nvidia], BwdWeightHalo, F16, 224, 64, 16, 1, 4, Mma16x8x16);
-        $m!($($extra,)* bwdw_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdWeightHalo, Bf16, 224, 64, 16, 1, 4, Mma16x8x16);
-        $m!($($extra,)* bwdw_halo_f16_128x64x16_mfma16, [Cdna], BwdWeightHalo, F16, 128, 64, 16, 1, 4, Mfma16x16x16);
-        $m!($($extra,)* bwdw_halo_bf16_128x64x16_mfma16, [Cdna], BwdWeightHalo, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
-        // The same at strides (`Op::BwdWeightHaloPhased`).
-        $m!($($extra,)* bwdw_halo_phased_f16_224x64x16_mma16x8, [Nvidia], BwdWeightHaloPhased, F16, 224, 64, 16, 1, 4, Mma16x8x16);
-        $m!($($extra,)* bwdw_halo_phased_bf16_224x64x16_mma16x8, [Nvidia], BwdWeightHaloPhased, Bf16, 224, 64, 16, 1, 4, Mma16x8x16);
-        $m!($($extra,)* bwdw_halo_phased_f16_128x64x16_mfma16, [Cdna], BwdWeightHaloPhased, F16, 128, 64, 16, 1, 4, Mfma16x16x16);
-        $m!($($extra,)* bwdw_halo_phased_bf16_128x64x16_mfma16, [Cdna], BwdWeightHaloPhased, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdw_halo_f16_224x64x16_mma16x8, [Nvidia], BwdWeightTapShift, F16, 224, 64, 16, 1, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdWeightTapShift, Bf16, 224, 64, 16, 1, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_halo_f16_128x64x16_mfma16, [Cdna], BwdWeightTapShift, F16, 128, 64, 16, 1, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdw_halo_bf16_128x64x16_mfma16, [Cdna], BwdWeightTapShift, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
+        // The same at strides (`Op::BwdWeightTapShiftPhased`).
+        $m!($($extra,)* bwdw_halo_phased_f16_224x64x16_mma16x8, [Nvidia], BwdWeightTapShiftPhased, F16, 224, 64, 16, 1, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_halo_phased_bf16_224x64x16_mma16x8, [Nvidia], BwdWeightTapShiftPhased, Bf16, 224, 64, 16, 1, 4, Mma16x8x16);
+        $m!($($extra,)* bwdw_halo_phased_f16_128x64x16_mfma16, [Cdna], BwdWeightTapShiftPhased, F16, 128, 64, 16, 1, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdw_halo_phased_bf16_128x64x16_mfma16, [Cdna], BwdWeightTapShiftPhased, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).
@@ -551,10 +551,10 @@ macro_rules! for_each_instance {
         // Backward-data by tap shifts: 4 groups of at most 16 channels, a
         // halo of 224 + 64 rows (14x14 images: one image per tile). Not on
         // RDNA3 yet: gfx1100 put its accumulators in scratch (452 B).
-        $m!($($extra,)* bwdd_halo_f16_224x64x16_mma16x8, [Nvidia], BwdDataHalo, F16, 224, 64, 16, 2, 4, Mma16x8x16);
-        $m!($($extra,)* bwdd_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdDataHalo, Bf16, 224, 64, 16, 2, 4, Mma16x8x16);
-        $m!($($extra,)* bwdd_halo_f16_224x64x16_mfma16, [Cdna], BwdDataHalo, F16, 224, 64, 16, 2, 4, Mfma16x16x16);
-        $m!($($extra,)* bwdd_halo_bf16_224x64x16_mfma16, [Cdna], BwdDataHalo, Bf16, 224, 64, 16, 2, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdd_halo_f16_224x64x16_mma16x8, [Nvidia], BwdDataTapShift, F16, 224, 64, 16, 2, 4, Mma16x8x16);
+        $m!($($extra,)* bwdd_halo_bf16_224x64x16_mma16x8, [Nvidia], BwdDataTapShift, Bf16, 224, 64, 16, 2, 4, Mma16x8x16);
+        $m!($($extra,)* bwdd_halo_f16_224x64x16_mfma16, [Cdna], BwdDataTapShift, F16, 224, 64, 16, 2, 4, Mfma16x16x16);
+        $m!($($extra,)* bwdd_halo_bf16_224x64x16_mfma16, [Cdna], BwdDataTapShift, Bf16, 224, 64, 16, 2, 4, Mfma16x16x16);
         // Backward-data by tap shifts over row segments: two warpgroups, one
         // image row of 64 pixels each, 64 input channels, the filter resident
         // while the workgroup walks its tiles (U-Net's 64-channel layers).

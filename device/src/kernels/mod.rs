@@ -78,15 +78,15 @@ macro_rules! body {
     ($args:ident, BwdData, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::gemm, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };
-    ($args:ident, BwdDataHalo, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+    ($args:ident, BwdDataTapShift, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::tap_shift, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };
     ($args:ident, BwdDataRows, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::rows, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };
     // Stride 1 and the phase grids of strides are separate kernels.
-    ($args:ident, BwdWeightHalo, $($rest:tt)*) => { weight_shifts!($args, false, $($rest)*) };
-    ($args:ident, BwdWeightHaloPhased, $($rest:tt)*) => { weight_shifts!($args, true, $($rest)*) };
+    ($args:ident, BwdWeightTapShift, $($rest:tt)*) => { weight_shifts!($args, false, $($rest)*) };
+    ($args:ident, BwdWeightTapShiftPhased, $($rest:tt)*) => { weight_shifts!($args, true, $($rest)*) };
     ($args:ident, BwdDataDirect, $ty:ident, $($rest:tt)*) => {
         $crate::conv::bwd_data::direct::kernel::<in_ty!($ty), in_ty!($ty)>($args)
     };

@@ -1,9 +1,10 @@
 //! The plan cache: one prepared operation per problem, configuration,
 //! tensor strides and device, as frameworks keep cuDNN / MIOpen plans.
 
-use super::OpError;
-use super::bwd_data::{BwdDataConfig, BwdDataOp};
-use super::bwd_weight::{BwdWeightConfig, BwdWeightOp};
+use super::error::OpError;
+use super::bwd_data::plan::BwdDataConfig;
+use super::bwd_weight::plan::BwdWeightConfig;
+use super::prepared::{BwdDataOp, BwdWeightOp};
 use crate::runtime::Device;
 use convgrad_types::{ConvProblem, TensorDesc};
 use std::collections::HashMap;

@@ -29,64 +29,15 @@
 //! # Ok(()) }
 //! ```
 
-use super::bwd_data::{self, BwdDataBuffers, BwdDataConfig, BwdDataPlan};
-use super::bwd_weight::{self, BwdWeightBuffers, BwdWeightConfig, BwdWeightPlan, SplitKWorkspace};
-use super::{Extent, OpError, check_buffer, check_disjoint};
+use super::bwd_data::plan::{self as bwd_data, BwdDataBuffers, BwdDataConfig, BwdDataPlan};
+use super::bwd_weight::plan::{self as bwd_weight, BwdWeightBuffers, BwdWeightConfig, BwdWeightPlan};
+use super::bwd_weight::launch::launch as launch_bwd_weight;
+use super::checks::{D_NAMES, Extent, check_buffer, check_d_count, check_disjoint};
+use super::error::OpError;
+use super::workspace::{Workspace, WorkspaceContents};
 use convgrad_types::epilogue::MAX_D;
 use crate::runtime::{BufRef, Device, Kernel, Stream};
 use convgrad_types::{ConvProblem, TensorDesc, TensorRole};
-
-/// What a caller-provided workspace holds when it is passed in. Thread it
-/// through the calls with [`BwdWeightOp::workspace_after`] to never queue a
-/// memset that is not needed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WorkspaceContents {
-    /// Every byte is zero: freshly zeroed, or only ever used by
-    /// non-deterministic convgrad calls (the kernels zero the sums and
-    /// counters they read). convgrad queues no memset.
-    Zeroed,
-    /// Bytes from this offset on are zero; the ones before may not be (per-split
-    /// partials a deterministic call left behind). convgrad zeroes what the
-    /// call needs as zeros below the offset.
-    ZeroFrom(usize),
-    /// Anything: convgrad zeroes what the call needs as zeros on the stream first.
-    Unknown,
-}
-
-impl WorkspaceContents {
-    /// The offset from which every byte is zero.
-    fn zero_from(self) -> usize {
-        match self {
-            WorkspaceContents::Zeroed => 0,
-            WorkspaceContents::ZeroFrom(n) => n,
-            WorkspaceContents::Unknown => usize::MAX,
-        }
-    }
-}
-
-/// The split-K workspace of a backward-weight call.
-#[derive(Clone, Copy, Debug)]
-pub enum Workspace<'a> {
-    /// None: only for plans that need none ([`BwdWeightOp::workspace_bytes`] is 0).
-    None,
-    /// convgrad's own workspace, which tracks what previous calls left in it.
-    Tracked(&'a SplitKWorkspace),
-    /// The caller's memory (e.g. from a framework's caching allocator), at
-    /// least [`BwdWeightOp::workspace_bytes`] long and 16-byte aligned.
-    Raw {
-        /// The memory.
-        mem: BufRef<'a>,
-        /// What it holds now.
-        contents: WorkspaceContents,
-    },
-}
-
-impl<'a> Workspace<'a> {
-    /// The caller's memory `mem` holding `contents`.
-    pub fn raw(mem: impl Into<BufRef<'a>>, contents: WorkspaceContents) -> Self {
-        Workspace::Raw { mem: mem.into(), contents }
-    }
-}
 
 /// A call's tensors: the buffers `$t` and the epilogue's `D` tensors, all
 /// checked against the plan's descriptors when the call is queued.
@@ -158,10 +109,10 @@ fn checked_ds(
     t: convgrad_types::DType,
     ds: &[BufRef<'_>],
 ) -> Result<([Extent; MAX_D], usize), OpError> {
-    super::check_d_count(descs.len(), ds.len())?;
+    check_d_count(descs.len(), ds.len())?;
     let mut out = [Extent::new("", 0, 0); MAX_D];
     for (i, (b, d)) in ds.iter().zip(descs).enumerate().take(MAX_D) {
-        out[i] = checked(dev, stream, [(super::D_NAMES[i], b, d, t)])?[0];
+        out[i] = checked(dev, stream, [(D_NAMES[i], b, d, t)])?[0];
     }
     Ok((out, ds.len().min(MAX_D)))
 }
@@ -273,84 +224,6 @@ fn workspace_extent(ws: &Workspace<'_>, need: usize) -> Extent {
         Workspace::Raw { mem, .. } => mem.device_addr(),
     };
     Extent::new("workspace", addr, need as u64)
-}
-
-/// Queues `plan`'s launches on `stream` (the unfolding pre-pass `pre`, then
-/// `kernel`) after readying the workspace: zeroes (on the stream) what the
-/// call needs as zeros and a previous call may have left non-zero.
-pub(crate) fn launch_bwd_weight(
-    dev: &Device,
-    stream: &Stream,
-    kernel: &Kernel,
-    pre: Option<&Kernel>,
-    plan: &BwdWeightPlan,
-    bufs: BwdWeightBuffers<'_>,
-    ws: Workspace<'_>,
-) -> Result<(), OpError> {
-    super::check_d_count(plan.ds.len(), bufs.ds.len())?;
-    let need = plan.workspace_elems * 4;
-    // Atomic partials and every counter must start at zero; stored partials
-    // need not, nor `x'` ahead of them (each call writes it whole).
-    let scratch = plan.scratch_bytes();
-    let zeros_from = scratch + if plan.atomic_partials { 0 } else { plan.partial_elems * 4 };
-    let short = |got: usize| {
-        OpError::Usage(format!(
-            "workspace: bwd-weight needs {need} bytes of split-K workspace (BwdWeightOp::workspace_bytes), got {got}"
-        ))
-    };
-    let (addr, tracked) = match (need, ws) {
-        (0, _) => (0, None),
-        (_, Workspace::None) => return Err(short(0)),
-        (_, Workspace::Tracked(w)) => {
-            BufRef::from(&w.buf).check_device(dev.inner(), "workspace")?;
-            if w.len() * 4 < need {
-                return Err(short(w.len() * 4));
-            }
-            if w.dirty.get() * 4 > zeros_from {
-                w.buf.fill_bytes_on(stream, 0)?;
-                w.dirty.set(0);
-            }
-            (w.device_addr(), Some(w))
-        }
-        (_, Workspace::Raw { mem, contents }) => {
-            if mem.bytes() < need {
-                return Err(short(mem.bytes()));
-            }
-            mem.check_device(dev.inner(), "workspace")?;
-            if !mem.device_addr().is_multiple_of(16) {
-                return Err(OpError::Usage(format!(
-                    "workspace: address {:#x} is not 16-byte aligned (the partial sums are added in 16-byte vectors)",
-                    mem.device_addr()
-                )));
-            }
-            // Zeros needed in `zeros_from..need`; the workspace has them from `zero_from` on.
-            let dirty_end = contents.zero_from().min(need);
-            if dirty_end > zeros_from {
-                dev.fill_raw(stream, mem.device_addr() + zeros_from as u64, 0, dirty_end - zeros_from)?;
-            }
-            (mem.device_addr(), None)
-        }
-    };
-    let args = plan.args(bufs.x, bufs.dw, bufs.dy, addr, bufs.ds);
-    let launched = match (plan.unfold.as_ref().zip(plan.unfold_args(bufs.x, addr)), pre) {
-        (Some((u, pre_args)), Some(k)) => dev.launch_on(stream, k, u.launch.grid, u.launch.block, 0, &pre_args),
-        (Some((u, _)), None) => {
-            return Err(OpError::Usage(format!("bwd-weight: the plan's pre-pass {} was not given", u.launch.instance.name)));
-        }
-        _ => Ok(()),
-    }
-    .and_then(|()| dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args));
-    if let Some(w) = tracked {
-        // `x'` and stored partials stay behind; after a failed launch nothing is known.
-        let scratch = scratch / 4;
-        let left = match launched {
-            Ok(()) if plan.atomic_partials => w.dirty.get().max(scratch),
-            Ok(()) => w.dirty.get().max(scratch + plan.partial_elems),
-            Err(_) => w.len(),
-        };
-        w.dirty.set(left);
-    }
-    Ok(launched?)
 }
 
 prepared_op! {

@@ -18,11 +18,11 @@
 //! (its strides or sizes) is passed over (the hand rules choose); a table
 //! that does not parse, names what does not exist, names an instance of
 //! another operation, data types or kernel family than the entry's, or
-//! gives a split outside 1 to [`MAX_SPLIT_K`](super::bwd_weight::MAX_SPLIT_K)
+//! gives a split outside 1 to [`MAX_SPLIT_K`](super::split::MAX_SPLIT_K)
 //! is an error naming the file and the entry.
 
-use super::bwd_weight::MAX_SPLIT_K;
-use super::select::Request;
+use super::split::MAX_SPLIT_K;
+use super::request::Request;
 use convgrad_types::instance::{self, Family, Instance, Op};
 use convgrad_types::{ConvLayout, ConvProblem, TensorDesc, TensorRole, TypeConfig};
 use serde::{Deserialize, Serialize};

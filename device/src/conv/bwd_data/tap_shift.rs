@@ -1,4 +1,4 @@
-//! Backward-data by tap shifts ([`Op::BwdDataHalo`]): stride 1, few
+//! Backward-data by tap shifts ([`Op::BwdDataTapShift`]): stride 1, few
 //! channels per group (ResNeXt's 16).
 //!
 //! The slice GEMM of [`bwd_data`] gathers `dY` once per tap: at C = K = 16
@@ -27,7 +27,7 @@
 //! sets. Every input-gradient element is written once, by the tile holding
 //! its grid row.
 //!
-//! [`Op::BwdDataHalo`]: convgrad_types::instance::Op::BwdDataHalo
+//! [`Op::BwdDataTapShift`]: convgrad_types::instance::Op::BwdDataTapShift
 //! [`bwd_data`]: super::gemm
 //! [`TapShiftPart::halo_rows`]: convgrad_types::params::TapShiftPart::halo_rows
 

@@ -1,4 +1,4 @@
-//! Backward-weight by tap shifts ([`Op::BwdWeightHalo`]): few channels per
+//! Backward-weight by tap shifts ([`Op::BwdWeightTapShift`]): few channels per
 //! group (ResNeXt's 8 and 16), any stride along y and x.
 //!
 //! The backward-weight GEMM gathers `im2col(X)` once per tap: at C = K = 16
@@ -12,7 +12,7 @@
 //! tap's accumulators; taps are spelled out (`unroll!`) so that they stay in
 //! registers (a tap loop put them in local memory: 504 B on sm_90).
 //!
-//! At a stride ([`Op::BwdWeightHaloPhased`], `PHASED`) the `X` halo is one
+//! At a stride ([`Op::BwdWeightTapShiftPhased`], `PHASED`) the `X` halo is one
 //! phase grid at a time ([`crate::conv::tap_grid`]): the taps of a phase
 //! multiply while dY stays staged, then the next phase's halo replaces it (a
 //! 3x3 filter at stride 2: four halos of a quarter of the pixels each, so `X`
@@ -28,8 +28,8 @@
 //! sums go straight through the epilogue without split-K), as the direct
 //! kernel's do.
 //!
-//! [`Op::BwdWeightHalo`]: convgrad_types::instance::Op::BwdWeightHalo
-//! [`Op::BwdWeightHaloPhased`]: convgrad_types::instance::Op::BwdWeightHaloPhased
+//! [`Op::BwdWeightTapShift`]: convgrad_types::instance::Op::BwdWeightTapShift
+//! [`Op::BwdWeightTapShiftPhased`]: convgrad_types::instance::Op::BwdWeightTapShiftPhased
 //! [`TapShiftPart::tiles_per_batch`]: convgrad_types::params::TapShiftPart::tiles_per_batch
 //! [`TapShiftPart::tiles`]: convgrad_types::params::TapShiftPart::tiles
 

@@ -9,7 +9,7 @@
 //! for every output position of those axes into a workspace copy `x'`,
 //! zero padded to whole vectors; the plan then runs a problem with those
 //! channels and a filter of 1 along the unfolded axes on `x'`, and its
-//! stores skip the padding columns. [`along_x`](super::fold::along_x) is
+//! stores skip the padding columns. [`along_x`](crate::ops::fold::along_x) is
 //! the copy-free case (windows that tile the row); this one takes
 //! overlapping windows and padding.
 
@@ -134,7 +134,7 @@ impl Unfolded {
                 div_vecs: FastDiv::new((self.cols / LANES) as u32),
                 div_pix: f.input.map(|d| FastDiv::new(d as u32)),
             },
-            ..super::problem_args(p)
+            ..crate::ops::launch::problem_args(p)
         }
     }
 

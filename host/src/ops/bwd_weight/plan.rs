@@ -1,0 +1,417 @@
+//! Backward-weight's plan: the instance (through [`select`]), split-K and
+//! the argument block, for the problem as given or folded or unfolded.
+//! The family planners (`family::bwd_weight`) write their launch; this
+//! file keeps what every family shares.
+
+use crate::ops::checks::{check_buffer, collect_ds, validate_descs};
+use crate::ops::error::{OpError, Unsupported};
+use crate::ops::family::bwd_weight::{WeightCtx, WeightLaunch, check_partials, depthwise, direct, gemm, tap_shift, unfold};
+use crate::ops::launch::{LaunchSpec, problem_args};
+use crate::ops::split::{SplitK, check_split};
+use crate::ops::workspace::SplitKWorkspace;
+use crate::ops::{fold, select};
+use convgrad_types::epilogue::{EpiChain, MAX_D};
+use convgrad_types::instance::{Family, Op};
+use convgrad_types::params::{ConvArgs, FastDiv, GemmPart, flags};
+use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
+
+/// What the user asks for besides the problem.
+#[derive(Clone, Debug)]
+pub struct BwdWeightConfig {
+    /// Layout family of x, dw, dy.
+    pub layout: ConvLayout,
+    /// Data types.
+    pub types: TypeConfig,
+    /// Fused epilogue on the weight gradient: PassThrough, Scale or Bilinear (with one D).
+    pub epilogue: EpilogueOp,
+    /// Split-K.
+    pub split_k: SplitK,
+    /// Deterministic split-K (per-batch partials, fixed-order sum) instead of atomics.
+    pub deterministic: bool,
+    /// Force an instance by name.
+    pub instance: Option<String>,
+}
+
+impl Default for BwdWeightConfig {
+    fn default() -> Self {
+        BwdWeightConfig {
+            layout: ConvLayout::NhwgcGkyxcNhwgk,
+            types: TypeConfig::F16,
+            epilogue: EpilogueOp::PassThrough,
+            split_k: SplitK::Auto,
+            deterministic: false,
+            instance: None,
+        }
+    }
+}
+
+/// Everything needed to run one backward-weight problem.
+#[derive(Clone, Debug)]
+pub struct BwdWeightPlan {
+    /// The problem.
+    pub problem: ConvProblem,
+    /// Tensor descriptors of x, dw, dy.
+    pub x: TensorDesc,
+    /// dw.
+    pub dw: TensorDesc,
+    /// dy.
+    pub dy: TensorDesc,
+    /// D tensor descriptors (in dw's canonical axes).
+    pub ds: Vec<TensorDesc>,
+    /// The launch (with split-K, the last workgroup of each output tile sums
+    /// the tile's partials and writes it: there is no second launch).
+    pub main: LaunchSpec,
+    /// Number of k-batches.
+    pub k_batch: u32,
+    /// Workspace elements, 4 bytes each (0 without split-K): the f32 partials,
+    /// then one `u32` arrival counter per output tile. See [`SplitKWorkspace`].
+    pub workspace_elems: usize,
+    /// Elements of the workspace that hold partials (the counters follow).
+    pub partial_elems: usize,
+    /// Whether partials are added atomically (they must start at zero) rather
+    /// than stored per k-batch (deterministic mode).
+    pub atomic_partials: bool,
+    /// Argument block with pointers left zero; see [`BwdWeightPlan::args`].
+    pub args_template: ConvArgs,
+    /// Whether the tuning table chose the kernel (else the hand rules or a forced instance).
+    pub from_table: bool,
+    /// The pre-pass that unfolds a small-C `x` into channels, where the
+    /// plan runs the unfolded problem (see [`UnfoldPlan`]).
+    pub unfold: Option<Box<UnfoldPlan>>,
+}
+
+/// Backward-weight's pre-pass for small-C inputs (RGB stems): a launch that
+/// writes `x'`, the taps of the trailing spatial axes unfolded into
+/// channels zero padded to whole 16-byte vectors, at the start of the
+/// workspace; the main launch runs the unfolded problem on it (its split-K
+/// part follows `x'`) and does not store the padding columns.
+#[derive(Clone, Debug)]
+pub struct UnfoldPlan {
+    /// The launch (`bwdw_unfold_*`).
+    pub launch: LaunchSpec,
+    /// Its argument block (the caller's problem), addresses left zero.
+    pub args_template: ConvArgs,
+    /// f32 workspace elements ahead of the split-K part that hold `x'`.
+    pub ws_elems: usize,
+}
+
+impl UnfoldPlan {
+    /// Spatial axes unfolded, counted from x (1: x; 2: y and x; 3: all).
+    pub fn dims(&self) -> usize {
+        self.args_template.unfold.dims as usize
+    }
+    /// Channels `C'` of `x'`, and the real ones among them (taps times `C`).
+    pub fn channels(&self) -> (usize, usize) {
+        let u = &self.args_template.unfold;
+        (u.div_vecs.div as usize * unfold::LANES, u.valid as usize)
+    }
+}
+
+/// Builds the plan for `p` on a device of `family` with `compute_units`.
+pub fn plan(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+) -> Result<BwdWeightPlan, OpError> {
+    p.validate()?;
+    let x = TensorDesc::packed(p, cfg.layout, TensorRole::Input);
+    let dw = TensorDesc::packed(p, cfg.layout, TensorRole::Weight);
+    let dy = TensorDesc::packed(p, cfg.layout, TensorRole::Output);
+    plan_with(p, cfg, family, compute_units, x, dw, dy)
+}
+
+/// As [`plan`], with explicit (possibly strided) tensor descriptors.
+pub fn plan_with(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    x: TensorDesc,
+    dw: TensorDesc,
+    dy: TensorDesc,
+) -> Result<BwdWeightPlan, OpError> {
+    p.validate()?;
+    let chain = match cfg.epilogue {
+        EpilogueOp::PassThrough | EpilogueOp::Scale(_) | EpilogueOp::Bilinear(..) => {
+            EpiChain::from_ops(&[cfg.epilogue]).expect("one step fits")
+        }
+        _ => {
+            return Err(OpError::Desc(DescError::Unsupported {
+                field: "epilogue",
+                allowed: "pass-through, scale=S or bilinear=A,B on the weight gradient",
+            }));
+        }
+    };
+    let ds = vec![dw; chain.num_d as usize];
+    validate_descs(p, &[
+        ("x", &x, TensorRole::Input, false),
+        ("dw", &dw, TensorRole::Weight, true),
+        ("dy", &dy, TensorRole::Output, false),
+    ])?;
+    check_split(cfg.split_k)?;
+    // Stride == filter along x: the kernels run the folded problem (a forced
+    // instance that does not fit it runs the problem as given).
+    if let Some(f) = fold::along_x(p, &[&x], &[&dw], false) {
+        let by = f.c / p.c;
+        let (fx, fdw) = (fold::desc(&x, &f, by, true), fold::desc(&dw, &f, by, false));
+        match plan_on(&f, cfg, family, compute_units, chain, fx, fdw, dy) {
+            Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
+            folded => return folded.map(|plan| BwdWeightPlan { problem: *p, x, dw, ds, ..plan }),
+        }
+    }
+    let given = plan_on(p, cfg, family, compute_units, chain, x, dw, dy)?;
+    // Channels that fill no vector: where the GEMM would gather them one by
+    // one, the kernels run the problem unfolded (the direct kernels' tiny
+    // GEMMs stay; as for the fold, a forced instance that does not fit the
+    // unfolded problem runs the problem as given).
+    let gathers = given.main.instance.op == Op::BwdWeight;
+    if let Some(u) = unfold::choose(p, cfg.types, &dw).filter(|_| gathers) {
+        match plan_on(&u.problem, cfg, family, compute_units, chain, u.x, u.dw, dy) {
+            Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
+            Err(e) => return Err(e),
+            Ok(mut plan) => {
+                let inst = unfold::Unfolded::instance(cfg.types);
+                let launch = LaunchSpec { instance: inst, grid: [u.grid_x(), 1, 1], block: inst.threads(family), lds_bytes: 0 };
+                launch.check_grid()?;
+                let ws_elems = u.ws_elems();
+                plan.args_template.unfold.valid = if u.valid == u.cols { 0 } else { u.valid as u32 };
+                plan.workspace_elems += ws_elems;
+                let pre = UnfoldPlan { launch, args_template: u.args(p, &x), ws_elems };
+                return Ok(BwdWeightPlan { problem: *p, x, dw, ds, unfold: Some(Box::new(pre)), ..plan });
+            }
+        }
+    }
+    Ok(given)
+}
+
+/// The plan of [`plan_with`] for the problem the kernels run (`p` folded or
+/// not): the choice, the GEMM sizes, the common argument block, then the
+/// chosen family's planner.
+#[allow(clippy::too_many_arguments)]
+fn plan_on(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    chain: EpiChain,
+    x: TensorDesc,
+    dw: TensorDesc,
+    dy: TensorDesc,
+) -> Result<BwdWeightPlan, OpError> {
+    let ds = vec![dw; chain.num_d as usize];
+    let choice = select::bwd_weight(&select::Request {
+        p,
+        types: cfg.types,
+        family,
+        compute_units,
+        x: &x,
+        dy: &dy,
+        forced: cfg.instance.as_deref(),
+        deterministic: cfg.deterministic,
+    })?;
+    // The tuning table's measured split stands in for the automatic one; a fixed split asked for wins.
+    let split_k = match (cfg.split_k, choice.split) {
+        (SplitK::Auto, Some(n)) => SplitK::Fixed(n),
+        (s, _) => s,
+    };
+    let (inst, (gm, gn, gk)) = (choice.instance, gemm_sizes(p)?);
+    let (tiles_m, tiles_n) = (gm.div_ceil(inst.tile.bm as u64) as u32, gn.div_ceil(inst.tile.bn as u64) as u32);
+    let (types, deterministic) = (cfg.types, cfg.deterministic);
+    let (x, dw, dy) = (&x, &dw, &dy);
+    let c = WeightCtx { p, inst, family, compute_units, types, x, dw, dy, split_k, deterministic, gm, gn, gk, tiles_m, tiles_n };
+    // The GEMM's split is every family's first check (the order errors come in).
+    let base = gemm::split(&c);
+    check_partials(c.weights(), base.0)?;
+    let mut args = common_args(&c, chain, &ds);
+    let launch = match (inst.op, choice.fit) {
+        (_, select::Fit::TapShift(f)) => tap_shift::plan(&c, &f, &mut args)?,
+        (Op::BwdWeightDepthwise, _) => depthwise::plan(&c, &mut args)?,
+        (Op::BwdWeightDirect, _) => direct::plan(&c, base, &mut args),
+        _ => gemm::plan(&c, base, &mut args)?,
+    };
+    let plan = finish(&c, launch, args)?;
+    Ok(BwdWeightPlan { x: *x, dw: *dw, dy: *dy, ds, from_table: choice.from_table, ..plan })
+}
+
+/// The per-group GEMM `(M, N, reduction)`, each within 2^31 - 1.
+fn gemm_sizes(p: &ConvProblem) -> Result<(u64, u64, u64), OpError> {
+    let (gm, gn) = (p.k as u64, p.c as u64 * p.filter_taps());
+    let gk = p.n as u64 * p.output_pixels();
+    for (field, v) in [("GEMM M (K)", gm), ("GEMM N (C*filter)", gn), ("GEMM K (N*output pixels)", gk)] {
+        if v > u32::MAX as u64 / 2 {
+            return Err(OpError::Desc(DescError::TooLarge { field, value: v, max: u32::MAX as u64 / 2 }));
+        }
+    }
+    Ok((gm, gn, gk))
+}
+
+/// The argument block every family starts from: the problem, the strides,
+/// the GEMM sizes and the epilogue (the family sets its k-batches and part).
+fn common_args(c: &WeightCtx<'_>, chain: EpiChain, ds: &[TensorDesc]) -> ConvArgs {
+    let p = c.p;
+    let mut args = ConvArgs {
+        x_strides: c.x.strides_u32(),
+        w_strides: c.dw.strides_u32(),
+        dy_strides: c.dy.strides_u32(),
+        gemm: GemmPart {
+            m: c.gm as u32,
+            n: c.gn as u32,
+            k: c.gk as u32,
+            k_batch: 0,
+            k_per_batch: 0,
+            tiles_m: c.tiles_m,
+            tiles_n: c.tiles_n,
+            partial_elems: c.weights() as u32,
+            div_n: FastDiv::new(c.gn as u32),
+        },
+        epi: chain,
+        div_out: p.output().map(|o| FastDiv::new(o as u32)),
+        div_c: FastDiv::new(p.c as u32),
+        div_x: FastDiv::new(p.filter[2] as u32),
+        div_y: FastDiv::new(p.filter[1] as u32),
+        div_zyx: FastDiv::new(p.filter_taps() as u32),
+        div_g: FastDiv::new(p.g as u32),
+        ..problem_args(p)
+    };
+    for (i, d) in ds.iter().enumerate().take(MAX_D) {
+        args.d_strides[i] = d.strides_u32();
+    }
+    args
+}
+
+/// The plan of a family's launch: the split-K mode, the launch (its grid
+/// checked) and the workspace (partials, then one arrival counter per
+/// output tile). Tensors are left to the caller.
+fn finish(c: &WeightCtx<'_>, l: WeightLaunch, mut args: ConvArgs) -> Result<BwdWeightPlan, OpError> {
+    let mode = match (l.k_batch, c.deterministic) {
+        (1, _) => 0,
+        (_, true) => flags::SPLITK_STORE,
+        (_, false) => flags::SPLITK_ATOMIC,
+    };
+    args.flags = mode;
+    let inst = c.inst;
+    let main = LaunchSpec { instance: inst, grid: l.grid, block: inst.threads(c.family), lds_bytes: inst.lds_bytes() };
+    main.check_grid()?;
+    let partial = c.weights();
+    let partial_elems = match mode {
+        flags::SPLITK_STORE => (partial * l.k_batch as u64) as usize,
+        flags::SPLITK_ATOMIC => partial as usize,
+        _ => 0,
+    };
+    let workspace_elems = if mode == 0 { 0 } else { partial_elems + l.counters };
+    Ok(BwdWeightPlan {
+        problem: *c.p,
+        x: *c.x,
+        dw: *c.dw,
+        dy: *c.dy,
+        ds: Vec::new(),
+        main,
+        k_batch: l.k_batch,
+        workspace_elems,
+        partial_elems,
+        atomic_partials: mode == flags::SPLITK_ATOMIC,
+        args_template: args,
+        from_table: false,
+        unfold: None,
+    })
+}
+
+impl BwdWeightPlan {
+    /// What runs, in one line: the kernel, the split and, for tap shifts, the grid.
+    pub fn describe(&self) -> String {
+        let mode = match (self.k_batch, self.atomic_partials) {
+            (1, _) => "none",
+            (_, true) => "atomic",
+            (_, false) => "deterministic",
+        };
+        let a = &self.args_template;
+        let shifts = if a.tap_shift.halo_rows > 0 {
+            let [hp, wp] = a.tap_shift.div_halo.map(|d| d.div);
+            format!(" ; tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.tap_shift.halo_rows)
+        } else {
+            String::new()
+        };
+        let folded = match &self.unfold {
+            Some(u) => {
+                let axes = ["x", "y and x", "z, y and x"][u.dims() - 1];
+                let (cols, valid) = u.channels();
+                format!(" ; {axes} unfolded into channels first (C' = {cols} for {valid}, {})", u.launch.instance.name)
+            }
+            None => fold::describe(&self.problem, a),
+        };
+        let table = if self.from_table { " ; tuning table" } else { "" };
+        format!("{} ; k_batch {} ; split-K {mode}{shifts}{folded}{table}", self.main.instance.name, self.k_batch)
+    }
+    /// The argument block with device addresses filled in (unfolded: `x'`
+    /// at the workspace's start, the split-K part after it).
+    pub fn args(&self, x: u64, dw: u64, dy: u64, workspace: u64, ds: &[u64]) -> ConvArgs {
+        let mut a = self.args_template;
+        a.x = x;
+        a.w = dw;
+        a.dy = dy;
+        a.ws = workspace;
+        if let Some(u) = &self.unfold {
+            a.x = workspace;
+            a.ws = if self.workspace_elems > u.ws_elems { workspace + 4 * u.ws_elems as u64 } else { 0 };
+        }
+        for (i, &d) in ds.iter().enumerate().take(MAX_D) {
+            a.d[i] = d;
+        }
+        a
+    }
+    /// The pre-pass's argument block: it reads `x` and writes `x'` at the workspace's start.
+    pub fn unfold_args(&self, x: u64, workspace: u64) -> Option<ConvArgs> {
+        self.unfold.as_ref().map(|u| ConvArgs { x, w: workspace, ..u.args_template })
+    }
+    /// Bytes at the workspace's start that every call overwrites (`x'`).
+    pub fn scratch_bytes(&self) -> usize {
+        self.unfold.as_ref().map_or(0, |u| 4 * u.ws_elems)
+    }
+    /// GEMM-K each output element accumulates over (the tolerance grows with it).
+    pub fn accumulation_length(&self) -> u64 {
+        self.problem.n as u64 * self.problem.output_pixels()
+    }
+}
+
+/// Device buffers of one backward-weight call, by device address.
+#[derive(Clone, Copy, Debug)]
+pub struct BwdWeightBuffers<'a> {
+    /// Input activations (act type, spanning `plan.x`).
+    pub x: u64,
+    /// Output gradient (act type, spanning `plan.dy`).
+    pub dy: u64,
+    /// Weight gradient, written (weight type, spanning `plan.dw`).
+    pub dw: u64,
+    /// `D` tensors of the epilogue (weight type).
+    pub ds: &'a [u64],
+}
+
+impl<'a> BwdWeightBuffers<'a> {
+    /// Takes typed device buffers, checking each one's byte length against the
+    /// plan's tensor descriptors and data types (`ds` receives the addresses of
+    /// the `D` buffers, which must be checked the same way).
+    pub fn checked<X: bytemuck::Pod, W: bytemuck::Pod>(
+        plan: &BwdWeightPlan,
+        types: TypeConfig,
+        x: &crate::runtime::DeviceBuffer<X>,
+        dy: &crate::runtime::DeviceBuffer<X>,
+        dw: &crate::runtime::DeviceBuffer<W>,
+        d: &[&crate::runtime::DeviceBuffer<W>],
+        ds: &'a mut Vec<u64>,
+    ) -> Result<Self, OpError> {
+        let need = check_buffer;
+        need("x", &plan.x, types.act(), x.bytes())?;
+        need("dy", &plan.dy, types.act(), dy.bytes())?;
+        need("dw", &plan.dw, types.wei(), dw.bytes())?;
+        collect_ds(&plan.ds, types.wei(), d, ds)?;
+        Ok(BwdWeightBuffers { x: x.device_addr(), dy: dy.device_addr(), dw: dw.device_addr(), ds })
+    }
+}
+
+impl SplitKWorkspace {
+    /// The workspace `plan` needs, or `None` when it splits no reduction.
+    pub fn for_plan(dev: &crate::runtime::Device, plan: &BwdWeightPlan) -> crate::runtime::Result<Option<Self>> {
+        (plan.workspace_elems > 0).then(|| Self::new(dev, plan.workspace_elems)).transpose()
+    }
+}
