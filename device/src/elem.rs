@@ -1,5 +1,15 @@
 //! Element types in device memory. Arithmetic is f32; these convert.
 
+// IEEE binary16. GPU targets use the primitive `f16` (a nightly feature); the host
+// (emulator) build uses `half::f16` so it compiles on stable Rust. Same bits, and
+// both convert from f32 rounding to nearest-even, as the hardware does.
+#[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+pub use half::f16;
+
+/// f16 under one path on every target (for macros: `core` does not export the
+/// primitive `f16` by path).
+pub type F16 = f16;
+
 /// bfloat16 stored as its bits (no `core` type exists).
 #[repr(transparent)]
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
@@ -58,15 +68,29 @@ impl Elem for f16 {
     type V16 = Vec16<[f16; 8]>;
     #[inline(always)]
     fn to_f32(self) -> f32 {
-        self as f32
+        #[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+        {
+            self as f32
+        }
+        #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+        {
+            f16::to_f32(self)
+        }
     }
     #[inline(always)]
     fn from_f32(v: f32) -> Self {
-        v as f16
+        #[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+        {
+            v as f16
+        }
+        #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+        {
+            f16::from_f32(v)
+        }
     }
     #[inline(always)]
     fn bits16(self) -> u16 {
-        self.to_bits()
+        f16::to_bits(self)
     }
 }
 

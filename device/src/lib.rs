@@ -15,7 +15,10 @@
 //!   `convgrad_types::for_each_instance!`.
 #![no_std]
 #![allow(internal_features)]
-#![feature(f16, core_intrinsics)]
+// Nightly features only where the crate is compiled for a GPU (by `cargo xtask
+// build-kernels`, on the pinned nightly): the host (emulator) build is stable Rust, so
+// crates depending on `convgrad` build on stable.
+#![cfg_attr(any(target_arch = "amdgpu", target_arch = "nvptx64"), feature(f16, core_intrinsics))]
 #![cfg_attr(
     any(target_arch = "amdgpu", target_arch = "nvptx64"),
     feature(

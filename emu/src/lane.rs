@@ -87,6 +87,13 @@ pub fn atomic_add_f32x4(p: *mut f32, v: [f32; 4]) {
     }
 }
 
+/// `a * b + c` rounded once (`v_fma_f32`, `fma.rn.f32`). Here because the device
+/// crate is `no_std` and `core` has no stable fused multiply-add.
+#[inline(always)]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    a.mul_add(b, c)
+}
+
 /// Packed f16 atomic add (`global_atomic_pk_add_f16`, `red.global.add.noftz.f16x2`):
 /// adds `v[0]`, `v[1]` (f16 bits) to the two halves at `p`, each rounded to f16.
 pub fn atomic_add_f16x2(p: *mut [u16; 2], v: [u16; 2]) {

@@ -75,3 +75,4 @@ pub fn wgmma_wait(pending: u32) {
 pub fn fence_proxy_async() {}
 
 pub use super::f32_to_bf16_soft as f32_to_bf16;
+pub use lane::fma;

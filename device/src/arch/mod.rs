@@ -205,6 +205,13 @@ pub fn fence_proxy_async() {
     imp::fence_proxy_async()
 }
 
+/// `a * b + c` rounded once, as `v_fma_f32` / `fma.rn.f32`: the intrinsic on GPU
+/// targets, the emulator's (std `mul_add`) on the host, where `core` has no stable fma.
+#[cfg(any(target_arch = "amdgpu", target_arch = "nvptx64"))]
+pub use core::intrinsics::fmaf32 as fma;
+#[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+pub use imp::fma;
+
 /// `v` as bf16 bits, rounded to nearest even (NaN stays NaN). NVIDIA has an
 /// instruction for it; elsewhere it is [`f32_to_bf16_soft`]. The epilogue
 /// converts every output element: the integer sequence made the bf16

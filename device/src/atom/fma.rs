@@ -12,5 +12,5 @@ mma_atom! {
     fn c_elem(_, _) = (0, 0);
     fn c_slot(_, _) = (0, 0);
     // A fused multiply-add, as the GPU's v_fma_f32 / fma.rn.f32.
-    unsafe fn mma(a, b, c) = c[0] = core::intrinsics::fmaf32(a[0], b[0], c[0]);
+    unsafe fn mma(a, b, c) = c[0] = crate::arch::fma(a[0], b[0], c[0]);
 }

@@ -302,7 +302,7 @@ macro_rules! input_trait {
         mod emu {
             use super::$input;
             use crate::atom::emulate;
-            use crate::elem::Bf16;
+            use crate::elem::{Bf16, f16};
             use convgrad_emu::matrix::MatrixOp;
             impl $input for f16 {
                 $(

@@ -229,7 +229,7 @@ mod hw {
 #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
 mod emu {
     use super::*;
-    use crate::elem::Bf16;
+    use crate::elem::{Bf16, f16};
     use convgrad_emu::{lane, matrix::WgmmaOp};
     macro_rules! emu_wgmma {
         ($t:ty, $bf16:literal) => {

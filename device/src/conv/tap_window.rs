@@ -154,7 +154,7 @@ pub(crate) fn window_fma<const VW: usize>(
             if e >= s && e - s < RUN && mask >> s & 1 != 0 {
                 let acc = &mut acc[e.wrapping_sub(s).min(RUN - 1)];
                 for l in 0..VW {
-                    acc[l] = core::intrinsics::fmaf32(px[e][l], wt[s][l], acc[l]);
+                    acc[l] = arch::fma(px[e][l], wt[s][l], acc[l]);
                 }
             }
         });

@@ -9,13 +9,13 @@ pub mod smoke;
 /// Element type in memory for a `TypeConfig` token: (activations, weight gradient).
 macro_rules! in_ty {
     (F32) => { f32 };
-    (F16) => { f16 };
+    (F16) => { $crate::elem::F16 };
     (Bf16) => { $crate::elem::Bf16 };
     (Bf16F32) => { $crate::elem::Bf16 };
 }
 macro_rules! out_ty {
     (F32) => { f32 };
-    (F16) => { f16 };
+    (F16) => { $crate::elem::F16 };
     (Bf16) => { $crate::elem::Bf16 };
     (Bf16F32) => { f32 };
 }

@@ -6,6 +6,8 @@
 use crate::arch;
 use crate::atom::MmaAtom;
 use crate::conv::load_args;
+#[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+use crate::elem::f16;
 use convgrad_types::params::ConvArgs;
 
 /// Kernel body.

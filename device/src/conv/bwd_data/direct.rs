@@ -280,7 +280,7 @@ unsafe fn scalar<In: Elem, Out: Elem>(a: &ConvArgs) {
                 for k in 0..a.k {
                     let yv = unsafe { arch::ld(dy, (y_off + k * ys[2]) as usize) };
                     let wv = unsafe { arch::ld(w, (w_off + k * ws[1]) as usize) };
-                    acc = core::intrinsics::fmaf32(yv.to_f32(), wv.to_f32(), acc);
+                    acc = arch::fma(yv.to_f32(), wv.to_f32(), acc);
                 }
             }
         }

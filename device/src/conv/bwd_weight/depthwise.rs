@@ -229,7 +229,7 @@ unsafe fn chunk<In: Elem, const VW: usize, const F: usize, const P: usize, const
                 if p < P {
                     let e = p * S + f;
                     for l in 0..VW {
-                        acc[f][l] = core::intrinsics::fmaf32(yv[p][l], xw[e][l], acc[f][l]);
+                        acc[f][l] = arch::fma(yv[p][l], xw[e][l], acc[f][l]);
                     }
                 }
             });

@@ -204,7 +204,7 @@ unsafe fn pixels<In: Elem, const VW: usize, const DEPTHWISE: bool>(a: &ConvArgs,
         unroll!(j in [0, 1, 2] => {
             if inside[j] {
                 for l in 0..VW {
-                    acc[j][l] = core::intrinsics::fmaf32(yv[l], xv[j][l], acc[j][l]);
+                    acc[j][l] = arch::fma(yv[l], xv[j][l], acc[j][l]);
                 }
             }
         });
@@ -315,7 +315,7 @@ unsafe fn segment<In: Elem, const VW: usize, const DEPTHWISE: bool, const WHOLE:
         let acc = &mut acc[f];
         unroll!(p in [0, 1, 2, 3, 4, 5, 6, 7] => {
             for l in 0..VW {
-                acc[l] = core::intrinsics::fmaf32(yv[p][l], xw[p + f][l], acc[l]);
+                acc[l] = arch::fma(yv[p][l], xw[p + f][l], acc[l]);
             }
         });
     });
@@ -419,7 +419,7 @@ unsafe fn scalar_sum<In: Elem>(a: &ConvArgs, kb: u32, g: u32, m: u32, col: u32) 
             if inside {
                 let yv = unsafe { arch::ld(dy, (y_base + n * ys[1] + o[0] * ys[3] + o[1] * ys[4] + o[2] * ys[5]) as usize) };
                 let xv = unsafe { arch::ld(x, off as usize) };
-                acc = core::intrinsics::fmaf32(yv.to_f32(), xv.to_f32(), acc);
+                acc = arch::fma(yv.to_f32(), xv.to_f32(), acc);
             }
             next_out_pixel(a, &mut n, &mut o);
         }

@@ -1,15 +1,15 @@
 //! AMD HSA code objects: the `NT_AMDGPU_METADATA` note (MessagePack,
 //! `amdhsa.kernels`) of an ELF built for `amdgcn-amd-amdhsa`.
 
-use super::msgpack::{self, Value};
+use object::elf::{EM_AMDGPU, FileHeader64, SHT_NOTE};
+use object::read::elf::{FileHeader, NoteIterator, ProgramHeader, SectionHeader};
+use object::LittleEndian;
+use rmpv::Value;
+
 use super::{ArgMeta, KernelMeta};
 
-/// `EM_AMDGPU`.
-const EM_AMDGPU: u16 = 0xe0;
-/// `NT_AMDGPU_METADATA`.
+/// `NT_AMDGPU_METADATA` (not among `object`'s constants).
 const NT_AMDGPU_METADATA: u32 = 32;
-const SHT_NOTE: u32 = 7;
-const PT_NOTE: u32 = 4;
 
 /// What the metadata note of an HSA code object says.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,79 +32,18 @@ impl AmdCodeObject {
     }
 }
 
-struct Elf<'a> {
-    data: &'a [u8],
+/// The `AMDGPU` / `NT_AMDGPU_METADATA` descriptor among `notes`, if any.
+fn find_note<'a>(mut notes: NoteIterator<'a, FileHeader64<LittleEndian>>) -> Result<Option<&'a [u8]>, String> {
+    while let Some(n) = notes.next().map_err(|e| format!("ELF note: {e}"))? {
+        if n.name() == b"AMDGPU" && n.n_type(LittleEndian) == NT_AMDGPU_METADATA {
+            return Ok(Some(n.desc()));
+        }
+    }
+    Ok(None)
 }
 
-impl<'a> Elf<'a> {
-    fn u16(&self, off: usize) -> Result<u16, String> {
-        self.data
-            .get(off..off + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .ok_or_else(|| format!("ELF truncated at {off:#x}"))
-    }
-    fn u32(&self, off: usize) -> Result<u32, String> {
-        self.data
-            .get(off..off + 4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
-            .ok_or_else(|| format!("ELF truncated at {off:#x}"))
-    }
-    fn u64(&self, off: usize) -> Result<u64, String> {
-        self.data
-            .get(off..off + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
-            .ok_or_else(|| format!("ELF truncated at {off:#x}"))
-    }
-    fn range(&self, off: u64, size: u64) -> Result<&'a [u8], String> {
-        let (o, s) = (off as usize, size as usize);
-        o.checked_add(s)
-            .and_then(|e| self.data.get(o..e))
-            .ok_or_else(|| {
-                format!(
-                    "ELF range {off:#x}+{size:#x} beyond the file ({} bytes)",
-                    self.data.len()
-                )
-            })
-    }
-    /// Byte offsets of the entries of a header table (sections or segments)
-    /// whose offset, entry size and count the ELF header holds at `off_at`,
-    /// `size_at` and `count_at`; none when the table is absent or its entries
-    /// are shorter than `min_size`.
-    fn table(&self, off_at: usize, size_at: usize, count_at: usize, min_size: u64) -> Result<Vec<usize>, String> {
-        let off = self.u64(off_at)?;
-        let size = self.u16(size_at)? as u64;
-        let count = self.u16(count_at)? as u64;
-        if off == 0 || size < min_size {
-            return Ok(Vec::new());
-        }
-        Ok((0..count).map(|i| (off + i * size) as usize).collect())
-    }
-    /// Note segments: from section headers (SHT_NOTE), else program headers (PT_NOTE).
-    fn note_blobs(&self) -> Result<Vec<&'a [u8]>, String> {
-        let mut out = Vec::new();
-        // Section headers: sh_type at 4, sh_offset at 0x18, sh_size at 0x20.
-        for h in self.table(0x28, 0x3a, 0x3c, 0x40)? {
-            if self.u32(h + 4)? == SHT_NOTE {
-                out.push(self.range(self.u64(h + 0x18)?, self.u64(h + 0x20)?)?);
-            }
-        }
-        if out.is_empty() {
-            // Program headers: p_type at 0, p_offset at 8, p_filesz at 0x20.
-            for h in self.table(0x20, 0x36, 0x38, 0x38)? {
-                if self.u32(h)? == PT_NOTE {
-                    out.push(self.range(self.u64(h + 8)?, self.u64(h + 0x20)?)?);
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
-}
-
-/// Finds the `AMDGPU` / `NT_AMDGPU_METADATA` note's descriptor.
+/// Finds the `AMDGPU` / `NT_AMDGPU_METADATA` note's descriptor: in the note
+/// sections, else (no section headers) in the note segments.
 fn metadata_note(image: &[u8]) -> Result<&[u8], String> {
     if image.len() < 0x40 || &image[..4] != b"\x7fELF" {
         return Err("not an ELF file (an AMD code object must be an HSA ELF)".into());
@@ -112,89 +51,78 @@ fn metadata_note(image: &[u8]) -> Result<&[u8], String> {
     if image[4] != 2 || image[5] != 1 {
         return Err("not a little-endian ELF64 file".into());
     }
-    let elf = Elf { data: image };
-    let machine = elf.u16(0x12)?;
+    let e = LittleEndian;
+    let header = FileHeader64::<LittleEndian>::parse(image).map_err(|x| format!("ELF header: {x}"))?;
+    let machine = header.e_machine(e);
     if machine != EM_AMDGPU {
         return Err(format!("ELF machine {machine:#x} is not EM_AMDGPU (0xe0)"));
     }
-    for blob in elf.note_blobs()? {
-        let mut p = 0usize;
-        while p + 12 <= blob.len() {
-            let namesz = u32::from_le_bytes(blob[p..p + 4].try_into().unwrap()) as usize;
-            let descsz = u32::from_le_bytes(blob[p + 4..p + 8].try_into().unwrap()) as usize;
-            let ty = u32::from_le_bytes(blob[p + 8..p + 12].try_into().unwrap());
-            let name_at = p + 12;
-            let desc_at = name_at + align4(namesz);
-            let next = desc_at + align4(descsz);
-            if desc_at + descsz > blob.len() {
-                return Err("ELF note runs past its section".into());
+    // Raw section headers: notes need no section names (string table).
+    let sections = header.section_headers(e, image).map_err(|x| format!("ELF sections: {x}"))?;
+    let mut any_section_note = false;
+    for s in sections.iter().filter(|s| s.sh_type(e) == SHT_NOTE) {
+        any_section_note = true;
+        let notes = s.notes(e, image).map_err(|x| format!("ELF note section: {x}"))?;
+        if let Some(d) = notes.map(find_note).transpose()?.flatten() {
+            return Ok(d);
+        }
+    }
+    if !any_section_note {
+        for p in header.program_headers(e, image).map_err(|x| format!("ELF program headers: {x}"))? {
+            let notes = p.notes(e, image).map_err(|x| format!("ELF note segment: {x}"))?;
+            if let Some(d) = notes.map(find_note).transpose()?.flatten() {
+                return Ok(d);
             }
-            let name = &blob[name_at..name_at + namesz];
-            let name = name.strip_suffix(b"\0").unwrap_or(name);
-            if name == b"AMDGPU" && ty == NT_AMDGPU_METADATA {
-                return Ok(&blob[desc_at..desc_at + descsz]);
-            }
-            p = next;
         }
     }
     Err("no AMDGPU metadata note (NT_AMDGPU_METADATA, code object v3+) in the ELF".into())
 }
 
+/// `map[key]` for a string key (MessagePack maps keep their encoded order).
+fn get<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
+    map.as_map()?.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
+}
+
+fn as_array(v: &Value) -> Option<&[Value]> {
+    v.as_array().map(Vec::as_slice)
+}
+
+/// The unsigned integers of an array (other elements skipped).
+fn u64s(v: &[Value]) -> Vec<u64> {
+    v.iter().filter_map(Value::as_u64).collect()
+}
+
 /// Parses the kernel metadata of an HSA code object.
 pub fn parse(image: &[u8]) -> Result<AmdCodeObject, String> {
-    let desc = metadata_note(image)?;
-    let root = msgpack::decode(desc)?;
-    let target = root
-        .get("amdhsa.target")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let version = root
-        .get("amdhsa.version")
-        .and_then(Value::as_array)
-        .map(|v| v.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default();
-    let kernels = root
-        .get("amdhsa.kernels")
-        .and_then(Value::as_array)
+    let mut desc = metadata_note(image)?;
+    // One value; trailing bytes are ignored.
+    let root = rmpv::decode::read_value(&mut desc).map_err(|e| format!("msgpack: {e}"))?;
+    let str_of = |v: &Value, key: &str| get(v, key).and_then(Value::as_str).map(str::to_string);
+    let kernels = get(&root, "amdhsa.kernels")
+        .and_then(as_array)
         .ok_or("metadata has no amdhsa.kernels array")?;
     let mut out = Vec::with_capacity(kernels.len());
     for k in kernels {
-        let name = k
-            .get(".name")
-            .and_then(Value::as_str)
-            .ok_or("a kernel without .name")?
-            .to_string();
-        let num = |key: &str| k.get(key).and_then(Value::as_u64);
+        let name = str_of(k, ".name").ok_or("a kernel without .name")?;
+        let num = |key: &str| get(k, key).and_then(Value::as_u64);
         let mut args = Vec::new();
-        for a in k.get(".args").and_then(Value::as_array).unwrap_or(&[]) {
+        for a in get(k, ".args").and_then(as_array).unwrap_or(&[]) {
+            let missing = |key: &str| format!("{name}: arg without {key}");
+            let u = |key: &str| get(a, key).and_then(Value::as_u64).ok_or_else(|| missing(key));
             args.push(ArgMeta {
-                name: a.get(".name").and_then(Value::as_str).map(str::to_string),
-                offset: a
-                    .get(".offset")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| format!("{name}: arg without .offset"))?,
-                size: a
-                    .get(".size")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| format!("{name}: arg without .size"))?,
-                kind: a
-                    .get(".value_kind")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("{name}: arg without .value_kind"))?
-                    .to_string(),
+                name: str_of(a, ".name"),
+                offset: u(".offset")?,
+                size: u(".size")?,
+                kind: str_of(a, ".value_kind").ok_or_else(|| missing(".value_kind"))?,
             });
         }
         out.push(KernelMeta {
-            symbol: k.get(".symbol").and_then(Value::as_str).map(str::to_string),
+            symbol: str_of(k, ".symbol"),
             kernarg_size: num(".kernarg_segment_size"),
             static_lds_bytes: num(".group_segment_fixed_size"),
             private_bytes: num(".private_segment_fixed_size"),
             max_threads: num(".max_flat_workgroup_size"),
-            required_threads: k
-                .get(".reqd_workgroup_size")
-                .and_then(Value::as_array)
-                .map(|v| v.iter().filter_map(Value::as_u64).product()),
+            required_threads: get(k, ".reqd_workgroup_size").and_then(as_array).map(|v| u64s(v).iter().product()),
             wave_size: num(".wavefront_size"),
             sgprs: num(".sgpr_count"),
             vgprs: num(".vgpr_count"),
@@ -204,8 +132,8 @@ pub fn parse(image: &[u8]) -> Result<AmdCodeObject, String> {
         });
     }
     Ok(AmdCodeObject {
-        target,
-        version,
+        target: str_of(&root, "amdhsa.target").unwrap_or_default(),
+        version: get(&root, "amdhsa.version").and_then(as_array).map(u64s).unwrap_or_default(),
         kernels: out,
     })
 }
@@ -213,7 +141,7 @@ pub fn parse(image: &[u8]) -> Result<AmdCodeObject, String> {
 /// Builds a minimal HSA-like ELF holding `metadata` as its AMDGPU note (for tests).
 pub fn build_test_elf(metadata: &Value) -> Vec<u8> {
     let mut desc = Vec::new();
-    msgpack::encode(metadata, &mut desc);
+    rmpv::encode::write_value(&mut desc, metadata).expect("writing to a Vec");
     let mut note = Vec::new();
     note.extend_from_slice(&7u32.to_le_bytes());
     note.extend_from_slice(&(desc.len() as u32).to_le_bytes());
@@ -225,8 +153,7 @@ pub fn build_test_elf(metadata: &Value) -> Vec<u8> {
     }
     // ELF header (0x40) + note + 2 section headers (null, .note).
     let note_off = 0x40u64;
-    let shoff = note_off + note.len() as u64;
-    let shoff = (shoff + 7) & !7;
+    let shoff = (note_off + note.len() as u64 + 7) & !7;
     let mut e = vec![0u8; 0x40];
     e[..4].copy_from_slice(b"\x7fELF");
     e[4] = 2; // ELFCLASS64
@@ -254,8 +181,11 @@ pub fn build_test_elf(metadata: &Value) -> Vec<u8> {
 /// The metadata of one kernel in the shape LLVM writes it (for tests):
 /// `args` are `(offset, size, value_kind)`.
 pub fn test_kernel_metadata(name: &str, args: &[(u64, u64, &str)], kernarg_size: u64) -> Value {
-    let s = |x: &str| Value::Str(x.to_string());
-    let i = |x: u64| Value::Int(x as i128);
+    let s = |x: &str| Value::from(x);
+    let i = Value::from;
+    let arg = |&(o, z, k): &(u64, u64, &str)| {
+        Value::Map(vec![(s(".offset"), i(o)), (s(".size"), i(z)), (s(".value_kind"), s(k)), (s(".address_space"), s("generic"))])
+    };
     Value::Map(vec![
         (s(".name"), s(name)),
         (s(".symbol"), s(&format!("{name}.kd"))),
@@ -266,37 +196,16 @@ pub fn test_kernel_metadata(name: &str, args: &[(u64, u64, &str)], kernarg_size:
         (s(".wavefront_size"), i(64)),
         (s(".sgpr_count"), i(24)),
         (s(".vgpr_count"), i(40)),
-        (
-            s(".args"),
-            Value::Array(
-                args.iter()
-                    .map(|&(o, z, k)| {
-                        Value::Map(vec![
-                            (s(".offset"), i(o)),
-                            (s(".size"), i(z)),
-                            (s(".value_kind"), s(k)),
-                            (s(".address_space"), s("generic")),
-                        ])
-                    })
-                    .collect(),
-            ),
-        ),
+        (s(".args"), Value::Array(args.iter().map(arg).collect())),
     ])
 }
 
 /// A whole metadata document for `target` (e.g. `gfx942`) with `kernels` (for tests).
 pub fn test_metadata(target: &str, kernels: Vec<Value>) -> Value {
-    let s = |x: &str| Value::Str(x.to_string());
     Value::Map(vec![
-        (
-            s("amdhsa.version"),
-            Value::Array(vec![Value::Int(1), Value::Int(2)]),
-        ),
-        (
-            s("amdhsa.target"),
-            s(&format!("amdgcn-amd-amdhsa--{target}")),
-        ),
-        (s("amdhsa.kernels"), Value::Array(kernels)),
+        (Value::from("amdhsa.version"), Value::Array(vec![Value::from(1), Value::from(2)])),
+        (Value::from("amdhsa.target"), Value::from(format!("amdgcn-amd-amdhsa--{target}"))),
+        (Value::from("amdhsa.kernels"), Value::Array(kernels)),
     ])
 }
 

@@ -9,7 +9,6 @@
 //! - NVIDIA: the `.entry` parameter lists of the PTX text ([`ptx::parse`]).
 
 pub mod amdgpu;
-pub mod msgpack;
 pub mod ptx;
 
 use super::error::RuntimeError;
