@@ -386,26 +386,23 @@ fn launch_shapes_are_checked_before_running() {
     let d = emu(EmuArch::Gfx942);
     let (s, k) = smoke_kernel(&d);
     let args = convgrad_types::params::ConvArgs::default();
-    let e = d
-        .launch(&k, [0, 1, 1], s.block, s.lds_bytes, &args)
+    // SAFETY (every launch of this test): each is refused by a shape or device
+    // check before any kernel runs, so the null addresses are never used.
+    let e = unsafe { d.launch(&k, [0, 1, 1], s.block, s.lds_bytes, &args) }
         .unwrap_err()
         .to_string();
     assert!(e.contains("empty grid"), "{e}");
-    let e = d
-        .launch(&k, [1, 1, 1], 48, s.lds_bytes, &args)
+    let e = unsafe { d.launch(&k, [1, 1, 1], 48, s.lds_bytes, &args) }
         .unwrap_err()
         .to_string();
     assert!(e.contains("multiple of the wave size 64"), "{e}");
-    let e = d
-        .launch(&k, [1, 1, 1], 64, 65 * 1024, &args)
+    let e = unsafe { d.launch(&k, [1, 1, 1], 64, 65 * 1024, &args) }
         .unwrap_err()
         .to_string();
     assert!(e.contains("exceed the device's 65536 bytes"), "{e}");
     // A kernel of one device cannot be launched on another.
     let other = emu(EmuArch::Gfx942);
-    let e = other
-        .launch(&k, s.grid, s.block, s.lds_bytes, &args)
-        .unwrap_err();
+    let e = unsafe { other.launch(&k, s.grid, s.block, s.lds_bytes, &args) }.unwrap_err();
     assert!(matches!(e, RuntimeError::WrongDevice("kernel")), "{e}");
 }
 
@@ -543,10 +540,14 @@ fn events_and_sharing(d: &Device) {
     b.fill_zero().unwrap();
     let out = d.alloc::<f32>(s.m * s.n).unwrap();
     let args = smoke::args(&s, &a, &b, &out);
+    // SAFETY (both launches below): `args` points the smoke kernel at `a`, `b`
+    // and `out`, allocated above with the m x k, k x n and m x n elements of
+    // `s` (the spec `args` was built from) and alive until this function
+    // returns, after the launches are waited for; only `out` is written.
     let ((), ms) = d
         .time(|| {
             for _ in 0..10 {
-                d.launch(&k, s.grid, s.block, s.lds_bytes, &args)?;
+                unsafe { d.launch(&k, s.grid, s.block, s.lds_bytes, &args)? };
             }
             Ok(())
         })
@@ -555,7 +556,7 @@ fn events_and_sharing(d: &Device) {
     std::thread::scope(|sc| {
         for _ in 0..2 {
             sc.spawn(|| {
-                d.launch(&k, s.grid, s.block, s.lds_bytes, &args).unwrap();
+                unsafe { d.launch(&k, s.grid, s.block, s.lds_bytes, &args) }.unwrap();
                 d.synchronize().unwrap();
             });
         }
@@ -593,14 +594,10 @@ fn large_lds(d: &Device) {
     let (a, b) = (d.upload(&ha).unwrap(), d.upload(&hb).unwrap());
     let out = d.alloc::<f32>(s.m * s.n).unwrap();
     out.fill_nan().unwrap();
-    d.launch(
-        &k,
-        s.grid,
-        s.block,
-        100 * 1024,
-        &smoke::args(&s, &a, &b, &out),
-    )
-    .unwrap();
+    // SAFETY: the smoke kernel reads `a` (m x k), `b` (k x n) and writes `out`
+    // (m x n), the lengths of `s` they were allocated with; all three outlive
+    // the `synchronize` below. The larger LDS is the kernel's own scratch.
+    unsafe { d.launch(&k, s.grid, s.block, 100 * 1024, &smoke::args(&s, &a, &b, &out)) }.unwrap();
     d.synchronize().unwrap();
     assert_eq!(
         out.download().unwrap(),
@@ -650,10 +647,12 @@ fn cuda_module_errors_are_explained() {
     let ok = entry("one", &by_value("one"), "");
     let m = d.load_module_image(ok.as_bytes()).unwrap();
     let k = m.kernel("one").unwrap();
-    d.launch(&k, [2, 1, 1], 32, 0, &convgrad_types::params::ConvArgs::default()).unwrap();
+    // SAFETY: kernel `one` is an empty body (`ret`): it addresses no memory.
+    unsafe { d.launch(&k, [2, 1, 1], 32, 0, &convgrad_types::params::ConvArgs::default()) }.unwrap();
     d.synchronize().unwrap();
     // An argument block of another size is refused before the driver sees it.
-    let e = d.launch(&k, [2, 1, 1], 32, 0, &0u64).unwrap_err().to_string();
+    // SAFETY: refused (argument block size) before the driver sees it.
+    let e = unsafe { d.launch(&k, [2, 1, 1], 32, 0, &0u64) }.unwrap_err().to_string();
     assert!(e.contains("`one`") && e.contains("ConvArgs"), "{e}");
     let e = m.kernel("two").unwrap_err().to_string();
     assert!(e.contains("`two`") && e.contains("one"), "{e}");

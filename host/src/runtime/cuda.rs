@@ -369,6 +369,22 @@ impl Driver for CudaDriver {
             let _ = unsafe { result::stream::destroy(handle as sys::CUstream) };
         }
     }
+    fn check_stream(&self, handle: *mut c_void) -> Result<()> {
+        // 0 and CU_STREAM_LEGACY (1): the legacy default stream; CU_STREAM_PER_THREAD
+        // (2): the per-thread one; both of the context bound to the launching thread.
+        if handle as usize <= 2 {
+            return Ok(());
+        }
+        self.bind()?;
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `ctx` is a valid out-pointer; the driver answers an error for
+        // a handle of a destroyed stream or one it does not know.
+        call("cuStreamGetCtx", unsafe { sys::cuStreamGetCtx(handle as sys::CUstream, &mut ctx) }.result())?;
+        if ctx != self.ctx.cu_ctx() {
+            return Err(RuntimeError::WrongDevice("stream"));
+        }
+        Ok(())
+    }
     fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()> {
         let ev = self.event_on(on, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
         // SAFETY: our event, a stream of this context.

@@ -130,6 +130,11 @@ pub(crate) trait Driver: Send + Sync {
     fn destroy_stream(&self, handle: *mut c_void);
     /// Makes `waiter` wait for the work queued on `on` so far (no host wait).
     fn stream_wait(&self, waiter: StreamId, on: StreamId) -> Result<()>;
+    /// Checks that `handle` is a stream of this device's context (CUDA:
+    /// `cuStreamGetCtx`); the CPU backends accept any value.
+    fn check_stream(&self, _handle: *mut c_void) -> Result<()> {
+        Ok(())
+    }
     /// The allocation holding `addr`: `(base, bytes)`, for checking the
     /// lengths of foreign pointers.
     fn address_range(&self, addr: u64) -> Result<(u64, usize)>;

@@ -11,7 +11,10 @@
 //! let module = dev.load_module()?;
 //! let kernel = module.kernel("bwdw_direct_f32")?;
 //! # let args = convgrad::types::params::ConvArgs::default();
-//! dev.launch(&kernel, [4, 1, 1], 256, 0, &args)?;
+//! // SAFETY: a real caller fills `args` with the addresses of live buffers of this
+//! // device that hold every element of the problem's tensors (`Device::launch`
+//! // states the contract); the operations of `convgrad::ops` do that for you.
+//! unsafe { dev.launch(&kernel, [4, 1, 1], 256, 0, &args)? };
 //! dev.synchronize()?;
 //! # Ok(()) }
 //! ```
@@ -36,11 +39,12 @@
 //! the kernel); on HIP and the isa executor [`Device::launch`] uploads it and
 //! passes its device address; the emulator passes a host pointer. At module load each kernel's
 //! argument list in the code object's metadata is checked against that
-//! ([`meta`]).
+//! ([`meta`]). [`Device::launch`] is `unsafe`: the addresses in the block are
+//! the caller's promise; the operations of [`crate::ops`] are the safe way in.
 //!
 //! # Ordering
 //! Each [`Device`] has its own stream; launches, fills and event records are
-//! queued on it unless a [`Stream`] is named ([`Device::launch_on`],
+//! queued on it unless a [`Stream`] is named (the operations' `execute_on`,
 //! [`Device::wrap_stream`] for a framework's stream). Uploads and downloads
 //! wait for the work queued on the device's stream before them and return
 //! when the copy is complete; frees are queued on it (`cuMemFreeAsync`,

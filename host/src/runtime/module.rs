@@ -142,7 +142,31 @@ impl Device {
     /// of dynamic LDS on the device's own stream; `args` (the kernel's argument
     /// block, a `ConvArgs`) is its one argument: by value on CUDA, uploaded and
     /// passed by address on HIP and the isa executor (see the module docs).
-    pub fn launch<A: bytemuck::Pod>(
+    ///
+    /// This is the raw entry point: the kernel reads and writes wherever the
+    /// addresses and strides in `args` point, and nothing here can check them.
+    /// The safe, length-carrying way to run the kernels is an operation of
+    /// [`crate::ops`] (`BwdWeightOp::execute_on`, `BwdDataOp::execute_on`),
+    /// which validates every tensor descriptor against its buffer first.
+    /// What this does check (the kernel and the stream belong to this device,
+    /// the argument block's size, the grid, block and LDS limits) is an error.
+    ///
+    /// # Safety
+    /// For the whole run of the kernel (on GPUs: until the device's stream has
+    /// passed it):
+    /// - every device address in `args` points into live memory of this device
+    ///   (a [`super::DeviceBuffer`] not yet freed, or memory wrapped with
+    ///   [`Device::wrap_foreign`]) large enough for every element the kernel
+    ///   addresses through it: for each tensor, the descriptor's largest
+    ///   offset (`TensorDesc::span`) times the element size, from that address;
+    /// - the tensors the kernel writes (dW, dx, a split-K workspace) do not
+    ///   overlap each other nor the tensors it reads, except where the
+    ///   operation allows it (D0 = dx for `bwd-data-multi-d`), and no other
+    ///   work writes any of them;
+    /// - the remaining fields of `args` are what `kernel` expects for this
+    ///   problem (the ones `ops::*::plan` fills in): grid, tile and split-K
+    ///   counts consistent with `grid`, so that no workgroup indexes past them.
+    pub unsafe fn launch<A: bytemuck::Pod>(
         &self,
         kernel: &Kernel,
         grid: [u32; 3],
@@ -153,8 +177,13 @@ impl Device {
         self.launch_on(&self.default_stream(), kernel, grid, block, lds_bytes, args)
     }
 
-    /// As [`Device::launch`], queued on `stream`.
-    pub fn launch_on<A: bytemuck::Pod>(
+    /// As [`Device::launch`], queued on `stream`. Crate-private and safe for
+    /// the operations' launchers only (`ops::bwd_weight::launch`,
+    /// `ops::bwd_data::plan::launch`): they build `args` from a plan and
+    /// buffers whose descriptors were validated against their lengths and for
+    /// aliasing, which is the contract [`Device::launch`] states. Any other
+    /// caller goes through `launch`'s `unsafe` contract.
+    pub(crate) fn launch_on<A: bytemuck::Pod>(
         &self,
         stream: &super::Stream,
         kernel: &Kernel,

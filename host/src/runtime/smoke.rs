@@ -143,7 +143,12 @@ pub fn run(dev: &Device, seed: u64) -> Result<SmokeReport> {
     let d = dev.alloc::<f32>(s.m * s.n)?;
     d.fill_nan()?;
     let block = args(&s, &a, &b, &d);
-    let ((), ms) = dev.time(|| dev.launch(&kernel, s.grid, s.block, s.lds_bytes, &block))?;
+    // SAFETY: `block` points the smoke kernel at `a` (m x k f16), `b` (k x n f16)
+    // and `d` (m x n f32), allocated above with exactly those lengths and alive
+    // until this function returns after `synchronize`; `d`, the one written,
+    // is its own allocation; `spec` takes the grid (one workgroup of one tile)
+    // and the m, n, k of `block` from the same instance.
+    let ((), ms) = dev.time(|| unsafe { dev.launch(&kernel, s.grid, s.block, s.lds_bytes, &block) })?;
     dev.synchronize()?;
     let got = d.download()?;
     let want = cpu_product(&ha, &hb, s.m, s.n, s.k);

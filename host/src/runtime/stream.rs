@@ -104,13 +104,18 @@ impl Device {
     }
     /// Wraps a stream the caller owns: a `CUstream` on CUDA (null is the
     /// legacy default stream), a `hipStream_t` on HIP; any value on the
-    /// emulator. convgrad never destroys it.
+    /// emulator. convgrad never destroys it. On CUDA a stream of another
+    /// context (another device, or not the primary context) is an error,
+    /// [`RuntimeError::WrongDevice`]`("stream")`, as is a handle the driver
+    /// reports unknown (`cuStreamGetCtx`).
     ///
     /// # Safety
     /// `handle` must be a live stream of this device's context (CUDA: the
     /// primary context, which PyTorch and the runtime API use) and outlive
-    /// every use of the returned [`Stream`].
+    /// every use of the returned [`Stream`]. The check above catches a live
+    /// stream of another device; it cannot make an arbitrary integer safe.
     pub unsafe fn wrap_stream(&self, handle: *mut c_void) -> Result<Stream> {
+        self.inner.driver.check_stream(handle)?;
         Ok(Stream { dev: self.inner.clone(), id: StreamId::Handle(handle), owned: false })
     }
 }
