@@ -146,6 +146,11 @@ impl KernelDescriptor {
     pub fn accum_offset(&self) -> u32 {
         ((self.rsrc3 & 0x3f) + 1) * 4
     }
+    /// GFX10+ rsrc1 `WGP_MODE` (bit 29): a workgroup's waves may run on both CUs
+    /// of a WGP (each with its own L0).
+    pub fn wgp_mode(&self) -> bool {
+        self.rsrc1 >> 29 & 1 != 0
+    }
     /// Kernel code property `ENABLE_WAVEFRONT_SIZE32` (bit 10).
     pub fn wave32(&self) -> bool {
         self.code_properties >> 10 & 1 != 0

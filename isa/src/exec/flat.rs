@@ -53,7 +53,7 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
         match k {
             Kind::Load(ld) => {
                 let mut b = ld.buffer();
-                c.mem.read(a, &mut b[..ld.n]).map_err(fault)?;
+                c.mem.load(a, &mut b[..ld.n]).map_err(fault)?;
                 c.counters.global_bytes_read += ld.n as u64;
                 ld.put(c, i.dst, l, &b)?;
             }
@@ -64,7 +64,7 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
             }
             Kind::Atomic(op) => {
                 let mut b = [0u8; 4];
-                c.mem.read(a, &mut b).map_err(fault)?;
+                c.mem.load(a, &mut b).map_err(fault)?;
                 let old = u32::from_le_bytes(b);
                 let data = c.v32k(i.src[1], 0, l, Ty::B32)?;
                 let new = match op {

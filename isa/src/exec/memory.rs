@@ -1,6 +1,7 @@
 //! Checked memories: flat global memory made of host-allocated buffers (bounds and
 //! written-ness per byte) and a workgroup's LDS.
 
+use super::cache::{Access, Cache};
 use std::collections::{BTreeMap, HashMap};
 
 /// Why an access failed.
@@ -28,6 +29,8 @@ pub enum Fault {
         offset: usize,
         writer: String,
     },
+    /// The cache model found a stale or racing access (see `cache.rs`).
+    Cache(String),
 }
 
 impl std::fmt::Display for Fault {
@@ -72,6 +75,7 @@ impl std::fmt::Display for Fault {
                 f,
                 "read of {len} bytes at 0x{addr:x} (buffer `{buffer}` offset {offset}) stored by {writer}, a store not known to be complete: the writer did not wait for it (s_waitcnt vmcnt/vscnt) before the barrier or release that ordered this read after it"
             ),
+            Fault::Cache(m) => f.write_str(m),
         }
     }
 }
@@ -110,6 +114,10 @@ pub struct Memory {
     agent: Option<Agent>,
     log: Vec<(u64, u32)>,
     writers: HashMap<u32, Writer>,
+    /// The cache model of the running launch (`None`: off) and the instruction
+    /// accessing memory now.
+    cache: Option<Box<Cache>>,
+    access: Option<Access>,
 }
 
 /// Who stored outstanding bytes, for reports: workgroup, wave and the store.
@@ -238,11 +246,32 @@ impl Memory {
         Ok(())
     }
 
+    /// A device read under the cache model (when on): [`Memory::read`], then the
+    /// model's check of the bytes other waves stored.
+    pub fn load(&mut self, addr: u64, out: &mut [u8]) -> Result<(), Fault> {
+        self.read(addr, out)?;
+        let (base, off) = self.locate(addr, out.len())?;
+        if let (Some(c), Some(a)) = (self.cache.as_mut(), self.access.as_ref()) {
+            let name = &self.bufs[&base].name;
+            c.read(a, base, off, out).map_err(|m| {
+                Fault::Cache(format!("{m} (0x{addr:x}, buffer `{name}` offset {off})"))
+            })?;
+        }
+        Ok(())
+    }
+
     /// A device write: bounds checked, bytes become written (and, under an agent,
     /// pending until [`Memory::release`]).
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), Fault> {
         let (base, off) = self.locate(addr, data.len())?;
         let b = self.bufs.get_mut(&base).unwrap();
+        if let (Some(c), Some(a)) = (self.cache.as_mut(), self.access.as_ref()) {
+            c.write(a, (base, off, data.len()), &b.data, &b.written)
+                .map_err(|m| Fault::Cache(format!("{m} (0x{addr:x}, buffer `{}` offset {off})", b.name)))?;
+            if a.atomic && a.bits.glc {
+                c.atomic_sync(a.wave, addr);
+            }
+        }
         b.data[off..off + data.len()].copy_from_slice(data);
         b.written[off..off + data.len()].fill(true);
         if let Some(ag) = self.agent {
@@ -270,8 +299,37 @@ impl Memory {
         self.writers.insert(id, who);
     }
 
+    /// Starts (or, with `None`, turns off) the cache model for a launch.
+    pub fn set_cache(&mut self, c: Option<Cache>) {
+        self.cache = c.map(Box::new);
+        self.access = None;
+    }
+
+    /// The running launch's cache model.
+    pub fn cache(&mut self) -> Option<&mut Cache> {
+        self.cache.as_deref_mut()
+    }
+
+    /// The global-memory instruction whose accesses follow (`None`: the host).
+    pub fn set_access(&mut self, a: Option<Access>) {
+        if let (Some(c), Some(_)) = (self.cache.as_mut(), a) {
+            c.begin();
+        }
+        self.access = a;
+    }
+
+    /// The instruction accessing memory now.
+    pub fn access(&self) -> Option<Access> {
+        self.access
+    }
+
     /// Wave `id`'s store of `addr..addr + len` is complete.
     pub fn release(&mut self, id: u32, addr: u64, len: usize) {
+        if let Ok((base, off)) = self.locate(addr, len)
+            && let Some(c) = self.cache.as_mut()
+        {
+            c.complete(id, base, off, len);
+        }
         if let Ok((base, off)) = self.locate(addr, len)
             && let Some(p) = self.bufs.get_mut(&base).and_then(|b| b.pending.as_mut())
         {

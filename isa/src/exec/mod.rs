@@ -7,9 +7,11 @@
 //! without semantics stops the launch with an error naming it and the kernel.
 //!
 //! Model: every instruction completes before the next one issues (no latencies, so
-//! `s_waitcnt`, `s_nop` and dependency hints have nothing to wait for); memory is
-//! sequentially consistent; cache-control instructions do nothing.
+//! `s_waitcnt`, `s_nop` and dependency hints have nothing to wait for) unless late
+//! results are on ([`late`]); memory holds one value per byte, and the cache model
+//! ([`cache`]) judges which reads a non-coherent cache could answer stale.
 
+pub mod cache;
 pub mod late;
 pub mod memory;
 pub mod mods;
@@ -112,6 +114,8 @@ pub struct Counters {
     /// Barriers completed with the waves at different `s_barrier` instructions, or
     /// with some waves already ended (only counted when `Launch::strict_barriers` is off).
     pub divergent_barriers: u64,
+    /// Reads the cache model answered with a stale line's value ([`cache`]).
+    pub stale_reads: u64,
 }
 
 impl Counters {
@@ -185,6 +189,20 @@ fn step(c: &mut Ctx, h: Handler, i: &Inst, present: u32) -> Result<Flow, String>
     } else {
         None
     };
+    if matches!(i.enc, Enc::Flat | Enc::Mubuf | Enc::Smem) {
+        c.mem.set_access(Some(cache::Access {
+            wave: c.wave.uid,
+            bits: cache::Bits {
+                glc: i.mods.glc,
+                slc: i.mods.slc,
+                dlc: i.mods.dlc,
+            },
+            atomic: i.name.contains("atomic"),
+            immediate: !c.wave.late.on,
+            pc: i.addr,
+            name: i.name,
+        }));
+    }
     let flow = match late {
         None => h(c, i)?,
         Some((class, flat)) => {
@@ -352,6 +370,9 @@ pub struct Launch {
     pub late_results: bool,
     /// The order workgroups run in, and waves inside a workgroup between barriers.
     pub order: Order,
+    /// The cache model and global races ([`cache`]): on unless
+    /// `CONVGRAD_ISA_CACHE=0`.
+    pub cache_model: bool,
 }
 
 /// Order of workgroups (and of a workgroup's waves between barriers).
@@ -421,6 +442,7 @@ impl Launch {
             strict_barriers: true,
             late_results: std::env::var("CONVGRAD_ISA_LATE_RESULTS").map_or(true, |v| v != "0"),
             order: Order::from_env(),
+            cache_model: std::env::var("CONVGRAD_ISA_CACHE").map_or(true, |v| v != "0"),
         }
     }
 }
@@ -492,6 +514,11 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
     }
     mem.release_all();
     let kernarg = mem.upload("kernarg segment", &launch.kernarg);
+    mem.set_cache(
+        launch
+            .cache_model
+            .then(|| cache::Cache::new(arch, d.wgp_mode())),
+    );
     let mut counters = Counters::default();
     let lds_size = d.group_segment_fixed_size as usize + launch.dynamic_lds as usize;
     let nwaves = threads.div_ceil(lanes);
@@ -515,6 +542,12 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
             let mut waves: Vec<Wave> = (0..nwaves)
                 .map(|w| init_wave(arch, k, &user, lanes, w, threads, launch, kernarg, wg))
                 .collect();
+            if let Some(c) = mem.cache() {
+                let dom = c.dispatch(id as u32);
+                for w in &waves {
+                    c.place_wave(w.uid, id as u32, wg, w.id, dom);
+                }
+            }
             run_workgroup(
                 prog,
                 mem,
@@ -535,7 +568,13 @@ pub fn run(prog: &Program, mem: &mut Memory, launch: &Launch) -> Result<Counters
         }
         e
     });
-    // The launch's end completes every store.
+    // The launch's end completes every store and makes it visible.
+    let stale = mem.cache().map_or(0, |c| c.stale_reads);
+    let result = result.map(|mut c| {
+        c.stale_reads = stale;
+        c
+    });
+    mem.set_cache(None);
     mem.release_all();
     mem.free(kernarg);
     result
@@ -751,6 +790,10 @@ fn run_workgroup(
         }
         counters.barriers += 1;
         lds.barrier();
+        if let Some(c) = mem.cache() {
+            let [gx, gy, _] = launch.grid;
+            c.barrier(wg[0] + gx * (wg[1] + gy * wg[2]));
+        }
         for w in waves.iter_mut() {
             w.at_barrier = None;
         }

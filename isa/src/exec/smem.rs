@@ -14,7 +14,7 @@ fn load(c: &mut Ctx, i: &Inst, dwords: usize) -> Result<Flow, String> {
     let addr = base.wrapping_add(i.imm as u64).wrapping_add(soff) & !3;
     let mut buf = vec![0u8; dwords * 4];
     c.mem
-        .read(addr, &mut buf)
+        .load(addr, &mut buf)
         .map_err(|f| format!("scalar load: {f}"))?;
     c.counters.scalar_bytes_read += buf.len() as u64;
     let Operand::Sgpr(d) = i.dst else {

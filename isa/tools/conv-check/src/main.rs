@@ -8,10 +8,11 @@
 //! tolerance rule (`verify::*::judge`). Exits 1 on an executor error, 2 on a
 //! failed comparison. `LENIENT=1` runs barriers with hardware semantics
 //! (divergence counted, not an error). `sweep.sh` runs a problem list.
-//! `MUTATE=ADDR:WORD` (hex) replaces the main kernel's instruction word at ADDR
-//! first; `LIST_WAITCNT=1` prints the main kernel's `s_waitcnt` addresses and the
-//! needed ones (`Counters::waits_needed`; `mutate.sh` uses both: every needed wait
-//! replaced by `s_nop` must fail).
+//! `MUTATE=ADDR:WORD[,ADDR:WORD...]` (hex) replaces the main kernel's instruction
+//! words at ADDR first; `LIST_WAITCNT=1` prints the main kernel's `s_waitcnt`
+//! addresses and the needed ones (`Counters::waits_needed`; `mutate.sh` uses both:
+//! every needed wait replaced by `s_nop` must fail) and its cache-maintenance
+//! instructions (`FENCE ADDR LEN TEXT`; `mutate.sh` removes them).
 //! Example: `cargo run --release -- gfx942 "2 1 2 64 64 3 3 8 8 1 1 1 1 1 1 1 1"`.
 
 use convgrad::check::{Init, fill_random, from_bytes, to_bytes};
@@ -84,27 +85,29 @@ fn main() {
     }
 }
 
-/// Applies `MUTATE=ADDR:WORD` (hex) to the kernel's code.
+/// Applies `MUTATE=ADDR:WORD[,ADDR:WORD...]` (hex) to the kernel's code.
 fn mutate(k: &mut convgrad_isa::Kernel) {
     let Ok(m) = std::env::var("MUTATE") else {
         return;
     };
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
-    let Some((a, w)) = m
-        .split_once(':')
-        .and_then(|(a, w)| Some((hex(a)?, hex(w)?)))
-    else {
-        fail(1, &format!("MUTATE=`{m}`: expected ADDR:WORD in hex"))
-    };
-    let Some(o) = a
-        .checked_sub(k.entry)
-        .map(|o| o as usize)
-        .filter(|&o| o + 4 <= k.code.len())
-    else {
-        fail(1, &format!("MUTATE: 0x{a:x} is outside kernel {}", k.name))
-    };
-    k.code[o..o + 4].copy_from_slice(&(w as u32).to_le_bytes());
-    eprintln!("mutated: word at 0x{a:x} of {} is now {w:08x}", k.name);
+    for one in m.split(',').filter(|s| !s.is_empty()) {
+        let Some((a, w)) = one
+            .split_once(':')
+            .and_then(|(a, w)| Some((hex(a)?, hex(w)?)))
+        else {
+            fail(1, &format!("MUTATE=`{m}`: expected ADDR:WORD in hex"))
+        };
+        let Some(o) = a
+            .checked_sub(k.entry)
+            .map(|o| o as usize)
+            .filter(|&o| o + 4 <= k.code.len())
+        else {
+            fail(1, &format!("MUTATE: 0x{a:x} is outside kernel {}", k.name))
+        };
+        k.code[o..o + 4].copy_from_slice(&(w as u32).to_le_bytes());
+        eprintln!("mutated: word at 0x{a:x} of {} is now {w:08x}", k.name);
+    }
 }
 
 /// Prints `msg` and exits with `code`.
@@ -162,6 +165,9 @@ impl Check {
             }) {
                 println!("WAITCNT 0x{:x} {}", i.addr, i);
             }
+            for i in prog.insts.iter().filter(|i| i.name.starts_with("buffer_")) {
+                println!("FENCE 0x{:x} {} {}", i.addr, i.len, i);
+            }
         }
         let pargs = mem.upload("ConvArgs", args);
         let mut l = Launch::new(1, spec.block, pargs.to_le_bytes().to_vec());
@@ -177,8 +183,9 @@ impl Check {
                 }
             }
             Ok(c) => eprintln!(
-                "ran in {:?}: divergent barriers {} of {}; {} instr, classes {:?}, matrix cycles {}, lds conflicts {}",
+                "ran in {:?}: stale reads {}, divergent barriers {} of {}; {} instr, classes {:?}, matrix cycles {}, lds conflicts {}",
                 t.elapsed(),
+                c.stale_reads,
                 c.divergent_barriers,
                 c.barriers + c.divergent_barriers,
                 c.instructions(),
