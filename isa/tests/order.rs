@@ -103,17 +103,24 @@ fn communication_that_relies_on_launch_order_is_exposed() {
         0xBF81_0000, // s_endpgm
     ];
     let p = Program::new(Arch::Gfx90a, &kernel(&body)).unwrap();
-    let go = |order| {
+    let go = |order, cache| {
         let mut mem = Memory::new();
         mem.alloc("buf", 64);
         let mut l = Launch::new(16, 64, vec![]);
         l.order = order;
+        l.cache_model = cache;
         run(&p, &mut mem, &l).map_err(|e| e.to_string())
     };
-    go(Order::Sequential).unwrap();
-    let e = go(Order::Seeded(4)).unwrap_err();
+    go(Order::Sequential, false).unwrap();
+    let e = go(Order::Seeded(4), false).unwrap_err();
     assert!(
         e.contains("never written") && e.contains("CONVGRAD_ISA_ORDER_SEED=4"),
+        "{e}"
+    );
+    // The cache model calls it a race in any order.
+    let e = go(Order::Sequential, true).unwrap_err();
+    assert!(
+        e.contains("race between workgroups") && e.contains("workgroup (0,0,0) wave 0"),
         "{e}"
     );
 }
