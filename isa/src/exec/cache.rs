@@ -155,11 +155,14 @@ impl Rec {
     }
 }
 
-/// Per buffer: the last record of each byte (index + 1), and the contents when the
-/// launch first stored into it.
+/// Per buffer: the last record of each byte (index + 1), the first atomic of the
+/// atomics since its last plain store (their sum holds every one of them: on hardware
+/// the reader's own atomic can come first), and the contents when the launch first
+/// stored into it.
 #[derive(Clone, Debug)]
 struct Bytes {
     rec: Vec<u32>,
+    first: Vec<u32>,
     orig: Vec<u8>,
     orig_written: Vec<bool>,
 }
@@ -389,15 +392,16 @@ impl Cache {
         let who = self.place(a.wave);
         let mut stale = Vec::new();
         for k in 0..out.len() {
-            let Some(ri) = b.rec[off + k].checked_sub(1) else {
-                continue;
-            };
-            let r = &self.recs[ri as usize];
-            if r.wave == a.wave {
-                continue;
-            }
-            let w = self.place(r.wave);
-            let Some(why) = self.verdict(a, &who, &w, r) else {
+            let writers = [b.rec[off + k], b.first[off + k]];
+            let Some((r, w, why)) = writers
+                .iter()
+                .filter_map(|&ri| self.recs.get(ri.checked_sub(1)? as usize))
+                .filter(|r| r.wave != a.wave)
+                .find_map(|r| {
+                    let w = self.place(r.wave);
+                    Some((r, w, self.verdict(a, &who, &w, r)?))
+                })
+            else {
                 continue;
             };
             if r.atomic && b.orig_written[off + k] {
@@ -428,6 +432,7 @@ impl Cache {
     ) -> Result<(), String> {
         self.bytes.entry(base).or_insert_with(|| Bytes {
             rec: vec![0; data.len()],
+            first: vec![0; data.len()],
             orig: data.to_vec(),
             orig_written: written.to_vec(),
         });
@@ -472,6 +477,14 @@ impl Cache {
             }
         };
         let b = self.bytes.get_mut(&base).expect("inserted above");
+        for k in off..off + n {
+            let run = b.rec[k] != 0 && b.first[k] != 0;
+            b.first[k] = match (a.atomic, run) {
+                (false, _) => 0,
+                (true, true) => b.first[k],
+                (true, false) => idx,
+            };
+        }
         b.rec[off..off + n].fill(idx);
         Ok(())
     }

@@ -8,8 +8,9 @@
 # 2: wrong result from a stale read); one that passes is listed as redundant (another fence on
 # the same path does its work: the acq_rel fence and the acq_rel atomic both invalidate, every
 # wave's fence and wave 0's atomic both write back) or not executed. Then each kind is removed
-# as a whole (every invalidate; on gfx942 every L2 write-back in the deterministic mode): those
-# must be caught, and the unmutated runs must pass. Usage: fences.sh [ARCH...]; MUT_PROBLEM,
+# as a whole (every invalidate; those after the counter atomic, the acquire side; on gfx942 in the
+# deterministic mode every L2 write-back, and those before the counter atomic, the release side,
+# leaving the last workgroup's own write-back after it): those must be caught, and the unmutated runs must pass. Usage: fences.sh [ARCH...]; MUT_PROBLEM,
 # MUT_TYPE, MUT_SPLIT as mutate.sh. Exits 1 if a whole-kind removal passes or a base run fails.
 B=${BIN:-target/release/isa-conv-check}
 P=${MUT_PROBLEM:-"2 1 2 64 64 3 3 8 8 1 1 1 1 1 1 1 1"}
@@ -28,7 +29,9 @@ check_all() {
 for a in "${archs[@]}"; do
   if [ "$a" = gfx1100 ]; then trap=bf900002; nop=bf800000; else trap=bf920002; nop=bf800000; fi
   for mode in atomic det; do
-    mapfile -t fences < <(LIST_WAITCNT=1 run | grep '^FENCE' | awk '{sub(/^0x/, "", $2); print $2, $4, $5}')
+    list=$(LIST_WAITCNT=1 run)
+    mapfile -t fences < <(echo "$list" | grep '^FENCE' | awk '{sub(/^0x/, "", $2); print $2, $4, $5}')
+    arrive=$(echo "$list" | grep '^ARRIVE' | head -1 | awk '{print $2}')
     out=$(run); rc=$?
     if [ $rc -ne 0 ]; then bad=1; echo "$a $mode: BASE RUN FAILS (exit $rc) $(echo "$out" | grep FAIL | head -1 | cut -c1-300)"; continue; fi
     for f in "${fences[@]}"; do
@@ -44,12 +47,20 @@ for a in "${archs[@]}"; do
         idle=$((idle + 1)); echo "$a $mode 0x$at ${*:2} removed: passes (not executed)"
       fi
     done
-    inv=(); wb=()
+    inv=(); wb=(); acq=(); rel=()
     for f in "${fences[@]}"; do
-      case "$f" in *wbl2*) wb+=("$f");; *inv*) inv+=("$f");; esac
+      after=$(( 0x${f%% *} > arrive ))
+      case "$f" in
+        *wbl2*) wb+=("$f"); [ $after -eq 0 ] && rel+=("$f");;
+        *inv*) inv+=("$f"); [ $after -eq 1 ] && acq+=("$f");;
+      esac
     done
     check_all "every invalidate" "${inv[@]}"
-    [ "$a" = gfx942 ] && [ "$mode" = det ] && check_all "every L2 write-back" "${wb[@]}"
+    check_all "the acquire's invalidates (after the counter atomic at $arrive)" "${acq[@]}"
+    if [ "$a" = gfx942 ] && [ "$mode" = det ]; then
+      check_all "every L2 write-back" "${wb[@]}"
+      check_all "the release's L2 write-backs (before the counter atomic at $arrive)" "${rel[@]}"
+    fi
   done
 done
 echo "isa fence mutations: $caught single removals caught, $redundant redundant, $idle not executed; every whole-kind removal caught: $([ $bad -eq 0 ] && echo yes || echo NO)"
