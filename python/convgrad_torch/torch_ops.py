@@ -597,6 +597,10 @@ def _backward(x, weight, gy, conf, need_x, need_w):
     """(grad_input, grad_weight) of one layer, None where not needed.
     ``conf``: (stride, padding, dilation, groups, deterministic, fastest)."""
     stride, padding, dilation, groups, deterministic, _ = conf
+    if x.numel() == 0 or gy.numel() == 0 or weight.numel() == 0:
+        # Zero-size tensors (N, C or K of 0): nothing to compute; PyTorch's
+        # own backward gives the empty and zero gradients users expect.
+        return _aten(x, weight, gy, conf, need_x, need_w)
     if x.is_cuda:
         layer = _layer(x, weight, gy, conf, need_x, need_w)
         if x.device.index == torch.cuda.current_device():

@@ -30,6 +30,29 @@ pub fn type_err(arg: &str, msg: impl std::fmt::Display) -> PyErr {
     PyTypeError::new_err(format!("{arg}: {msg}"))
 }
 
+/// The Python int `v` of argument `arg` as a `T` (pyo3 takes it as `i128`,
+/// so a negative value reaches here instead of pyo3's unnamed
+/// `OverflowError`); out of `T`'s range: `ValueError` naming `arg` and what
+/// is `allowed`.
+pub fn int_arg<T: TryFrom<i128>>(arg: &str, v: i128, allowed: &str) -> Result<T, PyErr> {
+    T::try_from(v).map_err(|_| value(arg, format!("{v} is out of range; allowed: {allowed}")))
+}
+
+/// [`int_arg`] for a CUDA stream handle: 0 (the legacy default stream) or a `CUstream` value.
+pub fn stream_arg(v: i128) -> Result<usize, PyErr> {
+    int_arg("stream", v, "0 (the default stream) or a CUstream handle, a non-negative int")
+}
+
+/// [`int_arg`] for an optional `split_k`.
+pub fn split_k_arg(v: Option<i128>) -> Result<Option<u32>, PyErr> {
+    v.map(|v| int_arg("split_k", v, "None (chosen by convgrad) or an int from 1 to 65535")).transpose()
+}
+
+/// [`int_arg`] for an optional `workspace_zero_from`.
+pub fn zero_from_arg(v: Option<i128>) -> Result<Option<usize>, PyErr> {
+    v.map(|v| int_arg("workspace_zero_from", v, "None (unknown) or a byte offset, a non-negative int")).transpose()
+}
+
 /// `Unsupported("{arg}: {msg}")`.
 pub fn unsupported(arg: &str, msg: impl std::fmt::Display) -> PyErr {
     Unsupported::new_err(format!("{arg}: {msg}"))

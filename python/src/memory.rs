@@ -16,6 +16,19 @@ use pyo3::PyResult;
 /// The emulated architecture CPU tensors run on.
 pub const EMU_ARCH: EmuArch = EmuArch::Gfx942;
 
+/// Refuses a stream handle for CPU tensors (`cpu`): the emulator finishes
+/// every launch before returning and takes no stream, so a non-zero `stream`
+/// is a caller's mistake (a CUDA stream with CPU tensors), not a no-op.
+pub fn no_cpu_stream(cpu: bool, stream: usize) -> PyResult<()> {
+    if cpu && stream != 0 {
+        return Err(errors::value(
+            "stream",
+            format!("{stream:#x} given with CPU tensors, which run on the emulator and take no stream; pass 0"),
+        ));
+    }
+    Ok(())
+}
+
 /// A device and the stream a call runs on.
 pub struct Ctx {
     /// The device (shared per process: kernels loaded once).
@@ -45,6 +58,7 @@ impl Ctx {
     pub fn open(place: Place, cuda_stream: usize, arg: &str) -> PyResult<Ctx> {
         let (dev, stream) = match place {
             Place::Cpu => {
+                no_cpu_stream(true, cuda_stream)?;
                 let dev = Device::shared(Backend::Emulator(EMU_ARCH), 0).map_err(|e| errors::runtime(arg, e))?;
                 let s = dev.default_stream();
                 (dev, s)
@@ -55,7 +69,7 @@ impl Ctx {
                 // device (a live CUstream of the primary context, or 0 for the
                 // legacy default stream); it outlives this call, the only use.
                 let s = unsafe { dev.wrap_stream(cuda_stream as *mut std::ffi::c_void) }
-                    .map_err(|e| errors::runtime(arg, e))?;
+                    .map_err(|e| errors::runtime("stream", e))?;
                 (dev, s)
             }
         };

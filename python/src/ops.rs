@@ -79,8 +79,9 @@ pub fn conv_backward_data(
     groups: i64,
     epilogue: Option<&Bound<'_, PyAny>>,
     d_tensors: Option<&Bound<'_, PyAny>>,
-    stream: usize,
+    stream: i128,
 ) -> PyResult<String> {
+    let stream = errors::stream_arg(stream)?;
     let args = conv_args(stride, padding, dilation, groups)?;
     let dy = dlpack::import("dy", dy, stream)?;
     let w = dlpack::import("w", w, stream)?;
@@ -169,12 +170,14 @@ pub fn conv_backward_weight(
     padding: &Bound<'_, PyAny>,
     dilation: &Bound<'_, PyAny>,
     groups: i64,
-    split_k: Option<u32>,
+    split_k: Option<i128>,
     deterministic: bool,
     workspace: Option<&Bound<'_, PyAny>>,
-    workspace_zero_from: Option<usize>,
-    stream: usize,
+    workspace_zero_from: Option<i128>,
+    stream: i128,
 ) -> PyResult<(String, Option<usize>)> {
+    let (stream, split_k) = (errors::stream_arg(stream)?, errors::split_k_arg(split_k)?);
+    let workspace_zero_from = errors::zero_from_arg(workspace_zero_from)?;
     let args = conv_args(stride, padding, dilation, groups)?;
     let x = dlpack::import("x", x, stream)?;
     let dy = dlpack::import("dy", dy, stream)?;

@@ -58,10 +58,11 @@ impl PreparedBackward {
         padding: &Bound<'_, PyAny>,
         dilation: &Bound<'_, PyAny>,
         groups: i64,
-        split_k: Option<u32>,
+        split_k: Option<i128>,
         deterministic: bool,
-        stream: usize,
+        stream: i128,
     ) -> PyResult<Self> {
+        let (stream, split_k) = (errors::stream_arg(stream)?, errors::split_k_arg(split_k)?);
         let args = conv_args(stride, padding, dilation, groups)?;
         let x = dlpack::import("x", x, stream)?;
         let w = dlpack::import("w", w, stream)?;
@@ -137,17 +138,22 @@ impl PreparedBackward {
     #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
-        x: u64,
-        w: u64,
-        dy: u64,
-        dx: u64,
-        dw: u64,
-        workspace: u64,
-        workspace_bytes: usize,
-        workspace_zero_from: Option<usize>,
-        stream: usize,
+        x: i128,
+        w: i128,
+        dy: i128,
+        dx: i128,
+        dw: i128,
+        workspace: i128,
+        workspace_bytes: i128,
+        workspace_zero_from: Option<i128>,
+        stream: i128,
     ) -> PyResult<Option<usize>> {
-        let addrs = [x, w, dy, dx, dw];
+        let stream = errors::stream_arg(stream)?;
+        let workspace_zero_from = errors::zero_from_arg(workspace_zero_from)?;
+        let addr = |name: &str, v: i128| errors::int_arg::<u64>(name, v, "a data address, a non-negative int (0 where unused)");
+        let addrs = [addr("x", x)?, addr("w", w)?, addr("dy", dy)?, addr("dx", dx)?, addr("dw", dw)?];
+        let workspace = addr("workspace", workspace)?;
+        let workspace_bytes: usize = errors::int_arg("workspace_bytes", workspace_bytes, "a byte count, a non-negative int")?;
         let used = [self.weight.is_some(), self.data.is_some(), true, self.data.is_some(), self.weight.is_some()];
         let mut mems: [Option<DeviceBuffer<u8>>; 5] = Default::default();
         for i in 0..5 {

@@ -261,6 +261,42 @@ def test_error_workspace_too_small():
         nat.conv_backward_weight(x, dy, dw, 1, 1, 1, 1, split_k=0)
 
 
+@pytest.mark.parametrize(
+    "empty", ["N", "C", "spatial"],
+)
+def test_error_zero_size(empty):
+    """#38: a zero-size tensor (N, C or a spatial size of 0) is an error naming
+    it (the torch layer returns PyTorch's empty / zero gradients before this)."""
+    x, dy, w = _small()
+    if empty == "N":
+        x, dy = x[:0], dy[:0]
+    elif empty == "C":
+        x, w = x[:, :0], w[:, :0]
+    else:
+        x, dy = x[:, :, :0], dy[:, :, :0]
+    pattern = r"^(x|dy|dw|w|dx): shape \[[\d, ]*\] has an empty dimension"
+    with pytest.raises(ValueError, match=pattern):
+        nat.conv_backward_weight(x, dy, np.empty_like(w), 1, 1, 1, 1)
+    with pytest.raises(ValueError, match=pattern):
+        nat.conv_backward_data(dy, w, np.empty_like(x), 1, 1, 1, 1)
+
+
+def test_error_handles_and_negative_ints():
+    """#38: a stream handle with CPU tensors, a negative stream / split_k /
+    workspace_zero_from and an integer workspace are errors naming the
+    argument (not pyo3's unnamed OverflowError). PreparedBackward's integer
+    addresses are CUDA's: test_cuda.py::test_native_handles_are_checked."""
+    x, dy, w = _small()
+    dw, dx = np.empty_like(w), np.empty_like(x)
+    with pytest.raises(ValueError, match=r"^stream: 0x1234 given with CPU tensors, which .* take no stream; pass 0"):
+        nat.conv_backward_data(dy, w, dx, 1, 1, 1, 1, stream=0x1234)
+    for kw, arg in [({"stream": -1}, "stream"), ({"split_k": -2}, "split_k"), ({"workspace_zero_from": -1}, "workspace_zero_from")]:
+        with pytest.raises(ValueError, match=rf"^{arg}: -\d is out of range; allowed: "):
+            nat.conv_backward_weight(x, dy, dw, 1, 1, 1, 1, **kw)
+    with pytest.raises(TypeError, match=r"^workspace: expected a tensor supporting DLPack \(__dlpack__\), got int"):
+        nat.conv_backward_weight(x, dy, dw, 1, 1, 1, 1, workspace=0x7000)
+
+
 def test_error_overlap_and_read_only():
     x, dy, w = _small()
     with pytest.raises(ValueError, match=r"dx: overlaps the input dy"):

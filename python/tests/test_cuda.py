@@ -454,21 +454,27 @@ def test_prepared_layer_is_reused_and_checks_addresses():
     torch_ops._LAYERS.clear()
 
 
-@pytest.mark.skipif(DEVICE != "cuda", reason="timing needs CUDA")
-def test_fastest_times_both_and_matches_pytorch():
-    """fastest=True: every layer's ops were timed on both libraries, the
-    choice is the faster, and the gradients still match PyTorch's."""
-    torch_ops._LAYERS.clear()
-    seed = int(torch.randint(0, 2**31, ()).item())
+def _check_fastest_grads(seed, x):
+    """Model ``seed`` converted with fastest=True: its gradients at ``x``
+    against PyTorch's own model in float32 and float64."""
     ours, theirs, exact = (_model(seed, t, c) for t, c in ((torch.float32, True), (torch.float32, False), (torch.float64, False)))
     cg.convert_conv_modules(ours, fastest=True)
-    x = torch.randn(4, 3, 20, 20, device=DEVICE)
     gi_o, gp_o = _grads(ours, x)
     gi_t, gp_t = _grads(theirs, x)
     gi_e, gp_e = _grads(exact, x.double())
     check(f"input.grad (seed {seed})", gi_o, gi_t, gi_e)
     for (name, _), go, gt, ge in zip(ours.named_parameters(), gp_o, gp_t, gp_e):
         check(f"{name}.grad (seed {seed})", go, gt, ge)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="timing needs CUDA")
+def test_fastest_times_both_and_matches_pytorch():
+    """fastest=True: every layer's ops were timed on both libraries, the
+    choice is the faster, and the gradients still match PyTorch's."""
+    torch_ops._LAYERS.clear()
+    seed = int(torch.randint(0, 2**31, ()).item())
+    x = torch.randn(4, 3, 20, 20, device=DEVICE)
+    _check_fastest_grads(seed, x)
     choices = cg.layer_choices()
     assert len(choices) == 4
     for c in choices:
@@ -497,14 +503,7 @@ def test_fastest_choices_persist_across_processes(tmp_path, monkeypatch):
     torch_ops._LAYERS.clear()
     torch_ops._FIND.clear()
     monkeypatch.setattr(torch_ops, "_gpu_ms", lambda *a, **k: pytest.fail("timed a layer the find cache holds"))
-    ours, theirs, exact = (_model(seed, t, c) for t, c in ((torch.float32, True), (torch.float32, False), (torch.float64, False)))
-    cg.convert_conv_modules(ours, fastest=True)
-    gi_o, gp_o = _grads(ours, x)
-    gi_t, gp_t = _grads(theirs, x)
-    gi_e, gp_e = _grads(exact, x.double())
-    check(f"input.grad (seed {seed})", gi_o, gi_t, gi_e)
-    for (name, _), go, gt, ge in zip(ours.named_parameters(), gp_o, gp_t, gp_e):
-        check(f"{name}.grad (seed {seed})", go, gt, ge)
+    _check_fastest_grads(seed, x)
     reused = cg.layer_choices()
     assert reused and all(c["from_cache"] for c in reused)
     pick = lambda cs: sorted((c["x"], c["w"], c["cg_x"], c["cg_w"]) for c in cs)  # noqa: E731
@@ -619,3 +618,55 @@ def test_unsupported_is_a_runtime_error():
     with pytest.raises(cg.Unsupported):
         cg.conv_backward_weight(x, dy, [4, 4, 3, 3], 2**31, 1, 1, 1)
     assert issubclass(cg.Unsupported, RuntimeError)
+
+
+@pytest.mark.parametrize("empty", ["N", "C", "K"])
+def test_zero_size_gives_pytorchs_gradients(empty):
+    """#38: zero-size tensors (N, C or K of 0) through the autograd function
+    and the functional API give what PyTorch gives: empty gradients, and zero
+    gradients where the other operand is empty."""
+    n, c, k = {"N": (0, 4, 4), "C": (2, 0, 4), "K": (2, 4, 0)}[empty]
+    x = torch.randn(n, c, 6, 6, device=DEVICE, requires_grad=True)
+    w = torch.randn(k, c, 3, 3, device=DEVICE, requires_grad=True)
+    xr, wr = x.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    try:
+        torch.nn.functional.conv2d(xr, wr, None, 1, 1, 1, 1).sum().backward()
+    except RuntimeError as e:
+        pytest.skip(f"PyTorch itself refuses {empty}=0 here: {e}")
+    cg.ConvFunction.apply(x, w, None, 1, 1, 1, 1).sum().backward()
+    for ours, theirs in ((x.grad, xr.grad), (w.grad, wr.grad)):
+        assert ours.shape == theirs.shape and torch.equal(ours, theirs), empty
+    dy = torch.randn(n, k, 6, 6, device=DEVICE)
+    assert torch.equal(cg.conv_backward_weight(x.detach(), dy, w.shape, 1, 1, 1, 1), torch.zeros_like(w))
+    assert torch.equal(cg.conv_backward_data(dy, w.detach(), x.shape, 1, 1, 1, 1), torch.zeros_like(x))
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA handles")
+def test_native_handles_are_checked():
+    """#38: negative or non-tensor handles given to the native layer are
+    errors naming the argument, before anything reaches the driver."""
+    x, dy = torch.randn(2, 4, 5, 5, device=DEVICE), torch.randn(2, 4, 5, 5, device=DEVICE)
+    w = torch.randn(4, 4, 3, 3, device=DEVICE)
+    dw, dx = torch.empty_like(w), torch.empty_like(x)
+    with pytest.raises(ValueError, match=r"^stream: -1 is out of range"):
+        cg._native.conv_backward_data(dy, w, dx, 1, 1, 1, 1, stream=-1)
+    with pytest.raises(TypeError, match=r"^workspace: expected a tensor supporting DLPack .* got int"):
+        cg._native.conv_backward_weight(x, dy, dw, 1, 1, 1, 1, split_k=4, workspace=dw.data_ptr())
+    prepared = cg._native.PreparedBackward(x, w, dy, dx, dw, 1, 1, 1, 1, stream=torch.cuda.current_stream().cuda_stream)
+    with pytest.raises(ValueError, match=r"^dw: -\d+ is out of range; allowed: a data address"):
+        prepared.run(x.data_ptr(), w.data_ptr(), dy.data_ptr(), dx.data_ptr(), -dw.data_ptr(), 0, 0, None, 0)
+
+
+@pytest.mark.skipif(DEVICE != "cuda" or torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_two_devices_are_named():
+    """#38: tensors, or a stream, of two CUDA devices in one call: an error naming both."""
+    x = torch.randn(2, 4, 5, 5, device="cuda:0")
+    dy = torch.randn(2, 4, 5, 5, device="cuda:1")
+    with pytest.raises(ValueError, match=r"^grad_output: is on cuda:1 but input is on cuda:0"):
+        cg.conv_backward_weight(x, dy, [4, 4, 3, 3], 1, 1, 1, 1)
+    with pytest.raises(ValueError, match=r"^dy: is on cuda:1 but x is on cuda:0"):
+        cg._native.conv_backward_weight(x, dy, torch.empty(4, 4, 3, 3, device="cuda:0"), 1, 1, 1, 1)
+    w = torch.randn(4, 4, 3, 3, device="cuda:0")
+    other = torch.cuda.Stream(device="cuda:1")
+    with pytest.raises(ValueError, match=r"^stream: stream belongs to another device"):
+        cg._native.conv_backward_data(x, w, torch.empty_like(x), 1, 1, 1, 1, stream=other.cuda_stream)
