@@ -179,7 +179,10 @@ fn unordered_workgroups_race() {
         m.write(buf + 4, &7u32.to_le_bytes()).unwrap();
         m.release(1, buf + 4, 4);
         m.set_access(Some(access(2, "global_load_dword", GLC_DLC)));
-        stale(m.load(buf + 4, &mut [0; 4]).map(|_| 0), "race between workgroups");
+        stale(
+            m.load(buf + 4, &mut [0; 4]).map(|_| 0),
+            "race between workgroups",
+        );
         // Two workgroups storing the same bytes.
         m.set_access(Some(access(2, "global_store_dword", NONE)));
         match m.write(buf + 4, &[1; 4]) {

@@ -253,7 +253,15 @@ impl Cache {
         if self.arch == Arch::Gfx1100 && self.wgp_mode {
             dom[0] += wave % 2;
         }
-        self.places.insert(uid, Place { wg, wg_id, wave, dom });
+        self.places.insert(
+            uid,
+            Place {
+                wg,
+                wg_id,
+                wave,
+                dom,
+            },
+        );
     }
 
     /// A new instruction begins.
@@ -331,9 +339,10 @@ impl Cache {
         if Level::of(self.arch)[k] != Level::L2 || r.through {
             return Some(r.done);
         }
-        self.wb.get(&dom)?.iter().find_map(|&(t, w)| {
-            ((w == r.wave && t > r.issue) || t > r.done).then_some(t)
-        })
+        self.wb
+            .get(&dom)?
+            .iter()
+            .find_map(|&(t, w)| ((w == r.wave && t > r.issue) || t > r.done).then_some(t))
     }
 
     /// Why wave `who` may not see record `r` (from wave `w`) fresh; `None`: it does.
@@ -382,7 +391,13 @@ impl Cache {
 
     /// Checks a read of `out` at `base + off` (already filled from memory); bytes
     /// an atomic wrote that would be stale get their launch-start value.
-    pub fn read(&mut self, a: &Access, base: u64, off: usize, out: &mut [u8]) -> Result<(), String> {
+    pub fn read(
+        &mut self,
+        a: &Access,
+        base: u64,
+        off: usize,
+        out: &mut [u8],
+    ) -> Result<(), String> {
         if a.atomic {
             return Ok(());
         }

@@ -267,7 +267,12 @@ impl Memory {
         let b = self.bufs.get_mut(&base).unwrap();
         if let (Some(c), Some(a)) = (self.cache.as_mut(), self.access.as_ref()) {
             c.write(a, (base, off, data.len()), &b.data, &b.written)
-                .map_err(|m| Fault::Cache(format!("{m} (0x{addr:x}, buffer `{}` offset {off})", b.name)))?;
+                .map_err(|m| {
+                    Fault::Cache(format!(
+                        "{m} (0x{addr:x}, buffer `{}` offset {off})",
+                        b.name
+                    ))
+                })?;
             if a.atomic && a.bits.glc {
                 c.atomic_sync(a.wave, addr);
             }

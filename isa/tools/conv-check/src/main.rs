@@ -166,14 +166,20 @@ impl Check {
                 println!("WAITCNT 0x{:x} {}", i.addr, i);
             }
             for i in prog.insts.iter().filter(|i| i.name.starts_with("buffer_")) {
-                let bits = [(i.mods.glc, "sc0/glc"), (i.mods.slc, "nt/slc"), (i.mods.dlc, "sc1/dlc")];
+                let bits = [
+                    (i.mods.glc, "sc0/glc"),
+                    (i.mods.slc, "nt/slc"),
+                    (i.mods.dlc, "sc1/dlc"),
+                ];
                 let on: Vec<&str> = bits.iter().filter(|b| b.0).map(|b| b.1).collect();
                 println!("FENCE 0x{:x} {} {} {}", i.addr, i.len, i.name, on.join(" "));
             }
             // The split-K arrival: a returning integer add (the tile counter).
-            for i in prog.insts.iter().filter(|i| {
-                i.name.ends_with("atomic_add") || i.name.ends_with("atomic_add_u32")
-            }) {
+            for i in prog
+                .insts
+                .iter()
+                .filter(|i| i.name.ends_with("atomic_add") || i.name.ends_with("atomic_add_u32"))
+            {
                 if i.mods.glc {
                     println!("ARRIVE 0x{:x} {}", i.addr, i);
                 }
