@@ -192,9 +192,22 @@ impl TensorDesc {
         TensorDesc { lengths: Self::lengths_of(p, role), strides }
     }
 
-    /// Number of logical elements.
+    /// Number of logical elements (0 when a length is 0). Saturates at
+    /// `u64::MAX` where the product overflows 64 bits (never wraps: the fields
+    /// are public, so any lengths reach here); [`TensorDesc::checked_elems`]
+    /// errs instead.
     pub fn elems(&self) -> u64 {
-        self.lengths.iter().map(|&l| l as u64).product()
+        self.checked_elems().unwrap_or(u64::MAX)
+    }
+
+    /// [`TensorDesc::elems`] with checked arithmetic: an error names the
+    /// product of the lengths that overflows 64 bits.
+    pub fn checked_elems(&self) -> Result<u64, DescError> {
+        if self.lengths.contains(&0) {
+            return Ok(0);
+        }
+        let field = "tensor elements (product of the lengths)";
+        self.lengths.iter().try_fold(1u64, |acc, &l| acc.checked_mul(l as u64)).ok_or(DescError::Overflow { field })
     }
 
     /// Elements a buffer must hold: the largest offset plus one (0 for an
@@ -310,5 +323,26 @@ impl TensorDesc {
     /// Strides as `u32`, for kernel parameters (valid after [`TensorDesc::check`]).
     pub fn strides_u32(&self) -> [u32; AXES] {
         self.strides.map(|s| s.min(u32::MAX as usize) as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `tensor_desc` fuzz target (issue #38): `elems` multiplied
+    /// the public lengths in u64 and overflowed (a panic with overflow checks,
+    /// a wrapped count without). It saturates now; `checked_elems` names it.
+    #[test]
+    fn elems_of_any_lengths_never_overflow() {
+        let huge = TensorDesc { lengths: [1 << 32, 1 << 32, 1, 1, 1, 1], strides: [1; AXES] };
+        assert_eq!(huge.elems(), u64::MAX);
+        let e = huge.checked_elems().unwrap_err();
+        assert!(matches!(e, DescError::Overflow { field } if field.starts_with("tensor elements")), "{e:?}");
+        // A zero length makes it empty whatever the others are.
+        let empty = TensorDesc { lengths: [usize::MAX, usize::MAX, 0, 1, 1, 1], strides: [1; AXES] };
+        assert_eq!((empty.elems(), empty.checked_elems()), (0, Ok(0)));
+        let small = TensorDesc { lengths: [2, 3, 4, 1, 1, 5], strides: [1; AXES] };
+        assert_eq!(small.elems(), 120);
     }
 }
