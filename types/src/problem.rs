@@ -186,14 +186,14 @@ impl ConvProblem {
                 });
             }
         }
-        for (tensor, span) in [
-            ("x", self.checked_input_elems()?),
-            ("w", self.checked_weight_elems()?),
-            ("dy", self.checked_output_elems()?),
-        ] {
-            if span > MAX_SPAN {
-                return Err(DescError::IndexRange { tensor, span });
-            }
+        // x and dy may pass 2^31 elements: the host's plans split them along
+        // N (and G) into launches that each address fewer (the weights are
+        // not split along K or C, so they must fit as a whole).
+        self.checked_input_elems()?;
+        self.checked_output_elems()?;
+        let span = self.checked_weight_elems()?;
+        if span > MAX_SPAN {
+            return Err(DescError::IndexRange { tensor: "w", span });
         }
         self.checked_flops()?;
         Ok(())

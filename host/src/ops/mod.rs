@@ -8,7 +8,8 @@
 //! the layers below it (`.ci/ops_import_cycles.py` checks there is no circle):
 //! 1. leaves: [`error`] (`OpError`, `Unsupported`, `Reason`), `launch`
 //!    (`LaunchSpec`), `checks`, `lanes`, `classes`, `split` (`SplitK`),
-//!    `request` (`select::Request`), `workspace`, `fold`;
+//!    `request` (`select::Request`), `workspace`, `fold`, [`batch`] (the
+//!    split along N and G of tensors past 2^31 elements);
 //! 2. [`family`]: one module per kernel family (its fit, launch geometry and
 //!    argument part), as `device/src/conv/<op>/<family>.rs`;
 //! 3. [`tuned`] (the measured table) and [`select`] (ranks the families' fits);
@@ -16,6 +17,7 @@
 //! 5. `prepared` (`BwdWeightOp`, `BwdDataOp`), `cache`, and the public
 //!    faces [`bwd_weight`], [`bwd_data`] and this file.
 
+pub mod batch;
 pub mod bwd_data;
 pub mod bwd_weight;
 mod cache;

@@ -211,7 +211,7 @@ impl BwdWeightOp {
         let [x, dy, dw] = addrs(&e);
         let ds = addrs(&de);
         let bufs = BwdWeightBuffers { x, dy, dw, ds: &ds[..nd] };
-        let pre = p.unfold.as_ref().map(|u| self.dev.kernels()?.kernel(u.launch.instance.name)).transpose()?;
+        let pre = p.pre_pass().map(|name| self.dev.kernels()?.kernel(name)).transpose()?;
         launch_bwd_weight(&self.dev, stream, &self.kernel, pre.as_ref(), p, bufs, ws)
     }
 }
@@ -253,6 +253,7 @@ impl BwdDataOp {
         }
         let [dy, w, dx] = addrs(&e);
         let ds = addrs(&de);
-        bwd_data::launch(&self.dev, stream, &self.kernel, p, BwdDataBuffers { dy, w, dx, ds: &ds[..nd] })
+        let resolve = |name: &str| Ok(self.dev.kernels()?.kernel(name)?);
+        bwd_data::launch(&self.dev, stream, &self.kernel, &resolve, p, BwdDataBuffers { dy, w, dx, ds: &ds[..nd] })
     }
 }

@@ -38,7 +38,7 @@ pub unsafe fn execute(
     bufs: BwdDataBuffers<'_>,
 ) -> Result<(), OpError> {
     let k = module.kernel(plan.main.instance.name)?;
-    self::plan::launch(dev, &dev.default_stream(), &k, plan, bufs)
+    self::plan::launch(dev, &dev.default_stream(), &k, &|name| Ok(module.kernel(name)?), plan, bufs)
 }
 
 /// Whether `cfg` can run `p` (packed tensors of `cfg.layout`) on `arch`

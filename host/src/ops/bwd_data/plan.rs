@@ -8,6 +8,7 @@
 //! `conv::bwd_data::gemm`): per group and slice a GEMM with `M = N * ceil(I/S)`
 //! pixels, `N = C`, reduction `taps of the slice's class * K`.
 
+use crate::ops::batch::{self, Chunk, PlanPart};
 use crate::ops::checks::{D_NAMES, check_buffer, check_d_count, collect_ds, validate_descs};
 use crate::ops::classes::{class_taps, slice_count, tap_step, tilde};
 use crate::ops::error::{OpError, Unsupported};
@@ -131,7 +132,13 @@ pub struct BwdDataPlan {
     pub args_template: ConvArgs,
     /// Whether the tuning table chose the kernel (else the hand rules or a forced instance).
     pub from_table: bool,
+    /// Where a tensor spans 2^31 elements or more: the independent launches
+    /// the problem is split into (along N, and along G where one image of
+    /// every group is too big), run in order; empty otherwise. `main`,
+    /// `args_template`, `slices` and `from_table` are then the first part's.
+    pub parts: Vec<PlanPart<BwdDataPlan>>,
 }
+
 /// Builds the plan for `p` on a device of `family` with `compute_units`
 /// (packed tensors).
 pub fn plan(
@@ -148,6 +155,16 @@ pub fn plan(
 }
 
 /// As [`plan`], with explicit (possibly strided) descriptors of dy, w, dx.
+///
+/// **Past 2^31 elements.** The kernels address tensors with 32-bit offsets.
+/// Where `dy`, `dx`, a `D` tensor or `w` spans 2^31 elements or more (or
+/// `dx`'s elements or the GEMM's M reach 2^31), the plan splits the problem
+/// along N into independent launches that each fit
+/// ([`BwdDataPlan::parts`]: an image's `dx` depends only on its `dy`; the
+/// `D` tensors move with `dx`, base addresses by 64-bit byte offsets), and
+/// along G too where one image of every group is still too big. No
+/// workspace. Refused: one image of one group past the limit (64-bit
+/// offsets inside the kernels would be needed).
 pub fn plan_with(
     p: &ConvProblem,
     cfg: &BwdDataConfig,
@@ -156,6 +173,24 @@ pub fn plan_with(
     dy: TensorDesc,
     w: TensorDesc,
     dx: TensorDesc,
+) -> Result<BwdDataPlan, OpError> {
+    plan_with_limit(p, cfg, family, compute_units, dy, w, dx, batch::LIMIT)
+}
+
+/// [`plan_with`] splitting where a tensor span or 32-bit count reaches
+/// `limit` (at most 2^31) instead of 2^31: lets tests run the split on
+/// small problems.
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn plan_with_limit(
+    p: &ConvProblem,
+    cfg: &BwdDataConfig,
+    family: Family,
+    compute_units: u32,
+    dy: TensorDesc,
+    w: TensorDesc,
+    dx: TensorDesc,
+    limit: u64,
 ) -> Result<BwdDataPlan, OpError> {
     p.validate()?;
     let chain = EpiChain::from_ops(&cfg.epilogue).ok_or(OpError::Desc(DescError::Unsupported {
@@ -172,6 +207,68 @@ pub fn plan_with(
     let ds: Vec<TensorDesc> = (0..chain.num_d as usize)
         .map(|i| cfg.d_layouts.get(i).copied().unwrap_or(DLayout::Output).desc(p, &dx))
         .collect();
+    let limit = limit.min(batch::LIMIT);
+    let mut acts = vec![(&dy, TensorRole::Output), (&w, TensorRole::Weight), (&dx, TensorRole::Input)];
+    acts.extend(ds.iter().map(|d| (d, TensorRole::Input)));
+    let slice_pixels: u64 = (0..3).map(|d| p.input[d].div_ceil(p.strides[d]) as u64).product();
+    let (pixels, c) = (p.input_pixels(), p.c as u64);
+    let fits = |g: usize, n: usize| {
+        let (g, n) = (g as u64, n as u64);
+        let total = g.saturating_mul(n).saturating_mul(c).saturating_mul(pixels);
+        batch::views_fit(&acts, g as usize, n as usize, limit) && total < limit && n.saturating_mul(slice_pixels) < limit
+    };
+    match batch::chunks(p, "dy, dx (one image of one group) or its pixels", fits)? {
+        None => plan_descs(p, cfg, family, compute_units, chain, [dy, w, dx], ds),
+        Some(chunks) => plan_split(p, cfg, family, compute_units, chain, [dy, w, dx], ds, chunks),
+    }
+}
+
+/// [`plan_with`] for a problem split into `chunks` (see there): each part
+/// planned on its views of the tensors.
+#[allow(clippy::too_many_arguments)]
+fn plan_split(
+    p: &ConvProblem,
+    cfg: &BwdDataConfig,
+    family: Family,
+    compute_units: u32,
+    chain: EpiChain,
+    [dy, w, dx]: [TensorDesc; 3],
+    ds: Vec<TensorDesc>,
+    chunks: Vec<Chunk>,
+) -> Result<BwdDataPlan, OpError> {
+    for (name, d, role, written) in [("dy", &dy, TensorRole::Output, false), ("w", &w, TensorRole::Weight, false), ("dx", &dx, TensorRole::Input, true)] {
+        batch::validate_whole(p, d, role, name, written)?;
+    }
+    for (i, d) in ds.iter().enumerate() {
+        batch::validate_whole(p, d, TensorRole::Input, D_NAMES[i], false)?;
+    }
+    let (act, wei) = (cfg.types.act(), cfg.types.wei());
+    let mut parts = Vec::with_capacity(chunks.len());
+    let mut cache = batch::SizeCache::new();
+    for chunk in chunks {
+        let (vdy, ody) = batch::view_bytes(&chunk, &dy, TensorRole::Output, act)?;
+        let (vw, ow) = batch::view_bytes(&chunk, &w, TensorRole::Weight, wei)?;
+        let (vdx, odx) = batch::view_bytes(&chunk, &dx, TensorRole::Input, act)?;
+        let (vds, d_offsets): (Vec<_>, Vec<_>) =
+            ds.iter().map(|d| batch::view_bytes(&chunk, d, TensorRole::Input, act)).collect::<Result<Vec<_>, _>>()?.into_iter().unzip();
+        let plan = cache.get(&chunk, || plan_descs(&chunk.problem(p), cfg, family, compute_units, chain, [vdy, vw, vdx], vds))?;
+        parts.push(PlanPart { chunk, plan, offsets: [ody, ow, odx], d_offsets });
+    }
+    let first = parts[0].plan.clone();
+    Ok(BwdDataPlan { problem: *p, dy, w, dx, ds, parts, ..first })
+}
+
+/// [`plan_with`] for a problem that runs as one launch, its `D` tensors'
+/// descriptors given: validation, the fold, the plan.
+fn plan_descs(
+    p: &ConvProblem,
+    cfg: &BwdDataConfig,
+    family: Family,
+    compute_units: u32,
+    chain: EpiChain,
+    [dy, w, dx]: [TensorDesc; 3],
+    ds: Vec<TensorDesc>,
+) -> Result<BwdDataPlan, OpError> {
     validate_descs(p, &[
         ("dy", &dy, TensorRole::Output, false),
         ("w", &w, TensorRole::Weight, false),
@@ -253,7 +350,8 @@ fn plan_on(
     main.check_grid()?;
     let slices = if is_direct(inst) { 0 } else { slices as u32 };
     let (dy, w, dx) = (*dy, *w, *dx);
-    Ok(BwdDataPlan { problem: *p, dy, w, dx, ds, chain, main, slices, args_template: args, from_table: choice.from_table })
+    let from_table = choice.from_table;
+    Ok(BwdDataPlan { problem: *p, dy, w, dx, ds, chain, main, slices, args_template: args, from_table, parts: Vec::new() })
 }
 
 /// Whether `inst` is one of the direct kernels (no slice GEMMs).
@@ -370,7 +468,8 @@ impl BwdDataPlan {
             format!("stride slices {}", self.slices)
         };
         let table = if self.from_table { " ; tuning table" } else { "" };
-        format!("{} ; {how}{}{table}", self.main.instance.name, fold::describe(&self.problem, a))
+        let split = batch::describe(&self.problem, &self.parts);
+        format!("{} ; {how}{}{table}{split}", self.main.instance.name, fold::describe(&self.problem, a))
     }
     /// The argument block with device addresses filled in.
     pub fn args(&self, bufs: &BwdDataBuffers<'_>) -> ConvArgs {
@@ -419,11 +518,14 @@ impl<'a> BwdDataBuffers<'a> {
     }
 }
 
-/// Queues `plan`'s launch of `kernel` on `stream`.
+/// Queues `plan`'s launch of `kernel` on `stream`; of a split plan, each
+/// part's launch on its tensors' views (base addresses moved by the part's
+/// byte offsets), a part's kernel other than `kernel` from `resolve`.
 pub(crate) fn launch(
     dev: &crate::runtime::Device,
     stream: &crate::runtime::Stream,
     kernel: &crate::runtime::Kernel,
+    resolve: &dyn Fn(&str) -> Result<crate::runtime::Kernel, OpError>,
     plan: &BwdDataPlan,
     bufs: BwdDataBuffers<'_>,
 ) -> Result<(), OpError> {
@@ -440,6 +542,22 @@ pub(crate) fn launch(
             )));
         }
     }
-    dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &plan.args(&bufs))?;
+    if plan.parts.is_empty() {
+        dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &plan.args(&bufs))?;
+    }
+    let at = |base: u64, off: u64| {
+        base.checked_add(off).ok_or_else(|| OpError::Usage(format!("address {base:#x} + {off} passes 64 bits")))
+    };
+    for part in &plan.parts {
+        let mut ds = [0u64; MAX_D];
+        for ((d, &b), &off) in ds.iter_mut().zip(bufs.ds).zip(&part.d_offsets) {
+            *d = at(b, off)?;
+        }
+        let [ody, ow, odx] = part.offsets;
+        let pb = BwdDataBuffers { dy: at(bufs.dy, ody)?, w: at(bufs.w, ow)?, dx: at(bufs.dx, odx)?, ds: &ds[..bufs.ds.len().min(MAX_D)] };
+        let m = &part.plan.main;
+        let own = (m.instance.name != plan.main.instance.name).then(|| resolve(m.instance.name)).transpose()?;
+        dev.launch_on(stream, own.as_ref().unwrap_or(kernel), m.grid, m.block, m.lds_bytes, &part.plan.args(&pb))?;
+    }
     Ok(())
 }

@@ -1,15 +1,25 @@
 //! Backward-weight's launch: readying the split-K workspace, then the
-//! pre-pass (where the plan unfolds x) and the kernel, on a stream.
+//! pre-pass (where the plan unfolds x) and the kernel, on a stream; for a
+//! problem split along N and G (#38), every part's launches in order.
 
 use super::plan::{BwdWeightBuffers, BwdWeightPlan};
 use crate::ops::checks::check_d_count;
 use crate::ops::error::OpError;
-use crate::ops::workspace::Workspace;
+use crate::ops::workspace::{SplitKWorkspace, Workspace};
 use crate::runtime::{BufRef, Device, Kernel, Stream};
+use convgrad_types::epilogue::MAX_D;
+
+/// The byte the arrival counters are filled with while the launches of a
+/// group range before its last add their partials: each counter then reads
+/// `0x8080_8080` plus the arrivals so far, which never equals `k_batch - 1`
+/// (at most 65534), so no workgroup takes the sums until the last launch,
+/// before which the counters are zeroed.
+const HOLD_COUNTERS: u8 = 0x80;
 
 /// Queues `plan`'s launches on `stream` (the unfolding pre-pass `pre`, then
-/// `kernel`) after readying the workspace: zeroes (on the stream) what the
-/// call needs as zeros and a previous call may have left non-zero.
+/// `kernel`; for a split plan, each part's) after readying the workspace:
+/// zeroes (on the stream) what the call needs as zeros and a previous call
+/// may have left non-zero.
 pub(crate) fn launch(
     dev: &Device,
     stream: &Stream,
@@ -20,19 +30,44 @@ pub(crate) fn launch(
     ws: Workspace<'_>,
 ) -> Result<(), OpError> {
     check_d_count(plan.ds.len(), bufs.ds.len())?;
+    let (addr, tracked) = ready_workspace(dev, stream, plan, ws)?;
+    let launched = if plan.parts.is_empty() {
+        launch_one(dev, stream, kernel, pre, plan, bufs, addr)
+    } else {
+        launch_parts(dev, stream, kernel, pre, plan, bufs, addr)
+    };
+    if let Some(w) = tracked {
+        // `x'` and stored partials stay behind; after a failed launch nothing is known.
+        let scratch = plan.scratch_bytes() / 4;
+        let left = match launched {
+            Ok(()) if plan.atomic_partials => w.dirty.get().max(scratch),
+            Ok(()) => w.dirty.get().max(scratch + plan.partial_elems),
+            Err(_) => w.len(),
+        };
+        w.dirty.set(left);
+    }
+    launched
+}
+
+/// Checks the workspace against the plan and zeroes what the call needs as
+/// zeros (atomic partials and every counter; stored partials and `x'` need
+/// not be): its address (0 without one) and convgrad's own workspace.
+fn ready_workspace<'w>(
+    dev: &Device,
+    stream: &Stream,
+    plan: &BwdWeightPlan,
+    ws: Workspace<'w>,
+) -> Result<(u64, Option<&'w SplitKWorkspace>), OpError> {
     let need = plan.workspace_elems * 4;
-    // Atomic partials and every counter must start at zero; stored partials
-    // need not, nor `x'` ahead of them (each call writes it whole).
-    let scratch = plan.scratch_bytes();
-    let zeros_from = scratch + if plan.atomic_partials { 0 } else { plan.partial_elems * 4 };
+    let zeros_from = plan.scratch_bytes() + if plan.atomic_partials { 0 } else { plan.partial_elems * 4 };
     let short = |got: usize| {
         OpError::Usage(format!(
             "workspace: bwd-weight needs {need} bytes of split-K workspace (BwdWeightOp::workspace_bytes), got {got}"
         ))
     };
-    let (addr, tracked) = match (need, ws) {
-        (0, _) => (0, None),
-        (_, Workspace::None) => return Err(short(0)),
+    match (need, ws) {
+        (0, _) => Ok((0, None)),
+        (_, Workspace::None) => Err(short(0)),
         (_, Workspace::Tracked(w)) => {
             BufRef::from(&w.buf).check_device(dev.inner(), "workspace")?;
             if w.len() * 4 < need {
@@ -42,7 +77,7 @@ pub(crate) fn launch(
                 w.buf.fill_bytes_on(stream, 0)?;
                 w.dirty.set(0);
             }
-            (w.device_addr(), Some(w))
+            Ok((w.device_addr(), Some(w)))
         }
         (_, Workspace::Raw { mem, contents }) => {
             if mem.bytes() < need {
@@ -60,27 +95,70 @@ pub(crate) fn launch(
             if dirty_end > zeros_from {
                 dev.fill_raw(stream, mem.device_addr() + zeros_from as u64, 0, dirty_end - zeros_from)?;
             }
-            (mem.device_addr(), None)
+            Ok((mem.device_addr(), None))
         }
-    };
-    let args = plan.args(bufs.x, bufs.dw, bufs.dy, addr, bufs.ds);
-    let launched = match (plan.unfold.as_ref().zip(plan.unfold_args(bufs.x, addr)), pre) {
-        (Some((u, pre_args)), Some(k)) => dev.launch_on(stream, k, u.launch.grid, u.launch.block, 0, &pre_args),
+    }
+}
+
+/// Queues one plan's pre-pass (if it unfolds x) and kernel, its workspace at `ws`.
+fn launch_one(
+    dev: &Device,
+    stream: &Stream,
+    kernel: &Kernel,
+    pre: Option<&Kernel>,
+    plan: &BwdWeightPlan,
+    bufs: BwdWeightBuffers<'_>,
+    ws: u64,
+) -> Result<(), OpError> {
+    let args = plan.args(bufs.x, bufs.dw, bufs.dy, ws, bufs.ds);
+    match (plan.unfold.as_ref().zip(plan.unfold_args(bufs.x, ws)), pre) {
+        (Some((u, pre_args)), Some(k)) => dev.launch_on(stream, k, u.launch.grid, u.launch.block, 0, &pre_args)?,
         (Some((u, _)), None) => {
             return Err(OpError::Usage(format!("bwd-weight: the plan's pre-pass {} was not given", u.launch.instance.name)));
         }
-        _ => Ok(()),
+        _ => {}
     }
-    .and_then(|()| dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args));
-    if let Some(w) = tracked {
-        // `x'` and stored partials stay behind; after a failed launch nothing is known.
-        let scratch = scratch / 4;
-        let left = match launched {
-            Ok(()) if plan.atomic_partials => w.dirty.get().max(scratch),
-            Ok(()) => w.dirty.get().max(scratch + plan.partial_elems),
-            Err(_) => w.len(),
-        };
-        w.dirty.set(left);
+    dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args)?;
+    Ok(())
+}
+
+/// Queues a split plan's parts in order, each on its tensors' views (base
+/// addresses moved by the part's byte offsets) and its `x'` placed right
+/// before the shared partials. Where a group range runs as several
+/// launches along N, its counters hold ([`HOLD_COUNTERS`]) until the last.
+fn launch_parts(
+    dev: &Device,
+    stream: &Stream,
+    kernel: &Kernel,
+    pre: Option<&Kernel>,
+    plan: &BwdWeightPlan,
+    bufs: BwdWeightBuffers<'_>,
+    ws: u64,
+) -> Result<(), OpError> {
+    let scratch = plan.scratch_bytes();
+    let counters_from = scratch + plan.partial_elems * 4;
+    let counter_bytes = (plan.workspace_elems * 4).saturating_sub(counters_from);
+    let at = |base: u64, off: u64| {
+        base.checked_add(off).ok_or_else(|| OpError::Usage(format!("address {base:#x} + {off} passes 64 bits")))
+    };
+    let parts = &plan.parts;
+    for (i, part) in parts.iter().enumerate() {
+        let first = i == 0 || parts[i - 1].chunk.g0 != part.chunk.g0;
+        let last = parts.get(i + 1).is_none_or(|q| q.chunk.g0 != part.chunk.g0);
+        if !(first && last) && counter_bytes > 0 {
+            let fill = if last { 0 } else { HOLD_COUNTERS };
+            if first || last {
+                dev.fill_raw(stream, at(ws, counters_from as u64)?, fill, counter_bytes)?;
+            }
+        }
+        let mut ds = [0u64; MAX_D];
+        for ((d, &b), &off) in ds.iter_mut().zip(bufs.ds).zip(&part.d_offsets) {
+            *d = at(b, off)?;
+        }
+        let [ox, ody, odw] = part.offsets;
+        let pb = BwdWeightBuffers { x: at(bufs.x, ox)?, dy: at(bufs.dy, ody)?, dw: at(bufs.dw, odw)?, ds: &ds[..bufs.ds.len().min(MAX_D)] };
+        let base = if ws == 0 { 0 } else { ws + (scratch - part.plan.scratch_bytes()) as u64 };
+        launch_one(dev, stream, kernel, pre, &part.plan, pb, base)?;
     }
-    Ok(launched?)
+    Ok(())
 }

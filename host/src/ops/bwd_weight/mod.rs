@@ -47,7 +47,7 @@ pub unsafe fn execute(
     workspace: Option<&SplitKWorkspace>,
 ) -> Result<(), OpError> {
     let k = module.kernel(plan.main.instance.name)?;
-    let pre = plan.unfold.as_ref().map(|u| module.kernel(u.launch.instance.name)).transpose()?;
+    let pre = plan.pre_pass().map(|name| module.kernel(name)).transpose()?;
     let ws = workspace.map_or(Workspace::None, Workspace::Tracked);
     launch::launch(dev, &dev.default_stream(), &k, pre.as_ref(), plan, bufs, ws)
 }

@@ -3,6 +3,7 @@
 //! The family planners (`family::bwd_weight`) write their launch; this
 //! file keeps what every family shares.
 
+use crate::ops::batch::{self, Chunk, PlanPart};
 use crate::ops::checks::{check_buffer, collect_ds, validate_descs};
 use crate::ops::error::{OpError, Unsupported};
 use crate::ops::family::bwd_weight::{WeightCtx, WeightLaunch, check_partials, depthwise, direct, gemm, tap_shift, unfold};
@@ -78,6 +79,12 @@ pub struct BwdWeightPlan {
     /// The pre-pass that unfolds a small-C `x` into channels, where the
     /// plan runs the unfolded problem (see [`UnfoldPlan`]).
     pub unfold: Option<Box<UnfoldPlan>>,
+    /// Where `x` or `dy` spans 2^31 elements or more: the launches the
+    /// problem is split into (along N, and along G where one image of every
+    /// group is too big), run in order; empty otherwise. `main`,
+    /// `args_template`, `k_batch` and `from_table` are then the first part's,
+    /// and the workspace is shared (see [`plan_with`]).
+    pub parts: Vec<PlanPart<BwdWeightPlan>>,
 }
 
 /// Backward-weight's pre-pass for small-C inputs (RGB stems): a launch that
@@ -122,6 +129,21 @@ pub fn plan(
 }
 
 /// As [`plan`], with explicit (possibly strided) tensor descriptors.
+///
+/// **Past 2^31 elements.** The kernels address tensors with 32-bit offsets.
+/// Where `x` or `dy` spans 2^31 elements or more (or the reduction
+/// `N * output pixels` reaches 2^31), the plan splits the problem along N
+/// into launches that each fit ([`BwdWeightPlan::parts`], base addresses
+/// moved by 64-bit byte offsets); where one image of every group is still
+/// too big, along G too. Along N the launches of a group range add their
+/// f32 partials atomically into one split-K workspace (each launch at least
+/// 2 k-batches) and only the last launch sums them, applies the epilogue
+/// and writes `dw`: the result is the atomic split-K path's, as accurate.
+/// The workspace ([`BwdWeightPlan::workspace_elems`]) is then the largest
+/// unfolded `x'` of a part, the f32 partials of one group range (`G' * K *
+/// C * filter taps`) and the arrival counters. Refused: one image of one
+/// group past the limit (64-bit offsets inside the kernels would be
+/// needed), and `deterministic` with a split along N.
 pub fn plan_with(
     p: &ConvProblem,
     cfg: &BwdWeightConfig,
@@ -131,18 +153,60 @@ pub fn plan_with(
     dw: TensorDesc,
     dy: TensorDesc,
 ) -> Result<BwdWeightPlan, OpError> {
+    plan_with_limit(p, cfg, family, compute_units, x, dw, dy, batch::LIMIT)
+}
+
+/// [`plan_with`] splitting where a tensor span or 32-bit count reaches
+/// `limit` (at most 2^31) instead of 2^31: lets tests run the split on
+/// small problems.
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn plan_with_limit(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    x: TensorDesc,
+    dw: TensorDesc,
+    dy: TensorDesc,
+    limit: u64,
+) -> Result<BwdWeightPlan, OpError> {
     p.validate()?;
-    let chain = match cfg.epilogue {
+    weight_chain(cfg)?;
+    let limit = limit.min(batch::LIMIT);
+    let acts = [(&x, TensorRole::Input), (&dy, TensorRole::Output), (&dw, TensorRole::Weight)];
+    let pixels = p.output_pixels();
+    let fits = |g: usize, n: usize| batch::views_fit(&acts, g, n, limit) && (n as u64).saturating_mul(pixels) < limit;
+    match batch::chunks(p, "x, dy (one image of one group) or its output pixels", fits)? {
+        None => plan_whole(p, cfg, family, compute_units, x, dw, dy),
+        Some(chunks) => plan_split(p, cfg, family, compute_units, [x, dw, dy], chunks),
+    }
+}
+
+/// The epilogue `cfg` asks for as a chain: backward-weight's steps only.
+fn weight_chain(cfg: &BwdWeightConfig) -> Result<EpiChain, OpError> {
+    match cfg.epilogue {
         EpilogueOp::PassThrough | EpilogueOp::Scale(_) | EpilogueOp::Bilinear(..) => {
-            EpiChain::from_ops(&[cfg.epilogue]).expect("one step fits")
+            Ok(EpiChain::from_ops(&[cfg.epilogue]).expect("one step fits"))
         }
-        _ => {
-            return Err(OpError::Desc(DescError::Unsupported {
-                field: "epilogue",
-                allowed: "pass-through, scale=S or bilinear=A,B on the weight gradient",
-            }));
-        }
-    };
+        _ => Err(OpError::Desc(DescError::Unsupported {
+            field: "epilogue",
+            allowed: "pass-through, scale=S or bilinear=A,B on the weight gradient",
+        })),
+    }
+}
+
+/// [`plan_with`] for a problem that runs as one launch (and its pre-pass).
+fn plan_whole(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    x: TensorDesc,
+    dw: TensorDesc,
+    dy: TensorDesc,
+) -> Result<BwdWeightPlan, OpError> {
+    let chain = weight_chain(cfg)?;
     let ds = vec![dw; chain.num_d as usize];
     validate_descs(p, &[
         ("x", &x, TensorRole::Input, false),
@@ -183,6 +247,101 @@ pub fn plan_with(
         }
     }
     Ok(given)
+}
+
+/// [`plan_with`] for a problem split into `chunks` (see there): each part
+/// planned on its views of the tensors, with the first part's instance (the
+/// parts of a group range share the atomic partials' layout); the shared
+/// workspace is the largest `x'` of a part, then the largest partials, then
+/// the most counters.
+fn plan_split(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    [x, dw, dy]: [TensorDesc; 3],
+    chunks: Vec<Chunk>,
+) -> Result<BwdWeightPlan, OpError> {
+    let chain = weight_chain(cfg)?;
+    for (name, d, role, written) in [("x", &x, TensorRole::Input, false), ("dw", &dw, TensorRole::Weight, true), ("dy", &dy, TensorRole::Output, false)] {
+        batch::validate_whole(p, d, role, name, written)?;
+    }
+    let along_n = chunks.iter().any(|c| c.images < p.n);
+    if along_n && cfg.deterministic {
+        return Err(OpError::Desc(DescError::Unsupported {
+            field: "deterministic",
+            allowed: "off where x or dy spans 2^31 elements or more: the problem is split along N and the launches add their partials atomically (#38)",
+        }));
+    }
+    let mut parts: Vec<PlanPart<BwdWeightPlan>> = Vec::with_capacity(chunks.len());
+    let mut cache = batch::SizeCache::new();
+    for chunk in chunks {
+        let instance = parts.first().map(|f| f.plan.main.instance.name.to_string()).or_else(|| cfg.instance.clone());
+        let cfg = BwdWeightConfig { instance, ..cfg.clone() };
+        let plan = cache.get(&chunk, || plan_part(p, &cfg, family, compute_units, [&x, &dw, &dy], (chunk, along_n)))?;
+        parts.push(part_at(chunk, plan, &cfg, [&x, &dw, &dy], chain.num_d as usize)?);
+    }
+    let max = |f: &dyn Fn(&BwdWeightPlan) -> usize| parts.iter().map(|q| f(&q.plan)).max().unwrap_or(0);
+    let scratch = max(&|q| q.scratch_bytes() / 4);
+    let partial_elems = max(&|q| q.partial_elems);
+    let counters = max(&|q| q.workspace_elems.saturating_sub(q.scratch_bytes() / 4 + q.partial_elems));
+    let workspace_elems = scratch
+        .checked_add(partial_elems)
+        .and_then(|v| v.checked_add(counters))
+        .ok_or(DescError::Overflow { field: "split-K workspace of a split problem" })?;
+    let first = parts[0].plan.clone();
+    Ok(BwdWeightPlan {
+        problem: *p,
+        x,
+        dw,
+        dy,
+        ds: vec![dw; chain.num_d as usize],
+        workspace_elems,
+        partial_elems,
+        atomic_partials: !cfg.deterministic && partial_elems > 0,
+        unfold: None,
+        parts,
+        ..first
+    })
+}
+
+/// A part of [`plan_split`]: `plan` (of a chunk of `chunk`'s size) and the
+/// byte offsets of `chunk`'s views.
+fn part_at(chunk: Chunk, plan: BwdWeightPlan, cfg: &BwdWeightConfig, [x, dw, dy]: [&TensorDesc; 3], num_d: usize) -> Result<PlanPart<BwdWeightPlan>, OpError> {
+    let (act, wei) = (cfg.types.act(), cfg.types.wei());
+    let ox = batch::view_bytes(&chunk, x, TensorRole::Input, act)?.1;
+    let ody = batch::view_bytes(&chunk, dy, TensorRole::Output, act)?.1;
+    let odw = batch::view_bytes(&chunk, dw, TensorRole::Weight, wei)?.1;
+    Ok(PlanPart { chunk, plan, offsets: [ox, ody, odw], d_offsets: vec![odw; num_d] })
+}
+
+/// The plan of one chunk of [`plan_split`] on its views (along N with at
+/// least 2 atomic k-batches, so that its partials are added, not written).
+fn plan_part(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    [x, dw, dy]: [&TensorDesc; 3],
+    (chunk, along_n): (Chunk, bool),
+) -> Result<BwdWeightPlan, OpError> {
+    let (act, wei) = (cfg.types.act(), cfg.types.wei());
+    let (vx, _) = batch::view_bytes(&chunk, x, TensorRole::Input, act)?;
+    let (vdy, _) = batch::view_bytes(&chunk, dy, TensorRole::Output, act)?;
+    let (vdw, _) = batch::view_bytes(&chunk, dw, TensorRole::Weight, wei)?;
+    let sp = chunk.problem(p);
+    let mut plan = plan_whole(&sp, cfg, family, compute_units, vx, vdw, vdy)?;
+    if along_n && plan.k_batch < 2 {
+        let two = BwdWeightConfig { split_k: SplitK::Fixed(2), ..cfg.clone() };
+        plan = plan_whole(&sp, &two, family, compute_units, vx, vdw, vdy)?;
+    }
+    if along_n && !(plan.k_batch >= 2 && plan.atomic_partials) {
+        return Err(OpError::Desc(DescError::Unsupported {
+            field: "split_k",
+            allowed: "at least 2 atomic k-batches per launch of a problem split along N (this kernel runs 1; #38)",
+        }));
+    }
+    Ok(plan)
 }
 
 /// The plan of [`plan_with`] for the problem the kernels run (`p` folded or
@@ -314,6 +473,7 @@ fn finish(c: &WeightCtx<'_>, l: WeightLaunch, mut args: ConvArgs) -> Result<BwdW
         args_template: args,
         from_table: false,
         unfold: None,
+        parts: Vec::new(),
     })
 }
 
@@ -341,7 +501,8 @@ impl BwdWeightPlan {
             None => fold::describe(&self.problem, a),
         };
         let table = if self.from_table { " ; tuning table" } else { "" };
-        format!("{} ; k_batch {} ; split-K {mode}{shifts}{folded}{table}", self.main.instance.name, self.k_batch)
+        let split = batch::describe(&self.problem, &self.parts);
+        format!("{} ; k_batch {} ; split-K {mode}{shifts}{folded}{table}{split}", self.main.instance.name, self.k_batch)
     }
     /// The argument block with device addresses filled in (unfolded: `x'`
     /// at the workspace's start, the split-K part after it).
@@ -364,9 +525,24 @@ impl BwdWeightPlan {
     pub fn unfold_args(&self, x: u64, workspace: u64) -> Option<ConvArgs> {
         self.unfold.as_ref().map(|u| ConvArgs { x, w: workspace, ..u.args_template })
     }
-    /// Bytes at the workspace's start that every call overwrites (`x'`).
+    /// Bytes at the workspace's start that every call overwrites (`x'`; of
+    /// a split plan, the largest part's).
     pub fn scratch_bytes(&self) -> usize {
-        self.unfold.as_ref().map_or(0, |u| 4 * u.ws_elems)
+        let parts = self.parts.iter().map(|q| q.plan.scratch_bytes()).max().unwrap_or(0);
+        self.unfold.as_ref().map_or(0, |u| 4 * u.ws_elems).max(parts)
+    }
+    /// The pre-pass kernel the plan (or a part of it) launches, if any.
+    pub fn pre_pass(&self) -> Option<&'static str> {
+        let own = self.unfold.as_ref().map(|u| u.launch.instance.name);
+        own.or_else(|| self.parts.iter().find_map(|q| q.plan.pre_pass()))
+    }
+    /// The f32 partials each output element sums: `k_batch`, or of a plan
+    /// split along N, the k-batches of every launch of the first group range.
+    pub fn k_batches(&self) -> u32 {
+        match self.parts.first() {
+            None => self.k_batch,
+            Some(f) => self.parts.iter().filter(|q| q.chunk.g0 == f.chunk.g0).map(|q| q.plan.k_batch).sum(),
+        }
     }
     /// GEMM-K each output element accumulates over (the tolerance grows with it).
     pub fn accumulation_length(&self) -> u64 {
