@@ -166,6 +166,17 @@ impl Device {
     /// - the remaining fields of `args` are what `kernel` expects for this
     ///   problem (the ones `ops::*::plan` fills in): grid, tile and split-K
     ///   counts consistent with `grid`, so that no workgroup indexes past them.
+    ///
+    /// Safe code cannot call it (issue #38: a safe launch reached memory it
+    /// did not own):
+    ///
+    /// ```compile_fail,E0133
+    /// use convgrad::runtime::{Backend, Device, EmuArch};
+    /// let dev = Device::open(Backend::Emulator(EmuArch::Gfx942), 0).unwrap();
+    /// let kernel = dev.kernels().unwrap().kernel("smoke_mfma").unwrap();
+    /// let args = convgrad::types::params::ConvArgs { x: 0x1000, ..Default::default() };
+    /// dev.launch(&kernel, [1, 1, 1], 64, 0, &args).unwrap();
+    /// ```
     pub unsafe fn launch<A: bytemuck::Pod>(
         &self,
         kernel: &Kernel,
