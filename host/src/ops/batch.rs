@@ -56,6 +56,13 @@ impl Chunk {
             v.lengths[1] = self.images;
             off = off.checked_add((self.n0 as u64).checked_mul(d.strides[1] as u64)?)?;
         }
+        // Axes of length 1 (unused spatial slots, or G or N cut to one) keep
+        // no stride past the view's span: packed tensors give unused slots
+        // the whole tensor's size, which the kernels would scale in 32 bits.
+        let span = v.checked_span("").ok()?;
+        for (s, _) in v.strides.iter_mut().zip(v.lengths).filter(|&(_, l)| l == 1) {
+            *s = (*s).min(span as usize);
+        }
         Some((v, off))
     }
 }
@@ -78,7 +85,11 @@ pub struct PlanPart<P> {
 /// The plan's note on a split, for `describe`: empty without one.
 pub(crate) fn describe<P>(p: &ConvProblem, parts: &[PlanPart<P>]) -> String {
     let Some(first) = parts.first() else { return String::new() };
-    let along = if first.chunk.groups < p.g { "N and G" } else { "N" };
+    let along = match (first.chunk.groups < p.g, first.chunk.images < p.n) {
+        (true, true) => "N and G",
+        (true, false) => "G",
+        _ => "N",
+    };
     let (g, n) = (first.chunk.groups, first.chunk.images);
     format!(" ; past 2^31 elements: {} launches along {along} ({g} groups x {n} images each, the last ones what is left)", parts.len())
 }
@@ -164,7 +175,8 @@ pub(crate) fn chunks(p: &ConvProblem, what: &'static str, fits: impl Fn(usize, u
 
 /// Checks a descriptor of a problem that will be split (the chunks' views
 /// are validated when planned): lengths as the problem's, a span within 64
-/// bits and, for a `written` tensor, no two elements at one offset.
+/// bits, strides within 2^31 - 1 and, for a `written` tensor, no two
+/// elements at one offset.
 pub(crate) fn validate_whole(p: &ConvProblem, d: &TensorDesc, role: TensorRole, name: &'static str, written: bool) -> Result<(), DescError> {
     let want = TensorDesc::lengths_of(p, role);
     if let Some(axis) = (0..want.len()).find(|&a| d.lengths[a] != want[a]) {
@@ -172,6 +184,11 @@ pub(crate) fn validate_whole(p: &ConvProblem, d: &TensorDesc, role: TensorRole, 
         return Err(DescError::Layout { tensor: name, axis, what, value: d.lengths[axis] as u64, expected: want[axis] as u64 });
     }
     d.checked_span(name)?;
+    // The chunks keep the strides, which the kernels take as 32-bit values.
+    if let Some(axis) = (0..want.len()).find(|&a| d.lengths[a] > 1 && d.strides[a] as u64 >= LIMIT) {
+        let what = "stride past 2^31 - 1 (the kernels' 32-bit offsets), even on an axis of length 1";
+        return Err(DescError::Layout { tensor: name, axis, what, value: d.strides[axis] as u64, expected: 0 });
+    }
     if written {
         d.check_no_alias(name)?;
     }

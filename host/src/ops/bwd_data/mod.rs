@@ -7,6 +7,8 @@
 pub(crate) mod plan;
 
 pub use self::plan::{BwdDataBuffers, BwdDataConfig, BwdDataPlan, DLayout, plan, plan_with};
+#[doc(hidden)]
+pub use self::plan::plan_with_limit;
 pub use super::error::{OpError, Unsupported};
 pub use super::launch::LaunchSpec;
 pub use super::prepared::{BwdDataOp, BwdDataTensors};

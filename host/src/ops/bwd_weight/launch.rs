@@ -135,9 +135,7 @@ fn launch_parts(
     bufs: BwdWeightBuffers<'_>,
     ws: u64,
 ) -> Result<(), OpError> {
-    let scratch = plan.scratch_bytes();
-    let counters_from = scratch + plan.partial_elems * 4;
-    let counter_bytes = (plan.workspace_elems * 4).saturating_sub(counters_from);
+    let (scratch, need) = (plan.scratch_bytes(), plan.workspace_elems * 4);
     let at = |base: u64, off: u64| {
         base.checked_add(off).ok_or_else(|| OpError::Usage(format!("address {base:#x} + {off} passes 64 bits")))
     };
@@ -145,11 +143,12 @@ fn launch_parts(
     for (i, part) in parts.iter().enumerate() {
         let first = i == 0 || parts[i - 1].chunk.g0 != part.chunk.g0;
         let last = parts.get(i + 1).is_none_or(|q| q.chunk.g0 != part.chunk.g0);
-        if !(first && last) && counter_bytes > 0 {
+        // The range's counters follow its partials (of its groups), up to
+        // the end (bytes past them are unused by the range, left zero).
+        let counters_from = scratch + part.plan.partial_elems * 4;
+        if !(first && last) && (first || last) && need > counters_from {
             let fill = if last { 0 } else { HOLD_COUNTERS };
-            if first || last {
-                dev.fill_raw(stream, at(ws, counters_from as u64)?, fill, counter_bytes)?;
-            }
+            dev.fill_raw(stream, at(ws, counters_from as u64)?, fill, need - counters_from)?;
         }
         let mut ds = [0u64; MAX_D];
         for ((d, &b), &off) in ds.iter_mut().zip(bufs.ds).zip(&part.d_offsets) {

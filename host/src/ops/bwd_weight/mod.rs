@@ -9,6 +9,8 @@ pub(crate) mod launch;
 pub(crate) mod plan;
 
 pub use self::plan::{BwdWeightBuffers, BwdWeightConfig, BwdWeightPlan, UnfoldPlan, plan, plan_with};
+#[doc(hidden)]
+pub use self::plan::plan_with_limit;
 pub use super::error::{OpError, Unsupported};
 pub use super::launch::LaunchSpec;
 pub use super::prepared::{BwdWeightOp, BwdWeightTensors};

@@ -336,10 +336,10 @@ fn plan_part(
         plan = plan_whole(&sp, &two, family, compute_units, vx, vdw, vdy)?;
     }
     if along_n && !(plan.k_batch >= 2 && plan.atomic_partials) {
-        return Err(OpError::Desc(DescError::Unsupported {
-            field: "split_k",
-            allowed: "at least 2 atomic k-batches per launch of a problem split along N (this kernel runs 1; #38)",
-        }));
+        return Err(OpError::Usage(format!(
+            "split_k: a problem split along N (past 2^31 elements, #38) needs at least 2 atomic k-batches per launch; {} runs {} on {} images",
+            plan.main.instance.name, plan.k_batch, chunk.images
+        )));
     }
     Ok(plan)
 }
