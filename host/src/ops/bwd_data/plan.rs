@@ -207,6 +207,12 @@ pub fn plan_with_limit(
     let ds: Vec<TensorDesc> = (0..chain.num_d as usize)
         .map(|i| cfg.d_layouts.get(i).copied().unwrap_or(DLayout::Output).desc(p, &dx))
         .collect();
+    for (name, d, role, written) in [("dy", &dy, TensorRole::Output, false), ("w", &w, TensorRole::Weight, false), ("dx", &dx, TensorRole::Input, true)] {
+        batch::validate_whole(p, d, role, name, written)?;
+    }
+    for (i, d) in ds.iter().enumerate() {
+        batch::validate_whole(p, d, TensorRole::Input, D_NAMES[i], false)?;
+    }
     let limit = limit.min(batch::LIMIT);
     let mut acts = vec![(&dy, TensorRole::Output), (&w, TensorRole::Weight), (&dx, TensorRole::Input)];
     acts.extend(ds.iter().map(|d| (d, TensorRole::Input)));
@@ -236,12 +242,6 @@ fn plan_split(
     ds: Vec<TensorDesc>,
     chunks: Vec<Chunk>,
 ) -> Result<BwdDataPlan, OpError> {
-    for (name, d, role, written) in [("dy", &dy, TensorRole::Output, false), ("w", &w, TensorRole::Weight, false), ("dx", &dx, TensorRole::Input, true)] {
-        batch::validate_whole(p, d, role, name, written)?;
-    }
-    for (i, d) in ds.iter().enumerate() {
-        batch::validate_whole(p, d, TensorRole::Input, D_NAMES[i], false)?;
-    }
     let (act, wei) = (cfg.types.act(), cfg.types.wei());
     let mut parts = Vec::with_capacity(chunks.len());
     let mut cache = batch::SizeCache::new();

@@ -173,6 +173,9 @@ pub fn plan_with_limit(
 ) -> Result<BwdWeightPlan, OpError> {
     p.validate()?;
     weight_chain(cfg)?;
+    for (name, d, role, written) in [("x", &x, TensorRole::Input, false), ("dw", &dw, TensorRole::Weight, true), ("dy", &dy, TensorRole::Output, false)] {
+        batch::validate_whole(p, d, role, name, written)?;
+    }
     let limit = limit.min(batch::LIMIT);
     let acts = [(&x, TensorRole::Input), (&dy, TensorRole::Output), (&dw, TensorRole::Weight)];
     let pixels = p.output_pixels();
@@ -263,9 +266,6 @@ fn plan_split(
     chunks: Vec<Chunk>,
 ) -> Result<BwdWeightPlan, OpError> {
     let chain = weight_chain(cfg)?;
-    for (name, d, role, written) in [("x", &x, TensorRole::Input, false), ("dw", &dw, TensorRole::Weight, true), ("dy", &dy, TensorRole::Output, false)] {
-        batch::validate_whole(p, d, role, name, written)?;
-    }
     let along_n = chunks.iter().any(|c| c.images < p.n);
     if along_n && cfg.deterministic {
         return Err(OpError::Desc(DescError::Unsupported {
