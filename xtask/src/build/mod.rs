@@ -207,17 +207,45 @@ pub struct BuildOpts {
 }
 
 /// `cargo xtask build-kernels`.
+///
+/// Architectures build in parallel, [`jobs`] at a time: each one's rustc
+/// (fat LTO, one codegen unit), opt and llc run on one core, so on CI's two
+/// cores two at a time halve the wall time. Each has its own cargo target
+/// dir and work dir, so the outputs do not depend on the order.
 pub fn run(opts: &BuildOpts) -> Result<()> {
     let t0 = Instant::now();
     let tc = Toolchain::locate()?;
     tc.require_rust_src()?;
     let stub = ensure_link_stub()?;
     let ptxas = nvptx::find_ptxas();
+    let jobs = jobs(opts.archs.len())?;
+    eprintln!("building {} architectures, {jobs} at a time", opts.archs.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<(ArchReport, f64)>>> = Vec::new();
+    results.resize_with(opts.archs.len(), || None);
+    let results = std::sync::Mutex::new(results);
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(arch) = opts.archs.get(i) else { break };
+                    let t = Instant::now();
+                    let r = build_arch(&tc, &stub, *arch, opts.release, ptxas.as_deref())
+                        .with_context(|| format!("building kernels for {}", arch.name))
+                        .map(|rep| (rep, t.elapsed().as_secs_f64()));
+                    if let Ok((rep, secs)) = &r {
+                        print_arch(*arch, rep, *secs);
+                    }
+                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                }
+            });
+        }
+    });
     let mut problems = Vec::new();
-    for arch in &opts.archs {
-        let t = Instant::now();
-        let report = build_arch(&tc, &stub, *arch, opts.release, ptxas.as_deref())
-            .with_context(|| format!("building kernels for {}", arch.name))?;
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    for (arch, r) in opts.archs.iter().zip(results) {
+        let (report, _) = r.context("an architecture was not built")??;
         if !report.missing.is_empty() {
             problems.push(format!(
                 "{}: kernels of INSTANCES for family {} missing from the object: {}",
@@ -226,29 +254,6 @@ pub fn run(opts: &BuildOpts) -> Result<()> {
                 report.missing.join(", ")
             ));
         }
-        if !report.unlisted.is_empty() {
-            eprintln!(
-                "warning: {}: kernels not in INSTANCES (no launch bounds set, not in the manifest): {}",
-                arch.name,
-                report.unlisted.join(", ")
-            );
-        }
-        eprintln!(
-            "{:>8} {} -> {} ({} kernels{}, {:.1}s)",
-            if report.rebuilt { "built" } else { "fresh" },
-            arch.name,
-            arch.object_path()
-                .strip_prefix(util::workspace_root())
-                .unwrap_or(&arch.object_path())
-                .display(),
-            report.kernels.len(),
-            if report.rebuilt {
-                ""
-            } else {
-                ", llvm steps skipped"
-            },
-            t.elapsed().as_secs_f64()
-        );
     }
     let manifest = manifest::assemble()?;
     let path = util::kernels_dir().join("manifest.json");
@@ -264,6 +269,39 @@ pub fn run(opts: &BuildOpts) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// How many architectures build at once: `CONVGRAD_KERNEL_JOBS`, else the
+/// available cores (at most one per architecture).
+fn jobs(archs: usize) -> Result<usize> {
+    let n = match std::env::var("CONVGRAD_KERNEL_JOBS") {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => n,
+            _ => bail!("CONVGRAD_KERNEL_JOBS={v:?}: allowed a whole number of at least 1"),
+        },
+        Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    Ok(n.min(archs).max(1))
+}
+
+/// One line per architecture when it is done (and its unlisted kernels).
+fn print_arch(arch: Arch, report: &ArchReport, secs: f64) {
+    if !report.unlisted.is_empty() {
+        eprintln!(
+            "warning: {}: kernels not in INSTANCES (no launch bounds set, not in the manifest): {}",
+            arch.name,
+            report.unlisted.join(", ")
+        );
+    }
+    let object = arch.object_path();
+    eprintln!(
+        "{:>8} {} -> {} ({} kernels{}, {secs:.1}s)",
+        if report.rebuilt { "built" } else { "fresh" },
+        arch.name,
+        object.strip_prefix(util::workspace_root()).unwrap_or(&object).display(),
+        report.kernels.len(),
+        if report.rebuilt { "" } else { ", llvm steps skipped" },
+    );
 }
 
 /// What one arch's build produced.
