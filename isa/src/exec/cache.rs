@@ -59,12 +59,12 @@ impl Level {
             Arch::Gfx1100 => &[Level::L0, Level::Gl1],
         }
     }
-    fn name(self, arch: Arch) -> &'static str {
-        match (self, arch) {
-            (Level::L1, _) => "vector L1 (per CU)",
-            (Level::L2, _) => "L2 (per XCD)",
-            (Level::L0, _) => "L0 (per CU of a WGP)",
-            (Level::Gl1, _) => "GL1 (per shader array)",
+    fn name(self) -> &'static str {
+        match self {
+            Level::L1 => "vector L1 (per CU)",
+            Level::L2 => "L2 (per XCD)",
+            Level::L0 => "L0 (per CU of a WGP)",
+            Level::Gl1 => "GL1 (per shader array)",
         }
     }
     /// What makes a load miss this level (bits, or an invalidate after the acquire).
@@ -118,7 +118,7 @@ pub struct Access {
 /// Where a wave runs.
 #[derive(Clone, Copy, Debug)]
 pub struct Place {
-    /// Linear workgroup id and the id.
+    /// Linear workgroup id.
     pub wg: u32,
     /// Workgroup id (x, y, z).
     pub wg_id: [u32; 3],
@@ -358,7 +358,7 @@ impl Cache {
             if who.dom[k] == w.dom[k] {
                 continue;
             }
-            let (lname, arch) = (level.name(self.arch), self.arch);
+            let (lname, arch) = (level.name(), self.arch);
             let Some(p) = self.published(r, k, w.dom[k]) else {
                 return Some(format!(
                     "the store is still dirty in the writer's {lname} {}: no `buffer_wbl2 sc1` on that XCD after it (nor an `sc1` store)",
