@@ -212,7 +212,9 @@ impl BwdWeightOp {
         let ds = addrs(&de);
         let bufs = BwdWeightBuffers { x, dy, dw, ds: &ds[..nd] };
         let pre = p.pre_pass().map(|name| self.dev.kernels()?.kernel(name)).transpose()?;
-        launch_bwd_weight(&self.dev, stream, &self.kernel, pre.as_ref(), p, bufs, ws)
+        // SAFETY: every address was checked above against its allocation,
+        // the plan's spans and the others (no overlap), on this device.
+        unsafe { launch_bwd_weight(&self.dev, stream, &self.kernel, pre.as_ref(), p, bufs, ws) }
     }
 }
 
@@ -254,6 +256,8 @@ impl BwdDataOp {
         let [dy, w, dx] = addrs(&e);
         let ds = addrs(&de);
         let resolve = |name: &str| Ok(self.dev.kernels()?.kernel(name)?);
-        bwd_data::launch(&self.dev, stream, &self.kernel, &resolve, p, BwdDataBuffers { dy, w, dx, ds: &ds[..nd] })
+        // SAFETY: every address was checked above against its allocation,
+        // the plan's spans and the others (no overlap), on this device.
+        unsafe { bwd_data::launch(&self.dev, stream, &self.kernel, &resolve, p, BwdDataBuffers { dy, w, dx, ds: &ds[..nd] }) }
     }
 }

@@ -185,16 +185,17 @@ impl Device {
         lds_bytes: u32,
         args: &A,
     ) -> Result<()> {
-        self.launch_on(&self.default_stream(), kernel, grid, block, lds_bytes, args)
+        // SAFETY: the caller keeps `launch`'s contract, which is `launch_on`'s.
+        unsafe { self.launch_on(&self.default_stream(), kernel, grid, block, lds_bytes, args) }
     }
 
-    /// As [`Device::launch`], queued on `stream`. Crate-private and safe for
-    /// the operations' launchers only (`ops::bwd_weight::launch`,
-    /// `ops::bwd_data::plan::launch`): they build `args` from a plan and
-    /// buffers whose descriptors were validated against their lengths and for
-    /// aliasing, which is the contract [`Device::launch`] states. Any other
-    /// caller goes through `launch`'s `unsafe` contract.
-    pub(crate) fn launch_on<A: bytemuck::Pod>(
+    /// As [`Device::launch`], queued on `stream`; crate-private, for the
+    /// operations' launchers (`ops::bwd_weight::launch`,
+    /// `ops::bwd_data::plan::launch`).
+    ///
+    /// # Safety
+    /// [`Device::launch`]'s contract, for the work queued on `stream`.
+    pub(crate) unsafe fn launch_on<A: bytemuck::Pod>(
         &self,
         stream: &super::Stream,
         kernel: &Kernel,

@@ -40,7 +40,8 @@ pub unsafe fn execute(
     bufs: BwdDataBuffers<'_>,
 ) -> Result<(), OpError> {
     let k = module.kernel(plan.main.instance.name)?;
-    self::plan::launch(dev, &dev.default_stream(), &k, &|name| Ok(module.kernel(name)?), plan, bufs)
+    // SAFETY: `execute`'s contract is `launch`'s.
+    unsafe { self::plan::launch(dev, &dev.default_stream(), &k, &|name| Ok(module.kernel(name)?), plan, bufs) }
 }
 
 /// Whether `cfg` can run `p` (packed tensors of `cfg.layout`) on `arch`

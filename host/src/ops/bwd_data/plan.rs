@@ -521,7 +521,10 @@ impl<'a> BwdDataBuffers<'a> {
 /// Queues `plan`'s launch of `kernel` on `stream`; of a split plan, each
 /// part's launch on its tensors' views (base addresses moved by the part's
 /// byte offsets), a part's kernel other than `kernel` from `resolve`.
-pub(crate) fn launch(
+///
+/// # Safety
+/// `bufs` keep [`super::execute`]'s contract for `plan`.
+pub(crate) unsafe fn launch(
     dev: &crate::runtime::Device,
     stream: &crate::runtime::Stream,
     kernel: &crate::runtime::Kernel,
@@ -543,7 +546,9 @@ pub(crate) fn launch(
         }
     }
     if plan.parts.is_empty() {
-        dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &plan.args(&bufs))?;
+        // SAFETY: `bufs` hold `plan`'s tensors (this fn's contract) and the
+        // arguments are the plan's own.
+        unsafe { dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &plan.args(&bufs))? };
     }
     let at = |base: u64, off: u64| {
         base.checked_add(off).ok_or_else(|| OpError::Usage(format!("address {base:#x} + {off} passes 64 bits")))
@@ -557,7 +562,9 @@ pub(crate) fn launch(
         let pb = BwdDataBuffers { dy: at(bufs.dy, ody)?, w: at(bufs.w, ow)?, dx: at(bufs.dx, odx)?, ds: &ds[..bufs.ds.len().min(MAX_D)] };
         let m = &part.plan.main;
         let own = (m.instance.name != plan.main.instance.name).then(|| resolve(m.instance.name)).transpose()?;
-        dev.launch_on(stream, own.as_ref().unwrap_or(kernel), m.grid, m.block, m.lds_bytes, &part.plan.args(&pb))?;
+        // SAFETY: a part's views lie inside `bufs`' tensors (its offsets and
+        // sub-plan come from the plan that split them) and are disjoint as they are.
+        unsafe { dev.launch_on(stream, own.as_ref().unwrap_or(kernel), m.grid, m.block, m.lds_bytes, &part.plan.args(&pb))? };
     }
     Ok(())
 }

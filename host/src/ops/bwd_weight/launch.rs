@@ -20,7 +20,12 @@ const HOLD_COUNTERS: u8 = 0x80;
 /// `kernel`; for a split plan, each part's) after readying the workspace:
 /// zeroes (on the stream) what the call needs as zeros and a previous call
 /// may have left non-zero.
-pub(crate) fn launch(
+///
+/// # Safety
+/// `bufs` keep [`super::execute`]'s contract for `plan`, and `ws` is
+/// checked here (a tracked workspace) or the caller's (a raw one, at least
+/// `plan.workspace_bytes()` of `dev`, disjoint from `bufs`).
+pub(crate) unsafe fn launch(
     dev: &Device,
     stream: &Stream,
     kernel: &Kernel,
@@ -31,10 +36,13 @@ pub(crate) fn launch(
 ) -> Result<(), OpError> {
     check_d_count(plan.ds.len(), bufs.ds.len())?;
     let (addr, tracked) = ready_workspace(dev, stream, plan, ws)?;
-    let launched = if plan.parts.is_empty() {
-        launch_one(dev, stream, kernel, pre, plan, bufs, addr)
-    } else {
-        launch_parts(dev, stream, kernel, pre, plan, bufs, addr)
+    // SAFETY: this fn's contract; `addr` is the readied workspace.
+    let launched = unsafe {
+        if plan.parts.is_empty() {
+            launch_one(dev, stream, kernel, pre, plan, bufs, addr)
+        } else {
+            launch_parts(dev, stream, kernel, pre, plan, bufs, addr)
+        }
     };
     if let Some(w) = tracked {
         // `x'` and stored partials stay behind; after a failed launch nothing is known.
@@ -101,7 +109,10 @@ fn ready_workspace<'w>(
 }
 
 /// Queues one plan's pre-pass (if it unfolds x) and kernel, its workspace at `ws`.
-fn launch_one(
+///
+/// # Safety
+/// As [`launch`], with `ws` the plan's readied workspace.
+unsafe fn launch_one(
     dev: &Device,
     stream: &Stream,
     kernel: &Kernel,
@@ -112,13 +123,15 @@ fn launch_one(
 ) -> Result<(), OpError> {
     let args = plan.args(bufs.x, bufs.dw, bufs.dy, ws, bufs.ds);
     match (plan.unfold.as_ref().zip(plan.unfold_args(bufs.x, ws)), pre) {
-        (Some((u, pre_args)), Some(k)) => dev.launch_on(stream, k, u.launch.grid, u.launch.block, 0, &pre_args)?,
+        // SAFETY: the pre-pass reads x and writes x' into the workspace, both held by the contract.
+        (Some((u, pre_args)), Some(k)) => unsafe { dev.launch_on(stream, k, u.launch.grid, u.launch.block, 0, &pre_args)? },
         (Some((u, _)), None) => {
             return Err(OpError::Usage(format!("bwd-weight: the plan's pre-pass {} was not given", u.launch.instance.name)));
         }
         _ => {}
     }
-    dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args)?;
+    // SAFETY: the contract holds `bufs` and `ws`; the arguments are the plan's own.
+    unsafe { dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args)? };
     Ok(())
 }
 
@@ -126,7 +139,10 @@ fn launch_one(
 /// addresses moved by the part's byte offsets) and its `x'` placed right
 /// before the shared partials. Where a group range runs as several
 /// launches along N, its counters hold ([`HOLD_COUNTERS`]) until the last.
-fn launch_parts(
+///
+/// # Safety
+/// As [`launch_one`].
+unsafe fn launch_parts(
     dev: &Device,
     stream: &Stream,
     kernel: &Kernel,
@@ -157,7 +173,9 @@ fn launch_parts(
         let [ox, ody, odw] = part.offsets;
         let pb = BwdWeightBuffers { x: at(bufs.x, ox)?, dy: at(bufs.dy, ody)?, dw: at(bufs.dw, odw)?, ds: &ds[..bufs.ds.len().min(MAX_D)] };
         let base = if ws == 0 { 0 } else { ws + (scratch - part.plan.scratch_bytes()) as u64 };
-        launch_one(dev, stream, kernel, pre, &part.plan, pb, base)?;
+        // SAFETY: a part's views lie inside `bufs`' tensors and its x' and
+        // partials inside `ws` (offsets and sub-plans from the splitting plan).
+        unsafe { launch_one(dev, stream, kernel, pre, &part.plan, pb, base)? };
     }
     Ok(())
 }

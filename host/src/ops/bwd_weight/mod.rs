@@ -51,7 +51,8 @@ pub unsafe fn execute(
     let k = module.kernel(plan.main.instance.name)?;
     let pre = plan.pre_pass().map(|name| module.kernel(name)).transpose()?;
     let ws = workspace.map_or(Workspace::None, Workspace::Tracked);
-    launch::launch(dev, &dev.default_stream(), &k, pre.as_ref(), plan, bufs, ws)
+    // SAFETY: `execute`'s contract is `launch`'s; a tracked workspace is checked there.
+    unsafe { launch::launch(dev, &dev.default_stream(), &k, pre.as_ref(), plan, bufs, ws) }
 }
 
 /// Whether `cfg` can run `p` (packed tensors of `cfg.layout`) on `arch`
