@@ -299,3 +299,49 @@ fn waitcnt_mutations(arch: Arch) {
 }
 
 common::per_arch!(waitcnt_replaced_by_nop_is_caught, waitcnt_mutations);
+
+/// Issue #42's wait-state mutation: every executed `s_nop` that a wait-state rule
+/// needed in the unmutated run (`Counters::nops_needed`; gfx90a's `s_nop 8` before
+/// the MFMA accumulator store among them) cut to `s_nop 0` must stop the launch with
+/// the hazard error naming the rule; the other executed `s_nop`s cut to 0 must pass.
+fn nop_mutations(arch: Arch) {
+    let c = case(arch);
+    let co = common::load(arch);
+    let k = co.kernel(c.kernel).unwrap();
+    let insts = decode_all(arch, &k.code, k.entry).unwrap();
+    let (r, ..) = launch(&c, |_| {});
+    let needed = r.unwrap().nops_needed;
+    let mut caught = Vec::new();
+    for i in insts.iter().filter(|i| i.name == "s_nop" && i.imm & 0xf != 0) {
+        let r = mutated(&c, i.addr, 0xBF80_0000);
+        match needed.get(&i.addr) {
+            Some(rule) => {
+                let e = r.expect_err(&format!(
+                    "{arch} {}: `{i}` at 0x{:x} is needed by `{rule}`, yet cut to s_nop 0 it passes",
+                    c.kernel, i.addr
+                ));
+                assert!(
+                    e.contains("wait-state hazard") && e.contains(rule),
+                    "{arch} 0x{:x}: {e}",
+                    i.addr
+                );
+                caught.push(format!("0x{:x} `{i}`: {e}", i.addr));
+            }
+            None => {
+                r.unwrap_or_else(|e| panic!("{arch} 0x{:x} `{i}` is not needed, yet: {e}", i.addr))
+            }
+        }
+    }
+    if arch != Arch::Gfx1100 {
+        assert!(!caught.is_empty(), "{arch}: no executed s_nop is needed");
+    }
+    println!(
+        "{arch} {}: caught {} of {} needed s_nops cut to s_nop 0\n{}",
+        c.kernel,
+        caught.len(),
+        needed.len(),
+        caught.join("\n")
+    );
+}
+
+common::per_arch!(needed_nop_cut_to_zero_is_caught, nop_mutations);

@@ -12,6 +12,7 @@
 //! ([`cache`]) judges which reads a non-coherent cache could answer stale.
 
 pub mod cache;
+pub mod hazard;
 pub mod late;
 pub mod memory;
 pub mod mods;
@@ -116,6 +117,19 @@ pub struct Counters {
     pub divergent_barriers: u64,
     /// Reads the cache model answered with a stale line's value ([`cache`]).
     pub stale_reads: u64,
+    /// Wait-state dependencies ([`hazard`]): accesses inside a rule's window whose
+    /// wait states were met only with the `s_nop`s in between.
+    pub hazard_deps: u64,
+    /// The wait states those dependencies required (summed).
+    pub hazard_wait_states: u64,
+    /// Wait states inserted by executed `s_nop`s (N+1 each).
+    pub nop_wait_states: u64,
+    /// Executed `s_nop`s that a dependency needed (cut to `s_nop 0` it would have
+    /// too few wait states), with the first rule that needed each.
+    pub nops_needed: BTreeMap<u64, &'static str>,
+    /// Per rule that applied: the fewest wait states beyond the required count seen
+    /// between a writer and a dependent instruction, and that instruction's address.
+    pub hazard_min_slack: BTreeMap<&'static str, (u64, u64)>,
 }
 
 impl Counters {
@@ -203,6 +217,9 @@ fn step(c: &mut Ctx, h: Handler, i: &Inst, present: u32) -> Result<Flow, String>
             name: i.name,
         }));
     }
+    if c.wave.hazard.on {
+        c.wave.hazard.begin();
+    }
     let flow = match late {
         None => h(c, i)?,
         Some((class, flat)) => {
@@ -233,6 +250,9 @@ fn step(c: &mut Ctx, h: Handler, i: &Inst, present: u32) -> Result<Flow, String>
             flow
         }
     };
+    if c.wave.hazard.on {
+        hazard::after(c, i)?;
+    }
     // With no lane active a lane-wise handler reads no modifier: nothing to judge.
     if !idle {
         mods::check(i, present, c.used.get())?;
@@ -373,6 +393,9 @@ pub struct Launch {
     /// The cache model and global races ([`cache`]): on unless
     /// `CONVGRAD_ISA_CACHE=0`.
     pub cache_model: bool,
+    /// Wait states between dependent instructions checked against the CDNA2/CDNA3
+    /// tables ([`hazard`]; gfx90a and gfx942): on unless `CONVGRAD_ISA_HAZARDS=0`.
+    pub hazards: bool,
 }
 
 /// Order of workgroups (and of a workgroup's waves between barriers).
@@ -443,6 +466,7 @@ impl Launch {
             late_results: std::env::var("CONVGRAD_ISA_LATE_RESULTS").map_or(true, |v| v != "0"),
             order: Order::from_env(),
             cache_model: std::env::var("CONVGRAD_ISA_CACHE").map_or(true, |v| v != "0"),
+            hazards: std::env::var("CONVGRAD_ISA_HAZARDS").map_or(true, |v| v != "0"),
         }
     }
 }
@@ -600,6 +624,7 @@ fn init_wave(
     // 31 bits (the memory marks keep the top bit for atomics), never 0.
     wave.uid = ((linear * nwaves + w as u64) % 0x7fff_ffff) as u32 + 1;
     wave.late.on = launch.late_results;
+    wave.hazard.on = launch.hazards && arch.is_cdna();
     // User SGPRs from s0, in the order the descriptor enables them.
     let mut s = 0usize;
     for u in user {

@@ -214,6 +214,10 @@ pub(super) fn mask_in(c: &Ctx, i: &Inst) -> Result<u64, String> {
     if i.enc == Enc::Vop3 {
         c.mask(i.src[2])
     } else {
+        c.wave.hazard.note_read(super::hazard::VCC);
+        if c.wave.lanes == 64 {
+            c.wave.hazard.note_read(super::hazard::VCC + 1);
+        }
         Ok(c.wave.vcc())
     }
 }

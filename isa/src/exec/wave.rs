@@ -1,6 +1,7 @@
 //! A wave's architectural state and the operand access every instruction family uses.
 
 use super::Ctx;
+use super::hazard::Hazard;
 use super::late::{AGPR0, Late, SGPR0, Write};
 use crate::arch::Family;
 use crate::decode::Operand;
@@ -55,6 +56,8 @@ pub struct Wave {
     pub uid: u32,
     /// Outstanding memory instructions ([`super::late`]).
     pub late: Late,
+    /// Wait-state records ([`super::hazard`]).
+    pub hazard: Hazard,
 }
 
 impl Wave {
@@ -78,6 +81,7 @@ impl Wave {
             launch_exec: 0,
             uid: 0,
             late: Late::default(),
+            hazard: Hazard::default(),
         }
     }
     /// The lanes that exist, as a mask.
@@ -209,6 +213,7 @@ impl Ctx<'_> {
     /// Fails if an outstanding load will write scoreboard register `r`.
     #[inline]
     fn check_read(&self, r: usize) -> Result<(), String> {
+        self.wave.hazard.note_read(r);
         if self.wave.late.busy(r) {
             return Err(self.wave.late.read_error(r));
         }
@@ -219,6 +224,7 @@ impl Ctx<'_> {
     /// memory instruction issues (late results), else at once, an error if an
     /// outstanding load will still write the register.
     fn put(&mut self, r: usize, lane: usize, v: u32, mask: u32) -> Result<(), String> {
+        self.wave.hazard.note_write(r);
         if let Some(d) = &mut self.defer {
             d.push(Write {
                 reg: r as u16,

@@ -12,7 +12,9 @@
 //! words at ADDR first; `LIST_WAITCNT=1` prints the main kernel's `s_waitcnt`
 //! addresses and the needed ones (`Counters::waits_needed`; `mutate.sh` uses both:
 //! every needed wait replaced by `s_nop` must fail) and its cache-maintenance
-//! instructions (`FENCE ADDR LEN TEXT`; `mutate.sh` removes them).
+//! instructions (`FENCE ADDR LEN TEXT`; `mutate.sh` removes them). `LIST_NOPS=1`
+//! prints its `s_nop`s (`NOP ADDR TEXT`) and, after the run, the executed ones a
+//! wait-state rule needed (`NOPNEEDED ADDR RULE`; `hazards.sh` cuts each to `s_nop 0`).
 //! Example: `cargo run --release -- gfx942 "2 1 2 64 64 3 3 8 8 1 1 1 1 1 1 1 1"`.
 
 use convgrad::check::{Init, fill_random, from_bytes, to_bytes};
@@ -158,6 +160,11 @@ impl Check {
             mutate(&mut kernel);
         }
         let prog = Program::new(self.arch, &kernel).unwrap_or_else(|e| fail(1, &format!("{e}")));
+        if std::env::var("LIST_NOPS").is_ok() && how != "unfold pre-pass" {
+            for i in prog.insts.iter().filter(|i| i.name == "s_nop") {
+                println!("NOP 0x{:x} {}", i.addr, i);
+            }
+        }
         if std::env::var("LIST_WAITCNT").is_ok() && how != "unfold pre-pass" {
             for i in prog.insts.iter().filter(|i| {
                 i.name.starts_with("s_waitcnt")
@@ -193,17 +200,29 @@ impl Check {
         let t = std::time::Instant::now();
         match run(&prog, mem, &l) {
             Err(e) => fail(1, &format!("{e}")),
+            Ok(c) if std::env::var("LIST_NOPS").is_ok() && how != "unfold pre-pass" => {
+                for (a, rule) in &c.nops_needed {
+                    println!("NOPNEEDED 0x{a:x} {rule}");
+                }
+                for (rule, (slack, at)) in &c.hazard_min_slack {
+                    println!("SLACK {rule} {slack} 0x{at:x}");
+                }
+            }
             Ok(c) if std::env::var("LIST_WAITCNT").is_ok() && how != "unfold pre-pass" => {
                 for a in &c.waits_needed {
                     println!("LANDS 0x{a:x}");
                 }
             }
             Ok(c) => eprintln!(
-                "ran in {:?}: stale reads {}, divergent barriers {} of {}; {} instr, classes {:?}, matrix cycles {}, lds conflicts {}",
+                "ran in {:?}: stale reads {}, divergent barriers {} of {}; wait states: {} dependencies needed {} (s_nop inserted {}, {} s_nops needed); {} instr, classes {:?}, matrix cycles {}, lds conflicts {}",
                 t.elapsed(),
                 c.stale_reads,
                 c.divergent_barriers,
                 c.barriers + c.divergent_barriers,
+                c.hazard_deps,
+                c.hazard_wait_states,
+                c.nop_wait_states,
+                c.nops_needed.len(),
                 c.instructions(),
                 c.by_class,
                 c.matrix_cycles,

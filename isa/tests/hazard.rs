@@ -1,0 +1,223 @@
+//! Wait states (issue #42, `src/exec/hazard.rs`): hand-made sequences of a writer,
+//! `s_nop`s and a dependent instruction, encoded as the shipped code objects encode
+//! them. Each rule must fail one wait state short of its count and pass at it.
+
+use convgrad_isa::Arch;
+use convgrad_isa::decode::decode_at;
+use convgrad_isa::exec::hazard::mfma_kind;
+use convgrad_isa::exec::{Counters, Ctx, Lds, Memory, Wave, execute};
+
+struct Machine {
+    arch: Arch,
+    wave: Wave,
+    lds: Lds,
+    mem: Memory,
+    counters: Counters,
+}
+
+impl Machine {
+    fn new(arch: Arch) -> Machine {
+        let mut wave = Wave::new(64, 0, true);
+        wave.set_exec(u64::MAX);
+        wave.hazard.on = true;
+        let mut m = Machine {
+            arch,
+            wave,
+            lds: Lds::new(1024),
+            mem: Memory::new(),
+            counters: Counters::default(),
+        };
+        // A buffer at v[0:1] (stores) and s[34:35] + v15 (loads), v29 = 1.0 (compares).
+        let base = m.mem.upload("D", &[0u8; 4096]);
+        m.wave.sgpr[35] = (base >> 32) as u32;
+        for l in 0..64 {
+            m.set_v(0, l, base as u32);
+            m.set_v(1, l, (base >> 32) as u32);
+            m.set_v(15, l, 0);
+            m.set_v(29, l, 1.0f32.to_bits());
+            m.set_v(2, l, base as u32);
+        }
+        m
+    }
+    fn set_v(&mut self, r: usize, lane: usize, x: u32) {
+        self.wave.vgpr[r * 64 + lane] = x;
+    }
+    fn run(&mut self, seq: &[Vec<u32>]) -> Result<(), String> {
+        let mut addr = 0u64;
+        for words in seq {
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let mut inst = decode_at(self.arch, &bytes, 0, 0).unwrap();
+            assert_eq!(inst.len as usize, bytes.len(), "{inst}");
+            inst.addr = addr;
+            addr += bytes.len() as u64;
+            let mut c = Ctx::new(
+                self.arch,
+                &mut self.wave,
+                &mut self.lds,
+                &mut self.mem,
+                &mut self.counters,
+                [0; 3],
+            );
+            execute(&mut c, &inst).map_err(|e| format!("at `{inst}`: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// `v_mfma_f32_16x16x16f16 v[d:d+3], v[a:a+1], v[b:b+1], v[c:c+3]`.
+fn mfma16(d: u32, a: u32, b: u32, c: u32) -> Vec<u32> {
+    vec![0xD3CD_0000 | d, (256 + a) | (256 + b) << 9 | (256 + c) << 18]
+}
+/// `v_mfma_f32_32x32x8f16 v[d:d+15], v[a:a+1], v[b:b+1], v[c:c+15]`.
+fn mfma32(d: u32, a: u32, b: u32, c: u32) -> Vec<u32> {
+    vec![0xD3CC_0000 | d, (256 + a) | (256 + b) << 9 | (256 + c) << 18]
+}
+/// `v_mov_b32_e32 vd, vs`.
+fn mov(d: u32, s: u32) -> Vec<u32> {
+    vec![0x7E00_0200 | d << 17 | (256 + s)]
+}
+/// `k` wait states of `s_nop`.
+fn gap(mut k: u32) -> Vec<Vec<u32>> {
+    let mut v = Vec::new();
+    while k > 0 {
+        let n = k.min(16);
+        v.push(vec![0xBF80_0000 | (n - 1)]);
+        k -= n;
+    }
+    v
+}
+
+/// Runs `writer`, `k` wait states, `reader` for k = need - 1 (must fail naming
+/// `rule`) and k = need (must pass).
+fn rule(arch: Arch, writer: &[Vec<u32>], reader: &[Vec<u32>], need: u32, rule: &str) {
+    let seq = |k: u32| {
+        let mut s = writer.to_vec();
+        s.extend(gap(k));
+        s.extend(reader.iter().cloned());
+        s
+    };
+    if need > 0 {
+        let e = Machine::new(arch)
+            .run(&seq(need - 1))
+            .expect_err(&format!("{arch} `{rule}`: {} wait states must fail", need - 1));
+        assert!(
+            e.contains("wait-state hazard") && e.contains(&format!("`{rule}`")),
+            "{arch} `{rule}`: {e}"
+        );
+        assert!(e.contains(&format!("{need} required")), "{arch} `{rule}`: {e}");
+    }
+    let mut m = Machine::new(arch);
+    m.run(&seq(need))
+        .unwrap_or_else(|e| panic!("{arch} `{rule}`: {need} wait states must pass: {e}"));
+}
+
+const BOTH: [Arch; 2] = [Arch::Gfx90a, Arch::Gfx942];
+
+#[test]
+fn mfma_pass_counts_and_xdl() {
+    // SISchedule.td (SIDPFullSpeedModel / SIDPGFX940FullSpeedModel), is_gfx940_xdl.
+    let k = |a, n| mfma_kind(a, n);
+    assert_eq!(k(Arch::Gfx90a, "v_mfma_f32_16x16x16f16"), (8, true, false));
+    assert_eq!(k(Arch::Gfx90a, "v_mfma_f32_32x32x8bf16_1k"), (16, true, false));
+    assert_eq!(k(Arch::Gfx90a, "v_mfma_f32_32x32x2f32"), (16, true, false));
+    assert_eq!(k(Arch::Gfx942, "v_mfma_f32_16x16x16_f16"), (4, true, false));
+    assert_eq!(k(Arch::Gfx942, "v_mfma_f32_16x16x16_bf16"), (4, true, false));
+    assert_eq!(k(Arch::Gfx942, "v_mfma_f32_32x32x8_f16"), (8, true, false));
+    assert_eq!(k(Arch::Gfx942, "v_mfma_f32_16x16x4_f32"), (8, false, false));
+    assert_eq!(k(Arch::Gfx942, "v_mfma_f32_32x32x2_f32"), (16, false, false));
+}
+
+#[test]
+fn valu_write_then_mfma_read() {
+    for a in BOTH {
+        rule(a, &[mov(38, 3)], &[mfma16(10, 38, 36, 10)], 2, "valu-vgpr-mfma");
+    }
+}
+
+#[test]
+fn valu_exec_write_then_mfma() {
+    // v_cmpx_lt_f32_e32 vcc, 0, v29 (v29 = 1.0: EXEC stays full).
+    for a in BOTH {
+        rule(a, &[vec![0x7CA2_3A80]], &[mfma16(10, 38, 36, 10)], 4, "valu-exec-mfma");
+    }
+}
+
+#[test]
+fn mfma_result_read_by_valu() {
+    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], &[mov(3, 11)], 11, "mfma-valu-read");
+    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[mov(3, 11)], 7, "mfma-valu-read");
+    rule(Arch::Gfx90a, &[mfma32(40, 38, 36, 40)], &[mov(3, 55)], 19, "mfma-valu-read");
+    rule(Arch::Gfx942, &[mfma32(40, 38, 36, 40)], &[mov(3, 55)], 11, "mfma-valu-read");
+}
+
+#[test]
+fn mfma_result_read_by_a_store() {
+    // flat_store_dword v[0:1], v12
+    let store = vec![0xDC70_0000, 12 << 8];
+    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], std::slice::from_ref(&store), 11, "mfma-mem-read");
+    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[store], 7, "mfma-mem-read");
+}
+
+#[test]
+fn mfma_result_as_next_mfma_sources() {
+    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], &[mfma16(20, 10, 36, 20)], 11, "mfma-srcab");
+    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[mfma16(20, 36, 12, 20)], 7, "mfma-srcab");
+    // SrcC overlapping D partially; the same registers need none (back-to-back accumulation).
+    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], &[mfma16(20, 38, 36, 12)], 8, "mfma-srcc-overlap");
+    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[mfma16(20, 38, 36, 12)], 5, "mfma-srcc-overlap");
+    for a in BOTH {
+        rule(a, &[mfma16(10, 38, 36, 10)], &[mfma16(10, 38, 36, 10)], 0, "mfma-srcc-same");
+    }
+}
+
+#[test]
+fn mfma_result_overwritten_and_srcc_overwritten() {
+    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], &[mov(11, 3)], 11, "mfma-waw");
+    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[mov(11, 3)], 7, "mfma-waw");
+    rule(Arch::Gfx90a, &[mfma16(20, 38, 36, 40)], &[mov(41, 3)], 7, "srcc-war");
+    rule(Arch::Gfx942, &[mfma16(20, 38, 36, 40)], &[mov(41, 3)], 3, "srcc-war");
+}
+
+#[test]
+fn gfx942_valu_forwarding() {
+    // v_cmp_lt_f32_e32 vcc, 0, v29; v_cndmask_b32_e32 v11, 0, v28, vcc.
+    let (cmp, sel) = (vec![0x7C82_3A80], vec![0x0016_3880]);
+    rule(Arch::Gfx942, std::slice::from_ref(&cmp), std::slice::from_ref(&sel), 2, "valu-sgpr-valu");
+    rule(Arch::Gfx90a, &[cmp], &[sel], 0, "valu-sgpr-valu");
+    // v_rcp_iflag_f32_e32 v29, v29; v_mov_b32 v3, v29.
+    let rcp = vec![0x7E3A_471D];
+    rule(Arch::Gfx942, std::slice::from_ref(&rcp), &[mov(3, 29)], 1, "trans-use");
+    rule(Arch::Gfx90a, &[rcp], &[mov(3, 29)], 0, "trans-use");
+}
+
+#[test]
+fn valu_sgpr_write_then_vmem_read() {
+    // v_readfirstlane_b32 s34, v0; global_load_dword v10, v15, s[34:35] offset:640.
+    let rfl = vec![0x7E44_0500];
+    let load = vec![0xDC50_8280, 0x0A22_000F];
+    for a in BOTH {
+        rule(a, std::slice::from_ref(&rfl), std::slice::from_ref(&load), 5, "valu-sgpr-vmem");
+    }
+}
+
+#[test]
+fn wide_store_data_overwritten() {
+    // flat_store_dwordx4 v[0:1], v[4:7]; v_mov_b32 v5, v3.
+    let st = vec![0xDC7C_0000, 4 << 8];
+    rule(Arch::Gfx90a, std::slice::from_ref(&st), &[mov(5, 3)], 1, "wide-store-data");
+    rule(Arch::Gfx942, &[st], &[mov(5, 3)], 2, "wide-store-data");
+}
+
+#[test]
+fn nops_count_their_states_and_are_marked_needed() {
+    let mut m = Machine::new(Arch::Gfx90a);
+    let mut seq = vec![mfma16(10, 38, 36, 10)];
+    seq.push(vec![0xBF80_0009]); // s_nop 9: 10 wait states
+    seq.push(mov(3, 11)); // needs 11: 10 + the s_nop... one short
+    assert!(m.run(&seq).is_err());
+    let mut m = Machine::new(Arch::Gfx90a);
+    seq.insert(1, mov(4, 5));
+    m.run(&seq).unwrap();
+    assert_eq!(m.counters.nop_wait_states, 10);
+    assert_eq!(m.counters.nops_needed.get(&12), Some(&"mfma-valu-read"));
+}
