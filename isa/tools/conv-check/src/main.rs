@@ -206,6 +206,30 @@ impl Check {
                 }
                 for (rule, (slack, at)) in &c.hazard_min_slack {
                     println!("SLACK {rule} {slack} 0x{at:x}");
+                    // The dependent instruction swapped with the one before it: one
+                    // wait state fewer (`hazards.sh` uses it at slack 0).
+                    let Some(k) = prog.insts.iter().position(|i| i.addr == *at) else {
+                        continue;
+                    };
+                    if k == 0 {
+                        continue;
+                    }
+                    let (p, r) = (&prog.insts[k - 1], &prog.insts[k]);
+                    let words = |i: &convgrad_isa::decode::Inst| {
+                        let o = (i.addr - kernel.entry) as usize;
+                        kernel.code[o..o + i.len as usize]
+                            .chunks(4)
+                            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+                            .collect::<Vec<u32>>()
+                    };
+                    // The region [p, r's end) rewritten as r's words, then p's.
+                    let m: Vec<String> = words(r)
+                        .into_iter()
+                        .chain(words(p))
+                        .enumerate()
+                        .map(|(j, w)| format!("{:x}:{w:x}", p.addr + 4 * j as u64))
+                        .collect();
+                    println!("SWAP {rule} {slack} {} `{r}` above `{p}`", m.join(","));
                 }
             }
             Ok(c) if std::env::var("LIST_WAITCNT").is_ok() && how != "unfold pre-pass" => {
