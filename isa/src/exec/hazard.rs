@@ -33,8 +33,11 @@
 //! VALU-DGEMM-VMEM bug workaround. GFX11 (gfx1100) has no wait-state table: the
 //! RDNA3 hardware interlocks VALU dependencies (LLVM: `hasNoDataDepHazard`, which
 //! skips all the counted checks), and `s_delay_alu` is a scheduling hint for
-//! performance (RDNA3 ISA guide, "S_DELAY_ALU": "insert delay ... to avoid stalls";
-//! correctness does not depend on it), so hazards are off there. Its real hazards
+//! performance: LLVM's `AMDGPUInsertDelayAlu.cpp` inserts it "to avoid stalls on
+//! GFX11+", Mesa's ACO (`aco_insert_delay_alu.cpp`) notes that without it "things
+//! will still be correct" (the wave stalls instead of yielding the SIMD). The RDNA3
+//! guide's own S_DELAY_ALU text could not be read here (PDF only). Hazards are off
+//! on gfx1100. Its real hazards
 //! (LLVM's `fixVALUTransUseHazard`, `fixVALUPartialForwardingHazard`,
 //! `fixVALUMaskWriteHazard`, LDS-direct) are resolved with `s_waitcnt_depctr`
 //! rather than counted states and are not modelled.
@@ -323,8 +326,14 @@ impl Hazard {
 
 fn bits(words: &[Cell<u64>; WORDS]) -> impl Iterator<Item = usize> + '_ {
     words.iter().enumerate().flat_map(|(k, c)| {
-        let w = c.get();
-        (0..64).filter(move |b| w >> b & 1 != 0).map(move |b| k * 64 + b)
+        let mut w = c.get();
+        std::iter::from_fn(move || {
+            (w != 0).then(|| {
+                let b = w.trailing_zeros() as usize;
+                w &= w - 1;
+                k * 64 + b
+            })
+        })
     })
 }
 
