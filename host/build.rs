@@ -1,84 +1,123 @@
-//! Embeds the GPU kernels built by `cargo xtask build-kernels` into the host crate.
+//! Embeds convgrad's GPU kernels into the host crate.
 //!
-//! Looks in `$CONVGRAD_KERNEL_DIR`, else `<workspace>/target/kernels` (the workspace
-//! being this crate's parent directory), for `<arch>/convgrad.hsaco` (AMD) and
-//! `<arch>/convgrad.ptx` (NVIDIA) plus `manifest.json`, and generates
-//! `$OUT_DIR/code_objects.rs` with an `include_bytes!` per file (read by
-//! `src/code_objects.rs`). The directory is watched (`rerun-if-changed`), so a new
-//! `cargo xtask build-kernels` makes the next build re-embed. With no kernels it
-//! embeds nothing and warns: the emulator backend needs no code objects.
+//! Where the code objects come from, first match wins:
+//!
+//! 1. `$CONVGRAD_KERNEL_DIR` (must be a directory laid out like `target/kernels`);
+//! 2. `<workspace>/target/kernels` (the workspace being this crate's parent directory)
+//!    when it holds at least one code object: a developer who just ran
+//!    `cargo xtask build-kernels`;
+//! 3. the checked-in bundle `kernels/` beside this file (`index.txt` plus one
+//!    zstd-compressed file per architecture and the manifest; written by
+//!    `cargo xtask bundle-kernels`), which travels with the package, so a git, path or
+//!    registry dependent gets every architecture without the kernel toolchain.
+//!
+//! A kernel directory holds `<arch>/convgrad.hsaco` (AMD) or `<arch>/convgrad.ptx`
+//! (NVIDIA) plus `manifest.json`. The generated `$OUT_DIR/code_objects.rs` has an
+//! `include_bytes!` per file (read by `src/code_objects.rs`, which decompresses
+//! bundled objects at first use). This script writes nothing but that file and watches
+//! only paths that exist (cargo reruns a script on every build for a missing one):
+//! the kernel directory and the bundle. `cargo xtask build-kernels` refreshes the
+//! bundle index's modification time, so the first kernel build of a checkout is noticed
+//! too. With neither kernels nor a bundle it embeds nothing and warns: the emulator
+//! backend needs no code objects.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 const OBJECT_FILES: [&str; 2] = ["convgrad.hsaco", "convgrad.ptx"];
 
+/// One embedded file: a path to `include_bytes!`, and for a bundled one the size of
+/// its decompressed contents.
+struct Embed {
+    path: PathBuf,
+    zstd_len: Option<u64>,
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=CONVGRAD_KERNEL_DIR");
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let (dir, explicit) = match std::env::var_os("CONVGRAD_KERNEL_DIR") {
-        Some(d) if !d.is_empty() => (PathBuf::from(d), true),
-        _ => (manifest_dir.parent().unwrap_or(&manifest_dir).join("target").join("kernels"), false),
-    };
-    if !dir.is_dir() {
-        if explicit {
-            panic!("CONVGRAD_KERNEL_DIR={} is not a directory (expected the target/kernels of `cargo xtask build-kernels`)", dir.display());
-        }
-        // Create the (empty) directory so it can be watched: a missing path would make
-        // cargo rerun this script, and rebuild the crate, on every build.
-        let _ = std::fs::create_dir_all(&dir);
-    }
-    if dir.is_dir() {
-        // A directory is scanned recursively by cargo.
-        println!("cargo:rerun-if-changed={}", dir.display());
+    let bundle_dir = manifest_dir.join("kernels");
+    if bundle_dir.is_dir() {
+        println!("cargo:rerun-if-changed={}", bundle_dir.display());
     }
 
-    let mut objects: Vec<(String, PathBuf)> = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(&dir) {
-        let mut subdirs: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
-        subdirs.sort();
-        for sub in subdirs {
-            let Some(arch) = sub.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
-            if let Some(f) = OBJECT_FILES.iter().map(|f| sub.join(f)).find(|p| p.is_file()) {
-                objects.push((arch, f));
+    let (dir, objects, manifest) = match std::env::var_os("CONVGRAD_KERNEL_DIR") {
+        Some(d) if !d.is_empty() => {
+            let dir = PathBuf::from(d);
+            if !dir.is_dir() {
+                panic!(
+                    "CONVGRAD_KERNEL_DIR={} is not a directory (expected the target/kernels of `cargo xtask build-kernels`)",
+                    dir.display()
+                );
+            }
+            println!("cargo:rerun-if-changed={}", dir.display());
+            let (objects, manifest) = scan_kernel_dir(&dir);
+            (dir, objects, manifest)
+        }
+        _ => {
+            let ws = manifest_dir.parent().unwrap_or(&manifest_dir).join("target").join("kernels");
+            let (objects, manifest) = if ws.is_dir() {
+                // A directory is scanned recursively by cargo.
+                println!("cargo:rerun-if-changed={}", ws.display());
+                scan_kernel_dir(&ws)
+            } else {
+                (Vec::new(), None)
+            };
+            if !objects.is_empty() {
+                (ws, objects, manifest)
+            } else if bundle_dir.join("index.txt").is_file() {
+                let (objects, manifest) = read_bundle(&bundle_dir);
+                (bundle_dir.clone(), objects, manifest)
+            } else {
+                (ws, objects, manifest)
             }
         }
-    }
-    let manifest = Some(dir.join("manifest.json")).filter(|p| p.is_file());
+    };
 
     let lit = |p: &Path| format!("{:?}", p.display().to_string());
-    let mut code = String::from("// @generated by convgrad's build.rs from the kernel directory.\n");
-    let _ = writeln!(code, "/// Where the kernels were looked for.\npub(super) const KERNEL_DIR: &str = {};", lit(&dir));
-    if !objects.is_empty() {
-        // Defined only when used: a build without kernels stays warning-free.
+    let mut code = String::from("// @generated by convgrad's build.rs from the kernel directory or the bundle.\n");
+    let _ = writeln!(code, "/// Where the kernels were taken from.\npub(super) const KERNEL_DIR: &str = {};", lit(&dir));
+    let _ = writeln!(code, "/// How many code objects are embedded.\npub(super) const COUNT: usize = {};", objects.len());
+    if objects.iter().any(|(_, e)| e.zstd_len.is_none()) {
+        // Defined only when used: a build without raw kernels stays warning-free.
         code.push_str(
             "/// Page-aligned storage, so code objects can be handed to loaders that want\n\
              /// an aligned ELF image.\n#[repr(C, align(4096))]\nstruct Aligned<T: ?Sized>(T);\n",
         );
     }
-    for (i, (_, p)) in objects.iter().enumerate() {
-        let _ = writeln!(
-            code,
-            "static OBJ_{i}: Aligned<[u8; include_bytes!({l}).len()]> = Aligned(*include_bytes!({l}));",
-            l = lit(p)
-        );
+    let stored = |i: usize, e: &Embed| match e.zstd_len {
+        None => format!("super::Stored::Raw(&OBJ_{i}.0)"),
+        Some(len) => format!("super::Stored::Zstd {{ data: include_bytes!({}), len: {len} }}", lit(&e.path)),
+    };
+    for (i, (_, e)) in objects.iter().enumerate() {
+        if e.zstd_len.is_none() {
+            let _ = writeln!(
+                code,
+                "static OBJ_{i}: Aligned<[u8; include_bytes!({l}).len()]> = Aligned(*include_bytes!({l}));",
+                l = lit(&e.path)
+            );
+        }
     }
-    let _ = writeln!(code, "pub(super) static CODE_OBJECTS: [(&str, &[u8]); {}] = [", objects.len());
-    for (i, (arch, _)) in objects.iter().enumerate() {
-        let _ = writeln!(code, "    ({arch:?}, &OBJ_{i}.0),");
+    let _ = writeln!(code, "pub(super) static CODE_OBJECTS: [(&str, super::Stored); COUNT] = [");
+    for (i, (arch, e)) in objects.iter().enumerate() {
+        let _ = writeln!(code, "    ({arch:?}, {}),", stored(i, e));
     }
     code.push_str("];\n");
-    let _ = writeln!(code, "pub(super) static BUILT_ARCHS: [&str; {}] = [", objects.len());
+    let _ = writeln!(code, "pub(super) static BUILT_ARCHS: [&str; COUNT] = [");
     for (arch, _) in &objects {
         let _ = writeln!(code, "    {arch:?},");
     }
     code.push_str("];\n");
     match &manifest {
-        Some(m) => {
-            let _ = writeln!(code, "pub(super) static MANIFEST: Option<&str> = Some(include_str!({}));", lit(m));
+        Some(m @ Embed { zstd_len: None, .. }) => {
+            let _ =
+                writeln!(code, "pub(super) static MANIFEST: Option<super::Stored> = Some(super::Stored::Raw(include_bytes!({})));", lit(&m.path));
         }
-        None => code.push_str("pub(super) static MANIFEST: Option<&str> = None;\n"),
+        Some(m) => {
+            let _ = writeln!(code, "pub(super) static MANIFEST: Option<super::Stored> = Some({});", stored(usize::MAX, m));
+        }
+        None => code.push_str("pub(super) static MANIFEST: Option<super::Stored> = None;\n"),
     }
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("code_objects.rs");
     if std::fs::read_to_string(&out).ok().as_deref() != Some(code.as_str()) {
@@ -87,9 +126,62 @@ fn main() {
 
     if objects.is_empty() {
         println!(
-            "cargo:warning=convgrad: no GPU kernels found in {}; only the emulator backend will run. \
+            "cargo:warning=convgrad: no GPU kernels found in {} and no bundle in {}; only the emulator backend will run. \
              Build them with `cargo xtask build-kernels` (in the convgrad workspace) or set CONVGRAD_KERNEL_DIR.",
-            dir.display()
+            dir.display(),
+            bundle_dir.display()
         );
     }
+}
+
+/// The code objects (sorted by architecture) and the manifest of a `target/kernels` directory.
+fn scan_kernel_dir(dir: &Path) -> (Vec<(String, Embed)>, Option<Embed>) {
+    let mut objects = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        let mut subdirs: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+        subdirs.sort();
+        for sub in subdirs {
+            let Some(arch) = sub.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
+            if let Some(path) = OBJECT_FILES.iter().map(|f| sub.join(f)).find(|p| p.is_file()) {
+                objects.push((arch, Embed { path, zstd_len: None }));
+            }
+        }
+    }
+    let manifest = Some(dir.join("manifest.json")).filter(|p| p.is_file()).map(|path| Embed { path, zstd_len: None });
+    (objects, manifest)
+}
+
+/// The bundle's objects and manifest, from its `index.txt` (format: see
+/// `xtask/src/bundle.rs`; lines `object ARCH NAME SIZE SHA256 FILE` and
+/// `manifest NAME SIZE SHA256 FILE`, `#` comments and other keys ignored here).
+fn read_bundle(dir: &Path) -> (Vec<(String, Embed)>, Option<Embed>) {
+    let index_path = dir.join("index.txt");
+    let index = std::fs::read_to_string(&index_path).unwrap_or_else(|e| panic!("reading {}: {e}", index_path.display()));
+    let bad = |line: &str| -> ! { panic!("{}: malformed line {line:?} (rewrite it with `cargo xtask bundle-kernels`)", index_path.display()) };
+    let embed = |line: &str, size: &str, file: &str| {
+        let len = size.parse::<u64>().unwrap_or_else(|_| bad(line));
+        let path = dir.join(file);
+        if file.contains(['/', '\\']) || !path.is_file() {
+            panic!("{}: {file} is listed but missing from the bundle", index_path.display());
+        }
+        Embed { path, zstd_len: Some(len) }
+    };
+    let mut objects = Vec::new();
+    let mut manifest = None;
+    for line in index.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.first() {
+            Some(&"object") => match f[..] {
+                [_, arch, _name, size, _sha, file] => objects.push((arch.to_string(), embed(line, size, file))),
+                _ => bad(line),
+            },
+            Some(&"manifest") => match f[..] {
+                [_, _name, size, _sha, file] => manifest = Some(embed(line, size, file)),
+                _ => bad(line),
+            },
+            _ => {}
+        }
+    }
+    objects.sort_by(|a, b| a.0.cmp(&b.0));
+    (objects, manifest)
 }
