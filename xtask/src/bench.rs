@@ -10,6 +10,13 @@
 //! (outside the geometric means; its peer is PyTorch's unfused
 //! backward-data + bias + ReLU). On the emulator (`--backend emu`) it reports
 //! emulated throughput instead (small shapes, no peer).
+//!
+//! A shape that fails is reported and recorded (its row has an `error`), the
+//! others still run, and the exit status is non-zero. `--json FILE` is
+//! rewritten whole after every row (`"complete": false` until the end), so
+//! a run stopped part way keeps what it measured; `--plot FILE.svg` charts
+//! the rows (see [`crate::plot`]). A bar on stderr shows the progress when
+//! stderr is a terminal.
 
 use crate::verify::{CK_EXAMPLE_38, EMU_EX38, parse_problem};
 use anyhow::{Context, Result, bail};
@@ -29,9 +36,12 @@ struct BenchArgs {
     /// Skip the PyTorch peer.
     #[arg(long)]
     no_peer: bool,
-    /// Write the table as JSON here too.
+    /// Write the table as JSON here too, rewritten after every shape (failed ones with their error).
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Write an SVG chart of the ratios per layer and per network here (see `cargo xtask plot`).
+    #[arg(long)]
+    plot: Option<std::path::PathBuf>,
     /// Force this kernel instance (tuning); shapes it cannot run are skipped.
     #[arg(long)]
     instance: Option<String>,
@@ -504,6 +514,7 @@ fn time_ours(
         Op::BwdWeight => {
             let split = split_k.map_or(SplitK::Auto, SplitK::Fixed);
             let plan = weight_op::plan(&s.p, &weight_config(t, instance, split), family, cus)?;
+            log::debug!("plan {} {}: {}", s.name, t.name(), plan.describe());
             let ms = time_weight(dev, module, &plan, t, iters)?;
             Ok((
                 ms,
@@ -512,6 +523,7 @@ fn time_ours(
         }
         Op::BwdData => {
             let plan = data_op::plan(&s.p, &data_config(s, t, instance), family, cus)?;
+            log::debug!("plan {} {}: {}", s.name, t.name(), plan.describe());
             let ms = time_data(dev, module, &plan, t, iters)?;
             let how = match plan.slices {
                 0 => "direct".to_string(),
@@ -550,10 +562,24 @@ fn peer(
             "benches/torch_conv_bwd.py".into()
         }
     });
-    let out = duct::cmd!("python3", &script, &f, iters.to_string())
-        .read()
-        .with_context(|| format!("running the PyTorch peer ({script}); use --no-peer to skip"))?;
-    let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or(""))?;
+    // One process times every shape; a spinner shows the time it takes (and
+    // the script's lines before its last, the result, if it prints any).
+    let spin = crate::progress::spinner(format!("PyTorch peer: timing {} shape(s)", shapes.len()));
+    let started = std::time::Instant::now();
+    let context = || format!("running the PyTorch peer ({script}); use --no-peer to skip");
+    let reader = duct::cmd!("python3", &script, &f, iters.to_string()).reader().with_context(context)?;
+    let (mut last, mut lines) = (String::new(), 0usize);
+    for line in std::io::BufRead::lines(std::io::BufReader::new(reader)) {
+        let line = line.with_context(context)?;
+        if !last.is_empty() {
+            lines += 1;
+            spin.set_message(format!("PyTorch peer: {lines} of {} shape(s): {}", shapes.len(), last.trim()));
+        }
+        last = line;
+    }
+    spin.finish_and_clear();
+    log::info!("PyTorch peer: {} shape(s) in {:.1} s", shapes.len(), started.elapsed().as_secs_f64());
+    let v: serde_json::Value = serde_json::from_str(&last).with_context(|| format!("the PyTorch peer's last line: {last}"))?;
     let who = format!(
         "PyTorch {} cuDNN {} on {}",
         v["torch"], v["cudnn"], v["device"]
@@ -622,23 +648,42 @@ pub fn run(args: &[String]) -> Result<()> {
         "{:<44} {:>5} {:>10} {:>9} {:>10} {:>9} {:>7}  kernel",
         "shape", "type", "ours ms", "TFLOPS", "peer ms", "TFLOPS", "ratio"
     );
+    let mut out = JsonOut::new(a.json.clone(), op.name(), dev.name(), &who)?;
     let mut ratios: [Vec<f64>; 2] = [vec![], vec![]];
     // Per network: (layer, dtype, ratio), for `--suite networks`.
     let mut per_net: Vec<(&'static str, String, &'static str, f64)> = vec![];
-    let mut rows = vec![];
+    let (mut measured, mut failed) = (0usize, vec![]);
     // (dtype, fused) -> ours ms, for the overhead of the fused epilogue.
     let mut pair: Vec<(TypeConfig, bool, f64)> = vec![];
+    let bar = crate::progress::bar(sel.len(), "bench");
     for ((s, t), peer_ms) in sel.iter().zip(&theirs) {
+        bar.set_message(format!("{} {}", s.name, t.name()));
         let timed = time_ours(dev, module, op, s, *t, iters, a.instance.as_deref(), split_k)
             .with_context(|| format!("{} {} {}", op.name(), s.name, t.name()));
+        let row = |extra: serde_json::Value| {
+            let mut r = serde_json::json!({ "shape": s.name, "dtype": t.name(), "kind": format!("{:?}", s.kind), "fused": s.fused,
+                "net": s.net, "peer_ms": peer_ms });
+            r.as_object_mut().expect("an object").extend(extra.as_object().expect("an object").clone());
+            r
+        };
         let (ms, kern) = match (timed, &a.instance) {
             (Ok(r), _) => r,
+            // A forced instance that cannot run a shape skips it.
             (Err(e), Some(_)) => {
-                println!("{:<44} {:>5} skipped: {e:#}", s.name, t.name());
+                crate::progress::println(format_args!("{:<44} {:>5} skipped: {e:#}", s.name, t.name()));
+                out.push(row(serde_json::json!({ "ours_ms": null, "ratio": null, "skipped": format!("{e:#}") })))?;
+                bar.inc(1);
                 continue;
             }
-            (Err(e), None) => return Err(e),
+            (Err(e), None) => {
+                crate::progress::println(format_args!("{:<44} {:>5} FAILED: {e:#}", s.name, t.name()));
+                out.push(row(serde_json::json!({ "ours_ms": null, "ratio": null, "error": format!("{e:#}") })))?;
+                failed.push(format!("{} {}", s.name, t.name()));
+                bar.inc(1);
+                continue;
+            }
         };
+        measured += 1;
         let tf = |ms: f64| s.p.flops() as f64 / ms / 1e9;
         let ratio = peer_ms.map(|p| p / ms);
         if let (Some(net), Some(r)) = (s.net, ratio) {
@@ -664,7 +709,7 @@ pub fn run(args: &[String]) -> Result<()> {
         } else {
             String::new()
         };
-        println!(
+        crate::progress::println(format_args!(
             "{:<44} {:>5} {:>10.4} {:>9.2} {:>10} {:>9} {:>7}  {kern}{emu_note}",
             s.name,
             t.name(),
@@ -673,10 +718,11 @@ pub fn run(args: &[String]) -> Result<()> {
             peer_ms.map_or("-".into(), |p| format!("{p:.4}")),
             peer_ms.map_or("-".into(), |p| format!("{:.2}", tf(p))),
             ratio.map_or("-".into(), |r| format!("{r:.3}x")),
-        );
-        rows.push(serde_json::json!({ "shape": s.name, "dtype": t.name(), "ours_ms": ms, "peer_ms": peer_ms,
-            "ratio": ratio, "kernel": kern, "kind": format!("{:?}", s.kind), "fused": s.fused }));
+        ));
+        out.push(row(serde_json::json!({ "ours_ms": ms, "ratio": ratio, "kernel": kern })))?;
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     for (i, name) in ["dense", "grouped/depthwise"].iter().enumerate() {
         if let Some(g) = geomean(&ratios[i]) {
             println!(
@@ -709,14 +755,120 @@ pub fn run(args: &[String]) -> Result<()> {
             overheads.push(serde_json::json!({ "dtype": t.name(), "plain_ms": plain, "fused_ms": fused, "overhead_pct": pct }));
         }
     }
-    if let Some(p) = &a.json {
-        std::fs::write(
-            p,
-            serde_json::to_string_pretty(
-                &serde_json::json!({ "op": op.name(), "device": dev.name(), "peer": who,
-                "rows": rows, "fused_epilogue_overhead": overheads }),
-            )?,
-        )?;
+    out.finish(overheads)?;
+    if let Some(p) = &a.plot {
+        crate::plot::write(out.doc(), p).with_context(|| format!("--plot {}", p.display()))?;
+        println!("chart: {}", p.display());
     }
-    crate::options::check_measured(rows.len(), sel.len(), "every shape was skipped: --instance cannot run them")
+    if !failed.is_empty() {
+        bail!("{} of {} shape(s) failed: {}", failed.len(), sel.len(), failed.join(", "));
+    }
+    crate::options::check_measured(measured, sel.len(), "every shape was skipped: --instance cannot run them")
+}
+
+/// The `--json` document of a run: the run's fields and its rows, the file
+/// rewritten whole after every row (through a temporary file and a rename,
+/// so a reader never sees half a file), `"complete": false` until
+/// [`JsonOut::finish`]. Without a path it only keeps the document (for `--plot`).
+pub(crate) struct JsonOut {
+    path: Option<std::path::PathBuf>,
+    doc: serde_json::Value,
+}
+
+impl JsonOut {
+    /// A document with no rows yet, written at once where there is a path.
+    pub(crate) fn new(path: Option<std::path::PathBuf>, op: &str, device: &str, peer: &str) -> Result<JsonOut> {
+        let doc = serde_json::json!({ "op": op, "device": device, "peer": peer, "complete": false, "failed": 0,
+            "rows": [], "fused_epilogue_overhead": [] });
+        let out = JsonOut { path, doc };
+        out.save()?;
+        Ok(out)
+    }
+
+    /// Appends a row (one with an `error` counts as failed) and rewrites the file.
+    pub(crate) fn push(&mut self, row: serde_json::Value) -> Result<()> {
+        if row.get("error").is_some() {
+            let n = self.doc["failed"].as_u64().unwrap_or(0);
+            self.doc["failed"] = (n + 1).into();
+        }
+        self.doc["rows"].as_array_mut().expect("rows").push(row);
+        self.save()
+    }
+
+    /// Adds the fused-epilogue overheads, marks the run complete, rewrites the file.
+    pub(crate) fn finish(&mut self, overheads: Vec<serde_json::Value>) -> Result<()> {
+        self.doc["fused_epilogue_overhead"] = overheads.into();
+        self.doc["complete"] = true.into();
+        self.save()
+    }
+
+    /// The document as it stands.
+    pub(crate) fn doc(&self) -> &serde_json::Value {
+        &self.doc
+    }
+
+    fn save(&self) -> Result<()> {
+        let Some(p) = &self.path else { return Ok(()) };
+        let mut tmp = p.clone().into_os_string();
+        tmp.push(".partial");
+        let tmp = std::path::PathBuf::from(tmp);
+        let text = serde_json::to_string_pretty(&self.doc)?;
+        std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, p)).with_context(|| format!("--json {}", p.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JsonOut;
+
+    fn read(p: &std::path::Path) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    /// Rows reach the file as they come; a failed row is kept with its
+    /// error and counted, the earlier rows stay.
+    #[test]
+    fn json_is_written_row_by_row_with_failures() {
+        let dir = std::env::temp_dir().join(format!("convgrad-bench-json-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("bench.json");
+        let mut out = JsonOut::new(Some(p.clone()), "bwd-weight", "Test GPU", "none").unwrap();
+        assert_eq!(read(&p)["rows"].as_array().unwrap().len(), 0);
+        out.push(serde_json::json!({ "shape": "a", "dtype": "f16", "ours_ms": 1.5, "ratio": null })).unwrap();
+        let v = read(&p);
+        assert_eq!((v["rows"][0]["shape"].as_str(), v["complete"].as_bool(), v["failed"].as_u64()), (Some("a"), Some(false), Some(0)));
+        out.push(serde_json::json!({ "shape": "b", "dtype": "f16", "ours_ms": null, "error": "plan: nothing fits" })).unwrap();
+        let v = read(&p);
+        assert_eq!(v["rows"].as_array().unwrap().len(), 2, "{v}");
+        assert_eq!(v["rows"][0]["ours_ms"].as_f64(), Some(1.5), "{v}");
+        assert_eq!(v["rows"][1]["error"].as_str(), Some("plan: nothing fits"), "{v}");
+        assert_eq!((v["failed"].as_u64(), v["complete"].as_bool()), (Some(1), Some(false)));
+        out.push(serde_json::json!({ "shape": "c", "dtype": "f16", "ours_ms": 2.0 })).unwrap();
+        out.finish(vec![]).unwrap();
+        let v = read(&p);
+        assert_eq!((v["rows"].as_array().unwrap().len(), v["complete"].as_bool()), (3, Some(true)));
+        assert!(!dir.join("bench.json.partial").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `bench --backend emu` on one small shape: a row in the JSON file
+    /// and a chart that names it.
+    #[test]
+    fn bench_on_the_emulator_writes_json_and_chart() {
+        let dir = std::env::temp_dir().join(format!("convgrad-bench-emu-{}", std::process::id()));
+        let (json, svg) = (dir.join("r.json"), dir.join("r.svg"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let args = ["--backend", "emu", "--op", "bwd-weight", "--dtypes", "f16", "--filter", "emu 8x64->64"];
+        let mut args: Vec<String> = args.map(String::from).to_vec();
+        args.extend(["--json".into(), json.display().to_string(), "--plot".into(), svg.display().to_string()]);
+        super::run(&args).unwrap();
+        let v = read(&json);
+        assert_eq!((v["complete"].as_bool(), v["failed"].as_u64()), (Some(true), Some(0)), "{v}");
+        let rows = v["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{v}");
+        assert!(rows[0]["ours_ms"].as_f64().unwrap() > 0.0 && rows[0]["kernel"].is_string(), "{v}");
+        let chart = std::fs::read_to_string(&svg).unwrap();
+        assert!(chart.contains("<svg") && chart.contains("emu 8x64-&gt;64 3x3 14 f16"), "{chart}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

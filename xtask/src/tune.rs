@@ -177,11 +177,12 @@ impl Run<'_> {
     fn shape(&self, s: &Shape, t: TypeConfig) -> Result<Option<(Key, Option<Entry>)>> {
         let hand = self.plan(s, t, None, None)?;
         let Some(key) = hand.key else {
-            println!("{:<44} {:>5} no table key (tensors not packed in a layout family)", s.name, t.name());
+            crate::progress::println(format_args!("{:<44} {:>5} no table key (tensors not packed in a layout family)", s.name, t.name()));
             return Ok(None);
         };
         let inputs = self.inputs(&hand, t)?;
         let ways = self.ways(s, t, hand);
+        log::debug!("tune {} {}: {} way(s): {}", s.name, t.name(), ways.len(), ways.iter().map(Way::label).collect::<Vec<_>>().join(", "));
         // Two rounds, the second in reverse order, each way keeping its
         // faster median: clock and cache drift over a round favours no way.
         let mut best_ms = vec![f64::INFINITY; ways.len()];
@@ -208,14 +209,14 @@ impl Run<'_> {
                 best = Some((*ms, w));
                 break;
             }
-            println!("{:<44} {:>5} {} FAILED the reference check: left out", s.name, t.name(), w.label());
+            crate::progress::println(format_args!("{:<44} {:>5} {} FAILED the reference check: left out", s.name, t.name(), w.label()));
         }
         let (ms, w) = best.unwrap_or_else(|| {
             let hand = timed.iter().find(|(_, w)| (w.instance, w.launch) == hand_launch).expect("the hand rules' way is timed");
             (hand.0, &hand.1)
         });
         let wins = beats(ms, w);
-        println!(
+        crate::progress::println(format_args!(
             "{:<44} {:>5} best {:<40} {ms:>9.4} ms ; hand rules {:<40} {hand_ms:>9.4} ms ; {:.3}x{}",
             s.name,
             t.name(),
@@ -223,7 +224,7 @@ impl Run<'_> {
             hand_label,
             hand_ms / ms,
             if wins { " -> table" } else { "" }
-        );
+        ));
         let entry = wins.then(|| Entry { ms: Some(ms), hand_ms: Some(hand_ms), ..key.entry(self.dev.arch(), w.instance, w.split) });
         Ok(Some((key, entry)))
     }
@@ -258,13 +259,23 @@ pub fn run(args: &[String]) -> Result<()> {
     let run = Run { a: &a, op: session.op, dev, module: &session.module, iters: session.iters };
     let mut per_type = std::collections::HashMap::new();
     let (mut shapes, mut won) = (0, 0);
-    for (s, t) in a.common.selected(&session)? {
-        let n = per_type.entry(t).or_insert(0usize);
-        if s.fused || a.limit.is_some_and(|l| *n >= l) {
-            continue;
-        }
-        *n += 1;
-        let tuned = run.shape(s, t).with_context(|| format!("{} {} {}", session.op.name(), s.name, t.name()))?;
+    let selected: Vec<_> = a
+        .common
+        .selected(&session)?
+        .into_iter()
+        .filter(|(s, t)| {
+            let n = per_type.entry(*t).or_insert(0usize);
+            let keep = !s.fused && a.limit.is_none_or(|l| *n < l);
+            *n += keep as usize;
+            keep
+        })
+        .collect();
+    let bar = crate::progress::bar(selected.len(), "tune");
+    for (s, t) in selected {
+        bar.set_message(format!("{} {}", s.name, t.name()));
+        let tuned = run.shape(s, t).with_context(|| format!("{} {} {}", session.op.name(), s.name, t.name()));
+        bar.inc(1);
+        let tuned = tuned?;
         let Some((key, entry)) = tuned else { continue };
         // The new measurement replaces this arch's entry for the key, or drops it where the hand rules won.
         table.entries.retain(|e| !(e.arch == arch && key.matches(e)));
@@ -274,6 +285,7 @@ pub fn run(args: &[String]) -> Result<()> {
         // Written after every shape: a run stopped by a time limit keeps what it measured.
         save(&mut table, &out, dev, &arch)?;
     }
+    bar.finish_and_clear();
     tuned::set_override(None)?;
     save(&mut table, &out, dev, &arch)?;
     println!(

@@ -341,10 +341,15 @@ pub fn run(args: &[String]) -> Result<()> {
         dump: a.dump.is_some(),
     };
     let module = dev.load_module()?;
+    // The kernel and the float64 reference take minutes on large problems
+    // (or on the emulator): a spinner with the time elapsed, on a terminal.
+    let spin = crate::progress::spinner(format!("{} {problem}: kernel, then the float64 reference", op.name()));
     let ran = match op {
-        OpKind::BwdWeight => run_bwd_weight(&dev, &module, &a, &common)?,
-        OpKind::BwdData | OpKind::BwdDataMultiD => run_bwd_data(&dev, &module, op, &a, &common)?,
+        OpKind::BwdWeight => run_bwd_weight(&dev, &module, &a, &common),
+        OpKind::BwdData | OpKind::BwdDataMultiD => run_bwd_data(&dev, &module, op, &a, &common),
     };
+    spin.finish_and_clear();
+    let ran = ran?;
     if let Some(dir) = &a.dump {
         dump(dir, op, &common, &ran).with_context(|| format!("--dump {}", dir.display()))?;
     }

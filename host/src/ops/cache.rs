@@ -48,6 +48,7 @@ fn get_or_plan<T>(
     make: impl FnOnce() -> Result<T, OpError>,
 ) -> Result<Arc<T>, OpError> {
     if let Some(op) = map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        log::trace!("plan cache: hit for {}", key.problem);
         return Ok(op.clone());
     }
     // Planned outside the lock; a racing thread's entry wins.
@@ -63,7 +64,11 @@ macro_rules! cached_op {
         $(#[$doc])*
         pub fn $name(&self, dev: &Device, p: &ConvProblem, cfg: &$cfg, $($t: TensorDesc),+) -> Result<Arc<$op>, OpError> {
             let key = Key::new(dev, p, cfg, [$($t),+]);
-            get_or_plan(&self.$map, key, || $op::with_descs(dev, p, cfg, $($t),+))
+            get_or_plan(&self.$map, key, || {
+                let op = $op::with_descs(dev, p, cfg, $($t),+)?;
+                log::debug!("plan cache: planned {} {p}: {}", stringify!($name), op.describe());
+                Ok(op)
+            })
         }
     };
 }

@@ -269,6 +269,7 @@ impl Driver for CudaDriver {
         ];
         let mut vals = [log.as_mut_ptr() as *mut c_void, log.len() as *mut c_void];
         let mut module = std::ptr::null_mut();
+        let started = std::time::Instant::now();
         // SAFETY: `text` is NUL-terminated PTX; option arrays match in length; the log
         // buffer outlives the call.
         let r = unsafe {
@@ -292,6 +293,7 @@ impl Driver for CudaDriver {
                 message: msg,
             });
         }
+        log::info!("CUDA: PTX JIT of {} bytes in {:.1} ms", text.len() - 1, started.elapsed().as_secs_f64() * 1e3);
         Ok(Box::new(CudaModule {
             ctx: self.ctx.clone(),
             module,

@@ -85,6 +85,7 @@ impl Device {
     pub fn load_module(&self) -> Result<Module> {
         if self.backend_kind() == BackendKind::Emulator {
             let family = self.family();
+            log::info!("loaded the emulator's kernels for {} ({family:?})", self.arch());
             return Ok(Module {
                 inner: Arc::new(ModuleInner {
                     dev: Arc::downgrade(self.inner()),
@@ -128,7 +129,15 @@ impl Device {
                 checked_kernels(m.target, fits, arch.clone(), m.kernels, meta::check_ptx_abi)?
             }
         };
+        let started = std::time::Instant::now();
         let loaded = self.inner().driver.load(image)?;
+        log::info!(
+            "loaded the {arch} module on {:?}: {} bytes, {} kernels, in {:.1} ms",
+            self.backend_kind(),
+            image.len(),
+            kernels.len(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 dev: Arc::downgrade(self.inner()),
