@@ -871,4 +871,25 @@ mod tests {
         assert!(chart.contains("<svg") && chart.contains("emu 8x64-&gt;64 3x3 14 f16"), "{chart}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// A shape that fails (bf16-f32 has no backward-data kernel) is a row
+    /// with its error, after the row that ran, and the run fails.
+    #[test]
+    fn bench_records_a_failing_shape_and_fails() {
+        let dir = std::env::temp_dir().join(format!("convgrad-bench-fail-{}", std::process::id()));
+        let json = dir.join("r.json");
+        std::fs::create_dir_all(&dir).unwrap();
+        let args = ["--backend", "emu", "--op", "bwd-data", "--dtypes", "f16,bf16-f32", "--filter", "emu 8x64->64"];
+        let mut args: Vec<String> = args.map(String::from).to_vec();
+        args.extend(["--json".into(), json.display().to_string()]);
+        let e = format!("{:#}", super::run(&args).unwrap_err());
+        assert!(e.contains("1 of 2 shape(s) failed: emu 8x64->64 3x3 14 bf16-f32"), "{e}");
+        let v = read(&json);
+        assert_eq!((v["complete"].as_bool(), v["failed"].as_u64()), (Some(true), Some(1)), "{v}");
+        let rows = v["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{v}");
+        assert!(rows[0]["ours_ms"].as_f64().is_some() && rows[0].get("error").is_none(), "{v}");
+        assert!(rows[1]["ours_ms"].is_null() && rows[1]["error"].as_str().unwrap().contains("no bwd-data kernel for bf16-f32"), "{v}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
