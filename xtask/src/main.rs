@@ -9,7 +9,12 @@
 //! - `bundle-kernels [--check]`: `target/kernels` -> the checked-in bundle `host/kernels`
 //!   (see [`bundle`]);
 //! - `list-instances`: the kernel instance table;
-//! - `verify ...`, `bench ...`, `tune ...`: see their modules.
+//! - `verify ...`, `bench ...`, `tune ...`: see their modules;
+//! - `plot --from RESULTS.json --out CHART.svg`: a chart of a `bench --json` file.
+//!
+//! `CONVGRAD_LOG` sets the log level (`warn` by default; `info`, `debug`,
+//! or per module as `convgrad=debug`): plan choice, module loads, JIT time.
+//! Progress bars draw on stderr when it is a terminal.
 
 mod bench;
 mod build;
@@ -19,6 +24,8 @@ mod inspect;
 mod instances;
 mod networks;
 mod options;
+mod plot;
+mod progress;
 mod tune;
 mod util;
 mod verify;
@@ -81,9 +88,19 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Chart a `bench --json` file as SVG: the ratio per layer and the geomean per network (or kind).
+    Plot {
+        /// The `bench --json` file.
+        #[arg(long)]
+        from: std::path::PathBuf,
+        /// The SVG to write.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
 }
 
 fn main() {
+    progress::init_logger();
     // Errors as one readable chain of causes, never a backtrace.
     if let Err(e) = run() {
         eprintln!("error: {e:#}");
@@ -108,5 +125,6 @@ fn run() -> Result<()> {
         Cmd::Verify { args } => verify::run(&args),
         Cmd::Bench { args } => bench::run(&args),
         Cmd::Tune { args } => tune::run(&args),
+        Cmd::Plot { from, out } => plot::from_file(&from, &out),
     }
 }
