@@ -21,7 +21,7 @@ static BARS: LazyLock<MultiProgress> = LazyLock::new(MultiProgress::new);
 /// A bar of `len` steps, `what` at its left, the current item as its message.
 pub fn bar(len: usize, what: &str) -> ProgressBar {
     let style = ProgressStyle::with_template(
-        "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} (eta {eta}) {wide_msg}",
+        "{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} (eta {eta}) {wide_msg}",
     )
     .expect("a valid template")
     .progress_chars("=> ");
