@@ -1,5 +1,5 @@
-//! Problems past 2^31 elements (#38): the plans split them along N (and G)
-//! into launches that each address fewer. With the split threshold lowered
+//! Problems past 2^31 elements (#38): the plans split them along N (and G,
+//! and bands of rows of one image) into launches that each address fewer. With the split threshold lowered
 //! (`plan_with_limit`), small problems run through the same split on the
 //! emulator against the float64 reference (fresh random inputs, NaN-poisoned
 //! outputs, the project's tolerance rule); at the real limit, plans only.
@@ -101,9 +101,16 @@ fn bwd_weight_split_refusals_name_the_field() {
     let det = BwdWeightConfig { deterministic: true, ..Default::default() };
     let e = bwd_weight::plan_with_limit(&p, &det, dev.family(), 304, x, dw, dy, ALONG_N_LIMIT).unwrap_err();
     assert!(e.to_string().contains("deterministic"), "{e}");
-    // One image of one group past the limit.
-    let e = bwd_weight::plan_with_limit(&p, &BwdWeightConfig::default(), dev.family(), 304, x, dw, dy, 500).unwrap_err();
-    assert!(e.to_string().contains("one image of one group"), "{e}");
+    // Rows of 512 elements (4x64, 8 channels): an output row reads 2 rows
+    // at the edges and 3 inside (1536), so at 1000 no band fits and at
+    // 1600 bands of one output row do (deterministic is then refused).
+    let wide = prob(&[2, 1, 1, 8, 8, 3, 3, 4, 64, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let d = |r| TensorDesc::packed(&wide, ConvLayout::NhwgcGkyxcNhwgk, r);
+    let (x, dw, dy) = (d(TensorRole::Input), d(TensorRole::Weight), d(TensorRole::Output));
+    let e = bwd_weight::plan_with_limit(&wide, &BwdWeightConfig::default(), dev.family(), 304, x, dw, dy, 1000).unwrap_err();
+    assert!(e.to_string().contains("one image of one group") && e.to_string().contains("outermost spatial axis"), "{e}");
+    let e = bwd_weight::plan_with_limit(&wide, &det, dev.family(), 304, x, dw, dy, 1600).unwrap_err();
+    assert!(e.to_string().contains("deterministic"), "{e}");
 }
 
 #[test]
@@ -152,8 +159,82 @@ fn problems_past_2_31_elements_plan_into_launches_that_fit() {
     // The last part starts where the others end, by 64-bit byte offsets.
     let last = dp.parts.last().unwrap();
     assert_eq!(last.offsets[2], (last.chunk.n0 * 2048 * 2048 * 8 * 2) as u64);
-    // One image past 2^31 elements is refused by name.
-    let one = ConvProblem::from_ck_args(&[2, 1, 1, 8, 8, 3, 3, 20000, 20000, 1, 1, 1, 1, 1, 1, 1, 1]).unwrap();
-    let e = bwd_data::plan(&one, &BwdDataConfig::default(), family, 132).unwrap_err();
-    assert!(e.to_string().contains("one image of one group"), "{e}");
+    // One image past 2^31 elements (3.2e9) runs in bands of rows, each
+    // view within 2^31 elements, together covering every row once.
+    let one = ConvProblem::from_ck_args(&[2, 1, 2, 8, 8, 3, 3, 20000, 20000, 1, 1, 1, 1, 1, 1, 1, 1]).unwrap();
+    let dp = bwd_data::plan(&one, &BwdDataConfig::default(), family, 132).expect("bwd-data plan of one image past 2^31");
+    assert!(dp.describe().contains("along N and H"), "{}", dp.describe());
+    let rows: usize = dp.parts.iter().filter(|q| q.chunk.n0 == 0).map(|q| q.chunk.cut.unwrap().in_len).sum();
+    assert_eq!(rows, 20000);
+    for q in &dp.parts {
+        assert!(spans(&q.plan.dx) < 1 << 31 && spans(&q.plan.dy) < 1 << 31, "{}", q.plan.describe());
+    }
+    let wp = bwd_weight::plan(&one, &BwdWeightConfig::default(), family, 132).expect("bwd-weight plan of one image past 2^31");
+    let rows: usize = wp.parts.iter().filter(|q| q.chunk.n0 == 0).map(|q| q.chunk.cut.unwrap().out_len).sum();
+    assert_eq!(rows, 20000);
+    for q in &wp.parts {
+        assert!(spans(&q.plan.x) < 1 << 31 && q.plan.k_batch >= 2 && q.plan.atomic_partials, "{}", q.plan.describe());
+    }
+}
+
+/// One image of one group past the (lowered) limit: bands of rows, each
+/// launch's GEMM K at least 2 k-batches long (rows of 128 pixels).
+#[test]
+fn bwd_weight_bands_of_one_image_match_the_reference() {
+    let cases: [(&[usize], u64, usize); 4] = [
+        // 2 images of 16x128x8 (16384 elements), pad 1, stride 1: at 5200,
+        // 5 bands of 3-4 output rows reading up to 5 input rows (5120) each.
+        (&[2, 1, 2, 8, 8, 3, 3, 16, 128, 1, 1, 1, 1, 1, 1, 1, 1], 5200, 10),
+        // stride 2, dilation 2, pads 2/0 (asymmetric): windows past the band on both sides.
+        (&[2, 1, 2, 8, 8, 3, 3, 17, 128, 2, 2, 2, 2, 2, 2, 0, 0], 7200, 0),
+        // 3-D, 3x3x3 over 8x6x6 (bands of depth), stride 1, pad 1.
+        (&[3, 1, 1, 8, 8, 3, 3, 3, 8, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1800, 0),
+        // grouped, GNHWC: one image of one group past the limit.
+        (&[2, 2, 1, 8, 8, 3, 3, 12, 128, 1, 1, 1, 1, 1, 1, 1, 1], 4000, 0),
+    ];
+    let (dev, module) = device(EmuArch::Gfx942);
+    for (i, &(ck, limit, launches)) in cases.iter().enumerate() {
+        let p = prob(ck);
+        let layout = if p.g > 1 { ConvLayout::GnhwcGkyxcGnhwk } else { ConvLayout::NhwgcGkyxcNhwgk };
+        let types = [TypeConfig::F16, TypeConfig::Bf16, TypeConfig::F32, TypeConfig::F16][i];
+        let cfg = BwdWeightConfig { layout, types, epilogue: EpilogueOp::Scale(0.5), ..Default::default() };
+        let plan = weight_plan(&dev, &p, &cfg, limit);
+        assert!(plan.parts.iter().all(|q| q.chunk.cut.is_some()), "{}", plan.describe());
+        let n = if launches > 0 { launches } else { plan.parts.len() };
+        assert!(n >= 2 * p.g * p.n, "{}", plan.describe());
+        check_weight(&dev, &module, &p, cfg, limit, n, 300 + i as u64);
+    }
+}
+
+#[test]
+fn bwd_data_bands_of_one_image_match_the_reference() {
+    let (dev, module) = device(EmuArch::Gfx942);
+    let plain = BwdDataConfig::default();
+    // pad 1, stride 1; then stride 2 with a 1x1 filter (rows no dy reaches),
+    // then stride 2, dilation 2, asymmetric pads; 3-D.
+    let cases: [(&[usize], u64); 4] = [
+        (&[2, 1, 2, 8, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1], 700),
+        (&[2, 1, 1, 8, 8, 1, 1, 17, 16, 2, 2, 1, 1, 0, 0, 0, 0], 500),
+        (&[2, 1, 1, 8, 8, 3, 3, 17, 16, 2, 2, 2, 2, 2, 2, 0, 1], 600),
+        (&[3, 1, 1, 8, 8, 3, 3, 3, 8, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1800),
+    ];
+    for (i, &(ck, limit)) in cases.iter().enumerate() {
+        let p = prob(ck);
+        let types = [TypeConfig::F16, TypeConfig::Bf16, TypeConfig::F32, TypeConfig::F16][i];
+        let d = |r| TensorDesc::packed(&p, plain.layout, r);
+        let plan = bwd_data::plan_with_limit(&p, &BwdDataConfig { types, ..plain.clone() }, dev.family(), dev.compute_units(), d(TensorRole::Output), d(TensorRole::Weight), d(TensorRole::Input), limit).expect("plan");
+        assert!(plan.parts.len() >= 2 && plan.parts.iter().all(|q| q.chunk.cut.is_some()), "{}", plan.describe());
+        check_data(&dev, &module, &p, BwdDataConfig { types, ..plain.clone() }, false, limit, plan.parts.len());
+    }
+    // Multi-D epilogue in bands: a bias per channel (does not move) and a
+    // full D (moves with dx), then D0 aliasing dx.
+    let p = prob(&[2, 1, 2, 8, 8, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1]);
+    let bias = BwdDataConfig {
+        epilogue: vec![EpilogueOp::Add, EpilogueOp::AddRelu],
+        d_layouts: vec![DLayout::PerChannel, DLayout::Full(ConvLayout::NhwgcGkyxcNhwgk)],
+        ..plain.clone()
+    };
+    check_data(&dev, &module, &p, bias, false, 700, 10);
+    let aliased = BwdDataConfig { epilogue: vec![EpilogueOp::Bilinear(0.5, 1.0)], ..plain };
+    check_data(&dev, &module, &p, aliased, true, 700, 10);
 }

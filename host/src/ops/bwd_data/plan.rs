@@ -8,7 +8,7 @@
 //! `conv::bwd_data::gemm`): per group and slice a GEMM with `M = N * ceil(I/S)`
 //! pixels, `N = C`, reduction `taps of the slice's class * K`.
 
-use crate::ops::batch::{self, Chunk, PlanPart};
+use crate::ops::batch::{self, Chunk, CutBy, PlanPart};
 use crate::ops::checks::{D_NAMES, check_buffer, check_d_count, collect_ds, validate_descs};
 use crate::ops::classes::{class_taps, slice_count, tap_step, tilde};
 use crate::ops::error::{OpError, Unsupported};
@@ -162,9 +162,10 @@ pub fn plan(
 /// along N into independent launches that each fit
 /// ([`BwdDataPlan::parts`]: an image's `dx` depends only on its `dy`; the
 /// `D` tensors move with `dx`, base addresses by 64-bit byte offsets), and
-/// along G too where one image of every group is still too big. No
-/// workspace. Refused: one image of one group past the limit (64-bit
-/// offsets inside the kernels would be needed).
+/// along G too where one image of every group is still too big, and into
+/// bands of `dx` rows of the outermost spatial axis (with the `dy` rows
+/// that reach them) where one image of one group is. No workspace.
+/// Refused: one row of that axis of one image of one group past the limit.
 pub fn plan_with(
     p: &ConvProblem,
     cfg: &BwdDataConfig,
@@ -216,14 +217,15 @@ pub fn plan_with_limit(
     let limit = limit.min(batch::LIMIT);
     let mut acts = vec![(&dy, TensorRole::Output), (&w, TensorRole::Weight), (&dx, TensorRole::Input)];
     acts.extend(ds.iter().map(|d| (d, TensorRole::Input)));
-    let slice_pixels: u64 = (0..3).map(|d| p.input[d].div_ceil(p.strides[d]) as u64).product();
-    let (pixels, c) = (p.input_pixels(), p.c as u64);
-    let fits = |g: usize, n: usize| {
-        let (g, n) = (g as u64, n as u64);
-        let total = g.saturating_mul(n).saturating_mul(c).saturating_mul(pixels);
-        batch::views_fit(&acts, g as usize, n as usize, limit) && total < limit && n.saturating_mul(slice_pixels) < limit
+    // dx's elements and its pixels per stride phase are 32-bit counts too.
+    let fits = |ch: &Chunk| {
+        let q = ch.problem(p);
+        let slice_pixels: u64 = (0..3).map(|d| q.input[d].div_ceil(q.strides[d]) as u64).product();
+        let (g, n) = (q.g as u64, q.n as u64);
+        let total = g.saturating_mul(n).saturating_mul(q.c as u64).saturating_mul(q.input_pixels());
+        batch::views_fit(&acts, ch, limit) && total < limit && n.saturating_mul(slice_pixels) < limit
     };
-    match batch::chunks(p, "dy, dx (one image of one group) or its pixels", fits)? {
+    match batch::chunks(p, "dy, dx (one image of one group) or its pixels", CutBy::Input, fits)? {
         None => plan_descs(p, cfg, family, compute_units, chain, [dy, w, dx], ds),
         Some(chunks) => plan_split(p, cfg, family, compute_units, chain, [dy, w, dx], ds, chunks),
     }

@@ -3,7 +3,7 @@
 //! The family planners (`family::bwd_weight`) write their launch; this
 //! file keeps what every family shares.
 
-use crate::ops::batch::{self, Chunk, PlanPart};
+use crate::ops::batch::{self, Chunk, CutBy, PlanPart};
 use crate::ops::checks::{check_buffer, collect_ds, validate_descs};
 use crate::ops::error::{OpError, Unsupported};
 use crate::ops::family::bwd_weight::{WeightCtx, WeightLaunch, check_partials, depthwise, direct, gemm, tap_shift, unfold};
@@ -135,15 +135,17 @@ pub fn plan(
 /// `N * output pixels` reaches 2^31), the plan splits the problem along N
 /// into launches that each fit ([`BwdWeightPlan::parts`], base addresses
 /// moved by 64-bit byte offsets); where one image of every group is still
-/// too big, along G too. Along N the launches of a group range add their
+/// too big, along G too; where one image of one group is, into bands of
+/// output rows of its outermost spatial axis (each band a convolution of
+/// its own, see `ops::batch`). Along N or rows the launches of a group range add their
 /// f32 partials atomically into one split-K workspace (each launch at least
 /// 2 k-batches) and only the last launch sums them, applies the epilogue
 /// and writes `dw`: the result is the atomic split-K path's, as accurate.
 /// The workspace ([`BwdWeightPlan::workspace_elems`]) is then the largest
 /// unfolded `x'` of a part, the f32 partials of one group range (`G' * K *
-/// C * filter taps`) and the arrival counters. Refused: one image of one
-/// group past the limit (64-bit offsets inside the kernels would be
-/// needed), and `deterministic` with a split along N.
+/// C * filter taps`) and the arrival counters. Refused: one row of that
+/// axis of one image of one group past the limit, and `deterministic` with
+/// a split along N or rows.
 pub fn plan_with(
     p: &ConvProblem,
     cfg: &BwdWeightConfig,
@@ -178,9 +180,8 @@ pub fn plan_with_limit(
     }
     let limit = limit.min(batch::LIMIT);
     let acts = [(&x, TensorRole::Input), (&dy, TensorRole::Output), (&dw, TensorRole::Weight)];
-    let pixels = p.output_pixels();
-    let fits = |g: usize, n: usize| batch::views_fit(&acts, g, n, limit) && (n as u64).saturating_mul(pixels) < limit;
-    match batch::chunks(p, "x, dy (one image of one group) or its output pixels", fits)? {
+    let fits = |c: &Chunk| batch::views_fit(&acts, c, limit) && (c.images as u64).saturating_mul(c.problem(p).output_pixels()) < limit;
+    match batch::chunks(p, "x, dy (one image of one group) or its output pixels", CutBy::Output, fits)? {
         None => plan_whole(p, cfg, family, compute_units, x, dw, dy),
         Some(chunks) => plan_split(p, cfg, family, compute_units, [x, dw, dy], chunks),
     }
@@ -266,11 +267,12 @@ fn plan_split(
     chunks: Vec<Chunk>,
 ) -> Result<BwdWeightPlan, OpError> {
     let chain = weight_chain(cfg)?;
-    let along_n = chunks.iter().any(|c| c.images < p.n);
+    // Launches that share a group range sum into the same partials.
+    let along_n = chunks.iter().any(|c| c.images < p.n || c.cut.is_some());
     if along_n && cfg.deterministic {
         return Err(OpError::Desc(DescError::Unsupported {
             field: "deterministic",
-            allowed: "off where x or dy spans 2^31 elements or more: the problem is split along N and the launches add their partials atomically (#38)",
+            allowed: "off where x or dy spans 2^31 elements or more: the problem is split along N (or a spatial axis) and the launches add their partials atomically (#38)",
         }));
     }
     let mut parts: Vec<PlanPart<BwdWeightPlan>> = Vec::with_capacity(chunks.len());
