@@ -129,9 +129,12 @@ fn toolchain() -> Result<(String, String)> {
     Ok((channel, out.trim().to_string()))
 }
 
+/// Bundle file names with the uncompressed contents that go into them.
+type Contents = Vec<(String, Vec<u8>)>;
+
 /// The index `target/kernels` would get: every architecture and the manifest, with
 /// their contents. Fails if an architecture is missing.
-fn fresh(kernels: &Path) -> Result<(Index, Vec<(String, Vec<u8>)>)> {
+fn fresh(kernels: &Path) -> Result<(Index, Contents)> {
     let (toolchain, rustc) = toolchain()?;
     let mut index = Index { toolchain, rustc, entries: BTreeMap::new() };
     let mut contents = Vec::new();
