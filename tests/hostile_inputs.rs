@@ -119,12 +119,22 @@ fn descriptors_not_matching_the_problem_are_refused_at_plan() {
         assert_layout(&e, "dw", 1, what);
     }
     // A span past 32-bit offsets on a read tensor through a stride past
-    // them: the problem would split along G (#38), but the chunks keep the
-    // stride, which the kernels take in 32 bits.
+    // them on G: the plan splits along G (#38), one group per launch, whose
+    // view keeps no stride on G (the kernels take strides in 32 bits) and
+    // starts 2^31 elements further.
     let mut far = x;
     far.strides[0] = 1 << 31;
-    let e = bwd_weight::plan_with(&p, &cfg, Family::Cdna, 304, far, dw, dy).unwrap_err();
-    assert_layout(&e, "x", 0, "stride past 2^31 - 1");
+    let plan = bwd_weight::plan_with(&p, &cfg, Family::Cdna, 304, far, dw, dy).expect("split along G");
+    assert_eq!(plan.parts.len(), 2, "{}", plan.describe());
+    for q in &plan.parts {
+        assert!(q.plan.x.strides.iter().all(|&s| (s as u64) < 1 << 31), "{:?}", q.plan.x);
+    }
+    assert_eq!(plan.parts[1].offsets[0], 2 << 31, "f16 bytes of 2^31 elements");
+    // The same stride on an axis the plans do not cut (C): refused.
+    let mut far_c = x;
+    far_c.strides[2] = 1 << 31;
+    let e = bwd_weight::plan_with(&p, &cfg, Family::Cdna, 304, far_c, dw, dy).unwrap_err();
+    assert_layout(&e, "x", 2, "stride past 2^31 - 1");
     // A huge stride on the unused z slot (length 1): the kernels scale it in
     // 32 bits (the emulator caught the overflow), so it is refused too.
     let mut z = x;

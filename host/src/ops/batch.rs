@@ -264,8 +264,9 @@ fn largest(max: usize, fits: impl Fn(usize) -> bool) -> usize {
 
 /// The chunks `p` runs as: `None` where the whole problem fits (one
 /// launch), else the most images per launch that fit with every group
-/// (along N), or one image per launch and the most groups that fit (along
-/// N and G), or one image of one group per launch in bands of the
+/// (along N), or every image and the most groups that fit (along G), or
+/// one group and the most images that fit (along G and N), or one image of
+/// one group per launch in bands of the
 /// outermost spatial axis (cut as `by` says) of the most rows that fit; the
 /// last chunk of each taking what is left. `fits(chunk)` says whether a
 /// launch of that chunk fits (monotone in groups, images and rows). A row
@@ -276,8 +277,16 @@ pub(crate) fn chunks(p: &ConvProblem, what: &'static str, by: CutBy, fits: impl 
     if fits(&whole(p.g, p.n)) {
         return Ok(None);
     }
+    // Every group with the most images; else every image with the most
+    // groups (independent launches, also for backward-weight); else one
+    // group with the most images; else one image of one group, in bands.
     let images = largest(p.n, |n| fits(&whole(p.g, n)));
-    let (groups, images) = if images > 0 { (p.g, images) } else { (largest(p.g, |g| fits(&whole(g, 1))).max(1), 1) };
+    let groups = if images > 0 { 0 } else { largest(p.g, |g| fits(&whole(g, p.n))) };
+    let (groups, images) = match (images, groups) {
+        (0, 0) => (1, largest(p.n, |n| fits(&whole(1, n))).max(1)),
+        (0, g) => (g, p.n),
+        (n, _) => (p.g, n),
+    };
     let cuts = if fits(&whole(groups, images)) { vec![None] } else { band_cuts(p, what, by, &fits)?.into_iter().map(Some).collect() };
     let parts = (p.g.div_ceil(groups) as u64).saturating_mul(p.n.div_ceil(images) as u64).saturating_mul(cuts.len() as u64);
     if parts > MAX_PARTS {
@@ -314,6 +323,10 @@ fn band_cuts(p: &ConvProblem, what: &'static str, by: CutBy, fits: &impl Fn(&Chu
         return Err(refused);
     }
     let cuts = bands(p, slot, by, count);
+    if cuts.is_empty() {
+        // Every window lies in the padding: no output row reads an input row.
+        return Err(DescError::Unsupported { field: what, allowed: "a problem past 2^31 elements whose windows reach the input along its outermost spatial axis" });
+    }
     for c in &cuts {
         let q = band(*c).problem(p);
         if q.checked_output().map(|o| o[slot]) != Ok(c.out_len) {
@@ -362,10 +375,14 @@ mod tests {
         let gn = |f: fn(usize, usize) -> bool| move |c: &Chunk| f(c.groups, c.images);
         let c = chunks(&p(2, 10), "x", CutBy::Output, gn(|g, n| g * n <= 6)).unwrap().unwrap();
         assert_eq!(c.iter().map(|c| (c.n0, c.images)).collect::<Vec<_>>(), [(0, 3), (3, 3), (6, 3), (9, 1)]);
-        // One image of 5 groups does not fit, 2 do: along G and N.
+        // One image of 5 groups does not fit, both images of one group do: along G.
         let c = chunks(&p(5, 2), "x", CutBy::Output, gn(|g, n| g * n <= 2)).unwrap().unwrap();
-        assert_eq!(c.len(), 6);
-        assert_eq!(c[4], Chunk { g0: 4, groups: 1, n0: 0, images: 1, cut: None });
+        assert_eq!(c.len(), 5);
+        assert_eq!(c[4], Chunk { g0: 4, groups: 1, n0: 0, images: 2, cut: None });
+        // Neither: one group, the most images (along G and N).
+        let c = chunks(&p(5, 4), "x", CutBy::Output, gn(|g, n| g * n <= 3)).unwrap().unwrap();
+        assert_eq!(c.iter().map(|c| (c.g0, c.n0, c.images)).take(3).collect::<Vec<_>>(), [(0, 0, 3), (0, 3, 1), (1, 0, 3)]);
+        assert_eq!(c.len(), 10);
         assert!(chunks(&p(5, 2), "x", CutBy::Output, |_| true).unwrap().is_none());
         let e = chunks(&p(5, 2), "x (one image of one group)", CutBy::Output, |_| false).unwrap_err();
         assert!(e.to_string().contains("x (one image of one group)"), "{e}");
