@@ -666,6 +666,28 @@ fn randomize(m: &mut M, rng: &mut Rng, dom: Dom) {
     m.w.scc = rng.next() & 1 != 0;
 }
 
+/// Sets S1 to S0's value (every fourth lane of a VGPR; an SGPR whole), S0 being a
+/// register or a constant.
+fn equalize(m: &mut M, i: &Inst, width: u8, dom: Dom) {
+    if matches!(i.src[0], Operand::None | Operand::Special(_)) || i.vopd_y.is_some() {
+        return;
+    }
+    let st = State::of(&m.w);
+    let lanes = st.lanes;
+    let words = if width == 64 { 2 } else { 1 };
+    for l in (0..lanes).step_by(4) {
+        let v = st.src(i.src[0], l, if width == 64 { 64 } else { 32 }, dom, false);
+        for k in 0..words {
+            let x = (v >> (32 * k)) as u32;
+            match i.src[1] {
+                Operand::Vgpr(r) => m.w.vgpr[(r as usize + k) * lanes + l] = x,
+                Operand::Sgpr(r) if r < 106 && l == 0 => m.w.sgpr[r as usize + k] = x,
+                _ => {}
+            }
+        }
+    }
+}
+
 /// The value sources of one half (X/Y of VOPD, or the instruction).
 struct Half<'a> {
     op: &'a Op,
@@ -817,9 +839,9 @@ fn alu_case(arch: Arch, i: &Inst, ops: &BTreeMap<&str, Op>, rng: &mut Rng) -> Re
     }
     let mut m = M::new(arch);
     let mut told_apart = false;
-    // four rounds, more while no swap of sources has shown in the reference
+    // eight rounds, more while no swap of sources has shown in the reference
     for round in 0..64 {
-        if round >= 4 && told_apart {
+        if round >= 8 && told_apart {
             break;
         }
         randomize(&mut m, rng, xop.dom);
@@ -832,6 +854,10 @@ fn alu_case(arch: Arch, i: &Inst, ops: &BTreeMap<&str, Op>, rng: &mut Rng) -> Re
                 Operand::Vgpr(r) => (0..lanes).for_each(|l| m.w.vgpr[r as usize * lanes + l] = sel()),
                 _ => {}
             }
+        }
+        if round % 2 == 1 && xop.src.len() >= 2 && matches!(xop.shape, V | VIn | VOut | VInOut | Cmp | S | SCmp) {
+            // equal operands in some lanes (compares' boundaries, borrows, carries)
+            equalize(&mut m, i, xop.src[0].max(xop.src[1]), xop.dom);
         }
         if xop.shape == Br {
             // alternately all-zero and random conditions
@@ -985,7 +1011,7 @@ fn every_used_mnemonic_has_a_case() {
                 }
             }
         }
-        let (mut cases, mut allow, mut none) = (0, 0, Vec::new());
+        let (mut cases, mut allow, mut none, mut encodings) = (0, 0, Vec::new(), 0);
         for (name, insts) in &used {
             if allowed.contains_key(name) {
                 allow += 1;
@@ -1007,12 +1033,16 @@ fn every_used_mnemonic_has_a_case() {
                 continue;
             }
             if let Some(mo) = mem_op(name) {
-                // a plain instance: no acc/lds bits, atomics both with and without return
-                let inst = insts.iter().map(|x| &x.0).find(|i| i.mods.acc == 0 && !i.mods.gds).unwrap();
-                let mut res = mem_case(arch, inst, mo, &mut rng);
-                let atomic = matches!(mo.kind, Kind::AtomicAdd | Kind::AtomicAddF32 | Kind::AtomicCmpSwap);
-                if let (true, Some(j)) = (res.is_ok() && atomic, insts.iter().map(|x| &x.0).find(|j| j.mods.glc != inst.mods.glc)) {
-                    res = mem_case(arch, j, mo, &mut rng);
+                // one instance of each form the kernels use: with and without SADDR,
+                // atomics with and without return (glc), no AccVGPR data, no GDS
+                let mut forms: BTreeMap<(bool, bool), &Inst> = BTreeMap::new();
+                for i in insts.iter().map(|x| &x.0).filter(|i| i.mods.acc == 0 && !i.mods.gds) {
+                    forms.entry((i.saddr != Operand::None, i.mods.glc)).or_insert(i);
+                }
+                let mut res = Ok(());
+                for i in forms.values() {
+                    res = res.and(mem_case(arch, i, mo, &mut rng));
+                    encodings += 1;
                 }
                 match res {
                     Ok(()) => cases += 1,
@@ -1021,31 +1051,42 @@ fn every_used_mnemonic_has_a_case() {
                 continue;
             }
             let b = name.replace("v_dual_", "v_");
-            let Some(op) = ops.get(b.as_str()) else {
+            if !ops.contains_key(b.as_str()) {
                 none.push(*name);
                 continue;
+            }
+            // the best instance of each encoding the kernels use (e32 / e64 / VOPD ...)
+            let ok_inst = |i: &Inst| {
+                let bx = i.name.replace("v_dual_", "v_");
+                plain(i, arch)
+                    && ops.contains_key(bx.as_str())
+                    && i.vopd_y.as_ref().is_none_or(|y| ops.contains_key(y.name.replace("v_dual_", "v_").as_str()))
             };
-            let best = insts
-                .iter()
-                .filter(|(i, _)| plain(i, arch))
-                .filter(|(i, _)| {
-                    let bx = i.name.replace("v_dual_", "v_");
-                    ops.contains_key(bx.as_str()) && i.vopd_y.as_ref().is_none_or(|y| ops.contains_key(y.name.replace("v_dual_", "v_").as_str()))
-                })
-                .min_by_key(|(i, _)| score(i, ops.get(i.name.replace("v_dual_", "v_").as_str()).unwrap()));
-            let Some(inst) = best else {
+            let mut best: BTreeMap<String, &(Inst, Vec<u8>)> = BTreeMap::new();
+            for x in insts.iter().filter(|x| ok_inst(&x.0)) {
+                let key = format!("{:?} {:?}", x.0.enc, x.0.variant);
+                let sc = |i: &Inst| score(i, ops.get(i.name.replace("v_dual_", "v_").as_str()).unwrap());
+                if best.get(&key).is_none_or(|b| sc(&x.0) < sc(&b.0)) {
+                    best.insert(key, x);
+                }
+            }
+            if best.is_empty() {
                 failures.push(format!("{arch} {name}: no plain instance to test"));
                 continue;
-            };
-            let _ = op;
-            let mut res = alu_case(arch, &inst.0, &ops, &mut rng);
-            if res.as_ref().is_err_and(|e| e.contains("cannot tell")) {
-                // the instance's sources cannot be told apart (equal registers or
-                // constants): the same words with S0, S1 re-encoded as other registers
-                if let Some(p) = distinct_sources(arch, &inst.0, &inst.1) {
-                    println!("{arch} {name}: {} re-encoded as {p}", inst.0);
-                    res = alu_case(arch, &p, &ops, &mut rng);
+            }
+            let mut res = Ok(());
+            for inst in best.values() {
+                let mut r1 = alu_case(arch, &inst.0, &ops, &mut rng);
+                if r1.as_ref().is_err_and(|e| e.contains("cannot tell")) {
+                    // the instance's sources cannot be told apart (equal registers or
+                    // constants): the same words with S0, S1 re-encoded as other registers
+                    if let Some(p) = distinct_sources(arch, &inst.0, &inst.1) {
+                        println!("{arch} {name}: {} re-encoded as {p}", inst.0);
+                        r1 = alu_case(arch, &p, &ops, &mut rng);
+                    }
                 }
+                encodings += 1;
+                res = res.and(r1);
             }
             match res {
                 Ok(()) => cases += 1,
@@ -1057,7 +1098,7 @@ fn every_used_mnemonic_has_a_case() {
         }
         let (todo, bad): (Vec<&str>, Vec<&str>) = none.iter().partition(|n| TODO_NO_CASE_YET.contains(n));
         println!(
-            "{arch}: {} used mnemonics: {cases} with a case, {allow} allow-listed, {} TODO_NO_CASE_YET {:?}, {} neither {:?}",
+            "{arch}: {} used mnemonics: {cases} with a case ({encodings} encodings or forms), {allow} allow-listed, {} TODO_NO_CASE_YET {:?}, {} neither {:?}",
             used.len(),
             todo.len(),
             todo,
