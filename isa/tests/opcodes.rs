@@ -14,6 +14,7 @@
 //! [`TODO_NO_CASE_YET`] (printed, not failed). Replay with `CONVGRAD_ISA_TEST_SEED`.
 
 mod common;
+use common::Rng;
 
 use convgrad_isa::Arch;
 use convgrad_isa::decode::{Enc, Inst, Operand, Variant, decode_all};
@@ -46,37 +47,7 @@ const TODO_NO_CASE_YET: &[&str] = &[];
 
 // ---------------------------------------------------------------- random numbers
 
-struct Rng(u64);
-
 impl Rng {
-    fn new(what: &str) -> Rng {
-        let seed = std::env::var("CONVGRAD_ISA_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-            });
-        println!("{what}: seed {seed}");
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn u32(&mut self) -> u32 {
-        self.next() as u32
-    }
-    /// A finite f32 of moderate magnitude (exponent 2^-7..2^8).
-    fn f32(&mut self) -> u32 {
-        let r = self.u32();
-        (r & 0x807f_ffff) | (((r >> 23) & 15) + 120) << 23
-    }
     /// A finite f16 of moderate magnitude.
     fn f16(&mut self) -> u32 {
         let r = self.u32();
@@ -92,7 +63,7 @@ impl Rng {
                     _ => self.u32(),
                 }
             }
-            Dom::F32 => self.f32(),
+            Dom::F32 => self.f32_bits(),
             Dom::F16 => self.f16() | self.f16() << 16,
         }
     }
@@ -1198,7 +1169,7 @@ fn mem_case(arch: Arch, i: &Inst, mo: MemOp, rng: &mut Rng) -> Result<(), String
     let mut image: Vec<u8> = (0..size).map(|_| rng.next() as u8).collect();
     if mo.kind == Kind::AtomicAddF32 {
         for k in (0..size).step_by(4) {
-            image[k..k + 4].copy_from_slice(&rng.f32().to_le_bytes());
+            image[k..k + 4].copy_from_slice(&rng.f32_bits().to_le_bytes());
         }
     }
     // distinct 16-byte slots per lane (a random permutation of 1024 slots)
@@ -1397,7 +1368,7 @@ fn matrix_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Result<(), String> {
     let mut m = M::new(arch);
     randomize(&mut m, rng, F32);
     for x in m.w.agpr.iter_mut() {
-        *x = rng.f32();
+        *x = rng.f32_bits();
     }
     let lanes = m.w.lanes;
     m.w.set_exec(m.w.lane_mask());
@@ -1406,7 +1377,7 @@ fn matrix_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Result<(), String> {
     let wmma = i.name.starts_with("v_wmma");
     let half_of = |w: &Wave, o: Operand, e: usize, lane: usize| -> u32 { mreg(w, o, e / 2, lane) >> (16 * (e % 2)) & 0xffff };
     let elem_val = |h: u32| -> f64 { if bf16 { f32::from_bits(h << 16) as f64 } else { h2f(h) as f64 } };
-    let rnd16 = |rng: &mut Rng| -> u32 { if bf16 { rng.f32() >> 16 } else { rng.f16() } };
+    let rnd16 = |rng: &mut Rng| -> u32 { if bf16 { rng.f32_bits() >> 16 } else { rng.f16() } };
     // fill A and B with 16-bit values (WMMA: lanes 16..31 copy lanes 0..15)
     let regs = if wmma { 8 } else { 2 };
     for o in [i.src[0], i.src[1]] {
@@ -1558,7 +1529,7 @@ fn misc_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Option<Result<(), String>> 
                     }
                 } else if let Operand::Vgpr(r) = i.src[k] {
                     for l in 0..lanes {
-                        m.w.vgpr[r as usize * lanes + l] = rng.f32();
+                        m.w.vgpr[r as usize * lanes + l] = rng.f32_bits();
                     }
                 }
             }

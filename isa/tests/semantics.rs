@@ -1,6 +1,8 @@
 //! Single instructions, encoded as the shipped code objects encode them, executed on
 //! a hand-made wave and checked against the ISA guides' definitions.
 
+mod common;
+use common::Rng;
 use convgrad_isa::Arch;
 use convgrad_isa::decode::{Inst, decode_at};
 use convgrad_isa::exec::{Counters, Ctx, Flow, Lds, Memory, Wave, execute, handler};
@@ -272,38 +274,10 @@ fn lds_races_between_barriers_are_errors() {
     );
 }
 
-/// A splitmix64 stream seeded from the clock (printed, so a failure can be replayed
-/// with `CONVGRAD_ISA_TEST_SEED`).
-struct Rng(u64);
-
 impl Rng {
-    fn new(what: &str) -> Rng {
-        let seed = std::env::var("CONVGRAD_ISA_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-            });
-        println!("{what}: seed {seed}");
-        Rng(seed)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn u32(&mut self) -> u32 {
-        self.next() as u32
-    }
     /// A finite f32 of moderate magnitude (random sign, exponent and mantissa).
     fn f32(&mut self) -> f32 {
-        let r = self.u32();
-        f32::from_bits((r & 0x807f_ffff) | (((r >> 23) & 15) + 120) << 23)
+        f32::from_bits(self.f32_bits())
     }
     /// A finite, non-zero f16 (bits).
     fn f16(&mut self) -> u16 {

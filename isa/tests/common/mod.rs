@@ -76,3 +76,32 @@ pub fn llvm_objdump() -> PathBuf {
     );
     p
 }
+
+/// A splitmix64 stream seeded from the clock (printed, so a failure can be replayed
+/// with `CONVGRAD_ISA_TEST_SEED`). Tests add their own value kinds in `impl Rng` blocks.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn new(what: &str) -> Rng {
+        let seed = std::env::var("CONVGRAD_ISA_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+        });
+        println!("{what}: seed {seed}");
+        Rng(seed)
+    }
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn u32(&mut self) -> u32 {
+        self.next() as u32
+    }
+    /// The bits of a finite f32 of moderate magnitude (random sign, exponent 2^-7..2^8, mantissa).
+    pub fn f32_bits(&mut self) -> u32 {
+        let r = self.u32();
+        (r & 0x807f_ffff) | (((r >> 23) & 15) + 120) << 23
+    }
+}
