@@ -11,6 +11,7 @@
 //! distinct dwords needs, is added. Same-address reads broadcast. This is a model
 //! of the ISA guides' rule, not of the exact hardware pipeline.
 
+use super::align::{self, Space};
 use super::data::{Load, Store};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
@@ -69,6 +70,7 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
         match k {
             Kind::Store(s) => {
                 let a = base + i.imm as u64;
+                align::check(c, Space::Lds, l, a, s.n)?;
                 c.lds
                     .write(a, &s.bytes(c, i.src[1], l)?)
                     .map_err(lane_err)?;
@@ -76,6 +78,7 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
             }
             Kind::Load(ld) => {
                 let a = base + i.imm as u64;
+                align::check(c, Space::Lds, l, a, ld.n)?;
                 let mut bytes = ld.buffer();
                 c.lds.read(a, &mut bytes[..ld.n]).map_err(lane_err)?;
                 accesses.push((l, a, ld.n));
@@ -84,6 +87,7 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
             Kind::Store2 { n, st } => {
                 for (slot, off) in [(1usize, off0), (2, off1)] {
                     let a = base + off * n as u64 * st;
+                    align::check(c, Space::Lds, l, a, n)?;
                     let bytes = Store::low(n).bytes(c, i.src[slot], l)?;
                     c.lds.write(a, &bytes).map_err(lane_err)?;
                     accesses.push((l, a, n));
@@ -92,6 +96,7 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
             Kind::Load2 { n, st } => {
                 for (slot, off) in [(0usize, off0), (1, off1)] {
                     let a = base + off * n as u64 * st;
+                    align::check(c, Space::Lds, l, a, n)?;
                     let mut bytes = vec![0u8; n];
                     c.lds.read(a, &mut bytes).map_err(lane_err)?;
                     accesses.push((l, a, n));

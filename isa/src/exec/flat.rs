@@ -4,6 +4,7 @@
 //! (the LDS and scratch apertures are not modelled, and an address inside no buffer
 //! is an error). SCRATCH is not modelled.
 
+use super::align::{self, Space};
 use super::data::{Load, Store};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
@@ -50,6 +51,12 @@ fn exec(c: &mut Ctx, i: &Inst, k: Kind) -> Result<Flow, String> {
     for l in lanes {
         let a = address(c, i, l)?;
         let fault = |f: super::memory::Fault| format!("lane {l}: {f}");
+        let n = match k {
+            Kind::Load(ld) => ld.n,
+            Kind::Store(s) => s.n,
+            Kind::Atomic(_) => 4,
+        };
+        align::check(c, Space::Global, l, a, n)?;
         match k {
             Kind::Load(ld) => {
                 let mut b = ld.buffer();

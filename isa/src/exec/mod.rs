@@ -11,6 +11,7 @@
 //! results are on ([`late`]); memory holds one value per byte, and the cache model
 //! ([`cache`]) judges which reads a non-coherent cache could answer stale.
 
+pub mod align;
 pub mod cache;
 pub mod hazard;
 pub mod late;
@@ -130,6 +131,11 @@ pub struct Counters {
     /// Per rule that applied: the fewest wait states beyond the required count seen
     /// between a writer and a dependent instruction, and that instruction's address.
     pub hazard_min_slack: BTreeMap<&'static str, (u64, u64)>,
+    /// Lane accesses to LDS that break the alignment rules of [`align`] (counted
+    /// whether or not `Launch::alignment` makes them errors).
+    pub misaligned_lds: u64,
+    /// The same for global memory.
+    pub misaligned_global: u64,
 }
 
 impl Counters {
@@ -396,6 +402,9 @@ pub struct Launch {
     /// Wait states between dependent instructions checked against the CDNA2/CDNA3
     /// tables ([`hazard`]; gfx90a and gfx942): on unless `CONVGRAD_ISA_HAZARDS=0`.
     pub hazards: bool,
+    /// Which misaligned accesses are errors ([`align`]): LDS ones unless
+    /// `CONVGRAD_ISA_ALIGNMENT=0`, global ones too with `=strict`.
+    pub alignment: align::Check,
 }
 
 /// Order of workgroups (and of a workgroup's waves between barriers).
@@ -467,6 +476,7 @@ impl Launch {
             order: Order::from_env(),
             cache_model: std::env::var("CONVGRAD_ISA_CACHE").map_or(true, |v| v != "0"),
             hazards: std::env::var("CONVGRAD_ISA_HAZARDS").map_or(true, |v| v != "0"),
+            alignment: align::Check::from_env(),
         }
     }
 }
@@ -625,6 +635,7 @@ fn init_wave(
     wave.uid = ((linear * nwaves + w as u64) % 0x7fff_ffff) as u32 + 1;
     wave.late.on = launch.late_results;
     wave.hazard.on = launch.hazards && arch.is_cdna();
+    wave.align = launch.alignment;
     // User SGPRs from s0, in the order the descriptor enables them.
     let mut s = 0usize;
     for u in user {

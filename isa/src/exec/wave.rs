@@ -58,6 +58,8 @@ pub struct Wave {
     pub late: Late,
     /// Wait-state records ([`super::hazard`]).
     pub hazard: Hazard,
+    /// Which misaligned accesses are errors ([`super::align`]).
+    pub align: super::align::Check,
 }
 
 impl Wave {
@@ -82,6 +84,7 @@ impl Wave {
             uid: 0,
             late: Late::default(),
             hazard: Hazard::default(),
+            align: super::align::Check::Off,
         }
     }
     /// The lanes that exist, as a mask.

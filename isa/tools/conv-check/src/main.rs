@@ -145,11 +145,11 @@ impl Check {
             "{how} grid {:?} block {} lds {}",
             spec.grid, spec.block, spec.lds_bytes
         );
-        let path = format!(
-            "{}/../../../target/kernels/{}/convgrad.hsaco",
-            env!("CARGO_MANIFEST_DIR"),
-            self.arch.name()
-        );
+        // `CONVGRAD_KERNEL_DIR` (a `target/kernels` of another build), as the host and
+        // the isa tests take it.
+        let dir = std::env::var("CONVGRAD_KERNEL_DIR")
+            .unwrap_or_else(|_| format!("{}/../../../target/kernels", env!("CARGO_MANIFEST_DIR")));
+        let path = format!("{dir}/{}/convgrad.hsaco", self.arch.name());
         let co = CodeObject::load(std::path::Path::new(&path))
             .unwrap_or_else(|e| fail(1, &format!("{path}: {e}")));
         let mut kernel = co
@@ -238,7 +238,7 @@ impl Check {
                 }
             }
             Ok(c) => eprintln!(
-                "ran in {:?}: stale reads {}, divergent barriers {} of {}; wait states: {} dependencies needed {} (s_nop inserted {}, {} s_nops needed); {} instr, classes {:?}, matrix cycles {}, lds conflicts {}",
+                "ran in {:?}: stale reads {}, divergent barriers {} of {}; wait states: {} dependencies needed {} (s_nop inserted {}, {} s_nops needed); {} instr, classes {:?}, matrix cycles {}, lds conflicts {}, lds bytes {}, misaligned lds {} global {}",
                 t.elapsed(),
                 c.stale_reads,
                 c.divergent_barriers,
@@ -250,7 +250,10 @@ impl Check {
                 c.instructions(),
                 c.by_class,
                 c.matrix_cycles,
-                c.lds_bank_conflicts
+                c.lds_bank_conflicts,
+                c.lds_bytes,
+                c.misaligned_lds,
+                c.misaligned_global
             ),
         }
     }
