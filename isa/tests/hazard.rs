@@ -2,66 +2,26 @@
 //! `s_nop`s and a dependent instruction, encoded as the shipped code objects encode
 //! them. Each rule must fail one wait state short of its count and pass at it.
 
+mod common;
+use common::Machine;
 use convgrad_isa::Arch;
-use convgrad_isa::decode::decode_at;
 use convgrad_isa::exec::hazard::mfma_kind;
-use convgrad_isa::exec::{Counters, Ctx, Lds, Memory, Wave, execute};
 
-struct Machine {
-    arch: Arch,
-    wave: Wave,
-    lds: Lds,
-    mem: Memory,
-    counters: Counters,
-}
-
-impl Machine {
-    fn new(arch: Arch) -> Machine {
-        let mut wave = Wave::new(64, 0, true);
-        wave.set_exec(u64::MAX);
-        wave.hazard.on = true;
-        let mut m = Machine {
-            arch,
-            wave,
-            lds: Lds::new(1024),
-            mem: Memory::new(),
-            counters: Counters::default(),
-        };
-        // A buffer at v[0:1] (stores) and s[34:35] + v15 (loads), v29 = 1.0 (compares).
-        let base = m.mem.upload("D", &[0u8; 4096]);
-        m.wave.sgpr[35] = (base >> 32) as u32;
-        for l in 0..64 {
-            m.set_v(0, l, base as u32);
-            m.set_v(1, l, (base >> 32) as u32);
-            m.set_v(15, l, 0);
-            m.set_v(29, l, 1.0f32.to_bits());
-            m.set_v(2, l, base as u32);
-        }
-        m
+/// A CDNA wave with wait states checked, a buffer at v[0:1] (stores) and s[34:35] +
+/// v15 (loads), v29 = 1.0 (compares).
+fn machine(arch: Arch) -> Machine {
+    let mut m = Machine::new(arch);
+    m.wave.hazard.on = true;
+    let base = m.mem.upload("D", &[0u8; 4096]);
+    m.wave.sgpr[35] = (base >> 32) as u32;
+    for l in 0..64 {
+        m.set_v(0, l, base as u32);
+        m.set_v(1, l, (base >> 32) as u32);
+        m.set_v(15, l, 0);
+        m.set_v(29, l, 1.0f32.to_bits());
+        m.set_v(2, l, base as u32);
     }
-    fn set_v(&mut self, r: usize, lane: usize, x: u32) {
-        self.wave.vgpr[r * 64 + lane] = x;
-    }
-    fn run(&mut self, seq: &[Vec<u32>]) -> Result<(), String> {
-        let mut addr = 0u64;
-        for words in seq {
-            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            let mut inst = decode_at(self.arch, &bytes, 0, 0).unwrap();
-            assert_eq!(inst.len as usize, bytes.len(), "{inst}");
-            inst.addr = addr;
-            addr += bytes.len() as u64;
-            let mut c = Ctx::new(
-                self.arch,
-                &mut self.wave,
-                &mut self.lds,
-                &mut self.mem,
-                &mut self.counters,
-                [0; 3],
-            );
-            execute(&mut c, &inst).map_err(|e| format!("at `{inst}`: {e}"))?;
-        }
-        Ok(())
-    }
+    m
 }
 
 /// `v_mfma_f32_16x16x16f16 v[d:d+3], v[a:a+1], v[b:b+1], v[c:c+3]`.
@@ -97,7 +57,7 @@ fn rule(arch: Arch, writer: &[Vec<u32>], reader: &[Vec<u32>], need: u32, rule: &
         s
     };
     if need > 0 {
-        let e = Machine::new(arch)
+        let e = machine(arch)
             .run(&seq(need - 1))
             .expect_err(&format!("{arch} `{rule}`: {} wait states must fail", need - 1));
         assert!(
@@ -106,7 +66,7 @@ fn rule(arch: Arch, writer: &[Vec<u32>], reader: &[Vec<u32>], need: u32, rule: &
         );
         assert!(e.contains(&format!("{need} required")), "{arch} `{rule}`: {e}");
     }
-    let mut m = Machine::new(arch);
+    let mut m = machine(arch);
     m.run(&seq(need))
         .unwrap_or_else(|e| panic!("{arch} `{rule}`: {need} wait states must pass: {e}"));
 }
@@ -210,12 +170,12 @@ fn wide_store_data_overwritten() {
 
 #[test]
 fn nops_count_their_states_and_are_marked_needed() {
-    let mut m = Machine::new(Arch::Gfx90a);
+    let mut m = machine(Arch::Gfx90a);
     let mut seq = vec![mfma16(10, 38, 36, 10)];
     seq.push(vec![0xBF80_0009]); // s_nop 9: 10 wait states
     seq.push(mov(3, 11)); // needs 11: 10 + the s_nop... one short
     assert!(m.run(&seq).is_err());
-    let mut m = Machine::new(Arch::Gfx90a);
+    let mut m = machine(Arch::Gfx90a);
     seq.insert(1, mov(4, 5));
     m.run(&seq).unwrap();
     assert_eq!(m.counters.nop_wait_states, 10);

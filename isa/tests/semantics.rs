@@ -2,71 +2,10 @@
 //! a hand-made wave and checked against the ISA guides' definitions.
 
 mod common;
-use common::Rng;
+use common::{Machine, Rng};
 use convgrad_isa::Arch;
-use convgrad_isa::decode::{Inst, decode_at};
-use convgrad_isa::exec::{Counters, Ctx, Flow, Lds, Memory, Wave, execute, handler};
-
-struct Machine {
-    arch: Arch,
-    wave: Wave,
-    lds: Lds,
-    mem: Memory,
-    counters: Counters,
-}
-
-impl Machine {
-    fn new(arch: Arch) -> Machine {
-        let lanes = if arch == Arch::Gfx1100 { 32 } else { 64 };
-        let mut wave = Wave::new(lanes, 0, arch.is_cdna());
-        wave.set_exec(u64::MAX);
-        Machine {
-            arch,
-            wave,
-            lds: Lds::new(1024),
-            mem: Memory::new(),
-            counters: Counters::default(),
-        }
-    }
-    fn v(&self, r: usize, lane: usize) -> u32 {
-        self.wave.vgpr[r * self.wave.lanes + lane]
-    }
-    fn set_v(&mut self, r: usize, lane: usize, x: u32) {
-        let lanes = self.wave.lanes;
-        self.wave.vgpr[r * lanes + lane] = x;
-    }
-    /// Sets `(register, value)` pairs of one lane.
-    fn set(&mut self, lane: usize, regs: &[(usize, u32)]) {
-        for &(r, x) in regs {
-            self.set_v(r, lane, x);
-        }
-    }
-    /// Decodes `words` and executes the instruction.
-    fn exec(&mut self, words: &[u32]) -> Inst {
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let inst = decode_at(self.arch, &bytes, 0, 0).unwrap();
-        assert_eq!(inst.len as usize, bytes.len(), "{inst}");
-        assert!(
-            handler(inst.name).is_some(),
-            "no semantics for {}",
-            inst.name
-        );
-        assert_eq!(self.try_exec(&inst), Ok(Flow::Next), "{inst}");
-        inst
-    }
-    /// Executes a decoded instruction (semantics and modifier check).
-    fn try_exec(&mut self, inst: &Inst) -> Result<Flow, String> {
-        let mut c = Ctx::new(
-            self.arch,
-            &mut self.wave,
-            &mut self.lds,
-            &mut self.mem,
-            &mut self.counters,
-            [0; 3],
-        );
-        execute(&mut c, inst)
-    }
-}
+use convgrad_isa::decode::decode_at;
+use convgrad_isa::exec::{Lds, Memory};
 
 #[test]
 fn v_perm_b32_selects_bytes() {

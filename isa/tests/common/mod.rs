@@ -105,3 +105,92 @@ impl Rng {
         (r & 0x807f_ffff) | (((r >> 23) & 15) + 120) << 23
     }
 }
+
+/// One wave (all lanes on) with its LDS, memory and counters, that executes
+/// hand-encoded instructions one at a time (tests/semantics.rs, tests/hazard.rs).
+pub struct Machine {
+    pub arch: Arch,
+    pub wave: convgrad_isa::exec::Wave,
+    pub lds: convgrad_isa::exec::Lds,
+    pub mem: convgrad_isa::exec::Memory,
+    pub counters: convgrad_isa::exec::Counters,
+}
+
+impl Machine {
+    /// Wave64 on CDNA, wave32 on gfx1100; 1 KiB of LDS.
+    pub fn new(arch: Arch) -> Machine {
+        let lanes = if arch == Arch::Gfx1100 { 32 } else { 64 };
+        let mut wave = convgrad_isa::exec::Wave::new(lanes, 0, arch.is_cdna());
+        wave.set_exec(u64::MAX);
+        Machine {
+            arch,
+            wave,
+            lds: convgrad_isa::exec::Lds::new(1024),
+            mem: convgrad_isa::exec::Memory::new(),
+            counters: Default::default(),
+        }
+    }
+    pub fn v(&self, r: usize, lane: usize) -> u32 {
+        self.wave.vgpr[r * self.wave.lanes + lane]
+    }
+    pub fn set_v(&mut self, r: usize, lane: usize, x: u32) {
+        let lanes = self.wave.lanes;
+        self.wave.vgpr[r * lanes + lane] = x;
+    }
+    /// Sets `(register, value)` pairs of one lane.
+    pub fn set(&mut self, lane: usize, regs: &[(usize, u32)]) {
+        for &(r, x) in regs {
+            self.set_v(r, lane, x);
+        }
+    }
+    /// Decodes `words` (one whole instruction) at address `addr`.
+    pub fn decode(&self, words: &[u32], addr: u64) -> convgrad_isa::decode::Inst {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut inst = convgrad_isa::decode::decode_at(self.arch, &bytes, 0, 0).unwrap();
+        assert_eq!(inst.len as usize, bytes.len(), "{inst}");
+        inst.addr = addr;
+        inst
+    }
+    /// Decodes `words` and executes the instruction, which must have semantics and succeed.
+    pub fn exec(&mut self, words: &[u32]) -> convgrad_isa::decode::Inst {
+        let inst = self.decode(words, 0);
+        assert!(
+            convgrad_isa::exec::handler(inst.name).is_some(),
+            "no semantics for {}",
+            inst.name
+        );
+        assert_eq!(
+            self.try_exec(&inst),
+            Ok(convgrad_isa::exec::Flow::Next),
+            "{inst}"
+        );
+        inst
+    }
+    /// Executes a decoded instruction (semantics and modifier check).
+    pub fn try_exec(
+        &mut self,
+        inst: &convgrad_isa::decode::Inst,
+    ) -> Result<convgrad_isa::exec::Flow, String> {
+        let mut c = convgrad_isa::exec::Ctx::new(
+            self.arch,
+            &mut self.wave,
+            &mut self.lds,
+            &mut self.mem,
+            &mut self.counters,
+            [0; 3],
+        );
+        convgrad_isa::exec::execute(&mut c, inst)
+    }
+    /// Executes a sequence at consecutive addresses from 0; the first error names
+    /// its instruction.
+    pub fn run(&mut self, seq: &[Vec<u32>]) -> Result<(), String> {
+        let mut addr = 0u64;
+        for words in seq {
+            let inst = self.decode(words, addr);
+            addr += inst.len as u64;
+            self.try_exec(&inst)
+                .map_err(|e| format!("at `{inst}`: {e}"))?;
+        }
+        Ok(())
+    }
+}
