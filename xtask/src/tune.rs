@@ -14,6 +14,13 @@
 //! other shapes already in the file are kept. On the emulator (`--backend
 //! emu`, one timed run) the path runs but the times mean nothing, so the
 //! table goes to `target/tuning/emu-<arch>.json` unless `--out` says otherwise.
+//!
+//! The candidates are the host crate's (`convgrad::ops::find::candidates`),
+//! the ones runtime find times. `--find` runs runtime find itself on the
+//! selected shapes instead and prints its choice and time against the
+//! tables' and hand rules' (`compare`).
+
+mod compare;
 
 use crate::bench::{self, Op, Shape, ShapeArgs};
 use crate::util;
@@ -22,11 +29,11 @@ use clap::Parser;
 use convgrad::check::Init;
 use convgrad::ops::bwd_data::{self as data_op, BwdDataPlan};
 use convgrad::ops::bwd_weight::{self as weight_op, BwdWeightConfig, BwdWeightPlan, SplitK};
-use convgrad::ops::tuned::{self, Entry, Key, Table};
+use convgrad::ops::find;
+use convgrad::ops::tuned::{self, Entry, Key, Operation, Table};
 use convgrad::runtime::{Device, Module};
 use convgrad::verify;
 use convgrad_types::TypeConfig;
-use convgrad_types::instance::{self, INSTANCES};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -49,6 +56,14 @@ struct TuneArgs {
     /// The table file to update (default: host/tuning/<arch>.json; emulator: target/tuning/emu-<arch>.json).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Instead of tuning: run runtime find (`PlanCache` with `FindMode::Measure`)
+    /// on the selected shapes and print the tables' and hand rules' choice
+    /// and time against find's (both timed again here, alternately).
+    #[arg(long)]
+    find: bool,
+    /// With --find: the find cache file to use and update (default: none, every shape measured).
+    #[arg(long, requires = "find")]
+    find_cache: Option<PathBuf>,
 }
 
 /// One way to run a shape: a plan, what it runs, and its table key.
@@ -153,20 +168,17 @@ impl Run<'_> {
     /// Every way to run `s` that the table could name under the key of the
     /// hand rules' plan `hand`, that one first; one per distinct launch.
     fn ways(&self, s: &Shape, t: TypeConfig, hand: Way) -> Vec<Way> {
-        let ops = if self.op == Op::BwdWeight { instance::Op::BWD_WEIGHT } else { instance::Op::BWD_DATA };
-        let family = self.dev.family();
+        let op = if self.op == Op::BwdWeight { Operation::BwdWeight } else { Operation::BwdData };
         let mut ways = vec![hand];
-        for i in INSTANCES.iter().filter(|i| ops.contains(&i.op) && i.types == t && i.on(family)) {
-            // Split counts on the GEMM tiles; the others take their automatic split.
-            let splits = if i.op == instance::Op::BwdWeight { self.a.splits.as_slice() } else { &[] };
-            for split in std::iter::once(None).chain(splits.iter().copied().map(Some)) {
-                // Instances that do not fit are refused; one that runs unfolded
-                // where the hand rules fold has a key the lookup never sees.
-                let Ok(w) = self.plan(s, t, Some(i.name), split) else { continue };
-                let seen = ways.iter().any(|o| o.instance == w.instance && o.launch == w.launch);
-                if w.key == ways[0].key && !seen {
-                    ways.push(w);
-                }
+        // The enumeration runtime find uses: every instance of the operation,
+        // types and family; the GEMM tiles also at each split count.
+        for c in find::candidates(op, t, self.dev.family(), &self.a.splits) {
+            // Instances that do not fit are refused; one that runs unfolded
+            // where the hand rules fold has a key the lookup never sees.
+            let Ok(w) = self.plan(s, t, Some(c.instance.name), c.split) else { continue };
+            let seen = ways.iter().any(|o| o.instance == w.instance && o.launch == w.launch);
+            if w.key == ways[0].key && !seen {
+                ways.push(w);
             }
         }
         ways
@@ -247,6 +259,9 @@ pub fn run(args: &[String]) -> Result<()> {
         crate::options::parse_split_count("--splits", &n.to_string())?;
     }
     let session = a.common.open()?;
+    if a.find {
+        return compare::run(&a.common, &session, a.limit, a.deterministic, &a.splits, a.find_cache.clone());
+    }
     let (dev, arch) = (&session.dev, session.dev.arch().to_string());
     let out = a.out.clone().unwrap_or_else(|| match session.emu {
         true => util::workspace_root().join(format!("target/tuning/emu-{arch}.json")),
@@ -319,6 +334,24 @@ mod tests {
         assert_eq!(weight_entries(&after[0]), weight_entries(&after[1]));
         assert!(after[1].device.contains("gfx942"), "{}", after[1].device);
         assert!(after[1].entries.iter().all(|e| e.arch == "gfx942" && e.types == "f16"), "{:?}", after[1]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--find` on the emulator: runtime find on one shape per operation,
+    /// its choice stored in the cache file named.
+    #[test]
+    fn find_compares_on_the_emulator() {
+        let dir = std::env::temp_dir().join(format!("convgrad-tune-find-test-{}", std::process::id()));
+        let file = dir.join("kernels.json");
+        for op in ["bwd-weight", "bwd-data"] {
+            let args = ["--backend", "emu", "--op", op, "--dtypes", "f16", "--limit", "1", "--splits", "2", "--find"];
+            let mut args: Vec<String> = args.map(String::from).to_vec();
+            args.extend(["--find-cache".into(), file.display().to_string()]);
+            super::run(&args).unwrap();
+        }
+        let f = convgrad::ops::find_file::FindFile::load(&file).expect("find wrote its cache file");
+        let ops: Vec<_> = f.sections.iter().flat_map(|s| s.entries.iter().map(|e| e.op)).collect();
+        assert_eq!(ops, [Operation::BwdWeight, Operation::BwdData]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,6 +2,7 @@
 //! tensor strides and device, as frameworks keep cuDNN / MIOpen plans.
 
 use super::error::OpError;
+use super::find::{FindOptions, Finder};
 use super::bwd_data::plan::BwdDataConfig;
 use super::bwd_weight::plan::BwdWeightConfig;
 use super::prepared::{BwdDataOp, BwdWeightOp};
@@ -17,10 +18,23 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// training step calls the same layers again and again. Entries keep their
 /// device open and are never evicted (a network has a bounded set of
 /// layers); [`PlanCache::clear`] drops them. Thread-safe.
-#[derive(Default)]
+///
+/// With runtime find on ([`PlanCache::with_find`], or `CONVGRAD_FIND=1` for
+/// [`PlanCache::new`] and [`PlanCache::global`]) a request met for the first
+/// time takes the choice stored in the per-user cache file, else the
+/// fastest of its fitting kernels timed on the device (stored in the file
+/// for the next process); see [`find`](super::find).
 pub struct PlanCache {
     weight: Mutex<HashMap<Key, Arc<BwdWeightOp>>>,
     data: Mutex<HashMap<Key, Arc<BwdDataOp>>>,
+    find: Finder,
+}
+
+impl Default for PlanCache {
+    /// [`PlanCache::new`].
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The lookup key: the device's identity and the request, the configuration
@@ -65,7 +79,11 @@ macro_rules! cached_op {
         pub fn $name(&self, dev: &Device, p: &ConvProblem, cfg: &$cfg, $($t: TensorDesc),+) -> Result<Arc<$op>, OpError> {
             let key = Key::new(dev, p, cfg, [$($t),+]);
             get_or_plan(&self.$map, key, || {
-                let op = $op::with_descs(dev, p, cfg, $($t),+)?;
+                let found = self.find.choose::<$op>(dev, p, cfg, [$($t),+])?;
+                let op = match found {
+                    Some(op) => op,
+                    None => $op::with_descs(dev, p, cfg, $($t),+)?,
+                };
                 log::debug!("plan cache: planned {} {p}: {}", stringify!($name), op.describe());
                 Ok(op)
             })
@@ -74,9 +92,23 @@ macro_rules! cached_op {
 }
 
 impl PlanCache {
-    /// An empty cache.
+    /// An empty cache; runtime find as the environment variable
+    /// [`CONVGRAD_FIND`](super::find::ENV) says (off where unset).
     pub fn new() -> Self {
-        Self::default()
+        Self::with_find(FindOptions::from_env())
+    }
+    /// An empty cache with runtime find as `options` say (the environment is not read).
+    pub fn with_find(options: FindOptions) -> Self {
+        PlanCache { weight: Mutex::default(), data: Mutex::default(), find: Finder::new(options) }
+    }
+    /// The runtime find settings.
+    pub fn find_options(&self) -> &FindOptions {
+        &self.find.options
+    }
+    /// Kernel candidates timed by runtime find so far, and requests measured.
+    pub fn find_counts(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.find.timed.load(Relaxed), self.find.measured.load(Relaxed))
     }
     /// The process-wide cache.
     pub fn global() -> &'static PlanCache {

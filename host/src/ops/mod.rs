@@ -25,6 +25,8 @@ mod checks;
 mod classes;
 pub mod error;
 pub mod family;
+pub mod find;
+pub mod find_file;
 mod fold;
 mod lanes;
 mod launch;
@@ -36,6 +38,8 @@ pub mod tuned;
 mod workspace;
 
 pub use cache::PlanCache;
+pub use find::{FindMode, FindOptions};
+pub use find_file::CacheFile;
 pub use checks::D_NAMES;
 pub use error::{OpError, Reason, Unsupported};
 pub use launch::LaunchSpec;

@@ -2,6 +2,12 @@
 //! timings on a GPU and that [`select`](super::select) consults, for a
 //! request with no forced instance, before its hand rules.
 //!
+//! Runtime find ([`find`](super::find), opt-in on a `PlanCache`) comes
+//! before this table: its per-user cache file holds entries of this
+//! [`Entry`] format measured on the caller's own GPU; an entry of a table
+//! `cargo xtask tune` wrote becomes a cache-file entry by copying it into
+//! the device's section (keyed there by the caller's, unfolded, problem).
+//!
 //! The table in use is the first of:
 //! 1. a table installed with [`set_override`];
 //! 2. the JSON file named by the environment variable [`ENV`]
@@ -237,12 +243,7 @@ impl Key {
     /// tensor of a layout family (strided views have no entries).
     pub fn of(op: Operation, r: &Request<'_>) -> Option<Key> {
         let p = r.p;
-        let packed = |l: ConvLayout| {
-            same_elements(&TensorDesc::packed(p, l, TensorRole::Input), r.x)
-                && same_elements(&TensorDesc::packed(p, l, TensorRole::Output), r.dy)
-        };
-        let layout = ConvLayout::ALL.into_iter().find(|&l| packed(l))?;
-        let layout = layout.name().split('/').next().expect("a layout name");
+        let layout = packed_layout(p, r.x, r.dy)?;
         let deterministic = op == Operation::BwdWeight && r.deterministic;
         Some(Key { op, family: r.family, types: r.types, problem: *p, layout, deterministic, compute_units: r.compute_units })
     }
@@ -270,6 +271,18 @@ impl Key {
     pub fn matches(&self, e: &Entry) -> bool {
         e.resolve().is_ok_and(|r| r.key.same(self))
     }
+}
+
+/// The activation layout (`NHWGC`, `GNHWC`, `NGCHW`) in which `x` (dx)
+/// and `dy` are packed for `p`, or `None` where they are not both packed in
+/// one layout family (strided views). Runtime find keys its entries by it.
+pub fn packed_layout(p: &ConvProblem, x: &TensorDesc, dy: &TensorDesc) -> Option<&'static str> {
+    let packed = |l: ConvLayout| {
+        same_elements(&TensorDesc::packed(p, l, TensorRole::Input), x)
+            && same_elements(&TensorDesc::packed(p, l, TensorRole::Output), dy)
+    };
+    let layout = ConvLayout::ALL.into_iter().find(|&l| packed(l))?;
+    Some(layout.name().split('/').next().expect("a layout name"))
 }
 
 /// Whether `a` and `b` address the same elements: equal lengths, and equal
