@@ -439,15 +439,22 @@ unsafe fn multiply<Tl: Tile, const FR: usize, const FC: usize>(acc: &mut Acc<Tl:
         };
         f
     };
+    // Each B fragment is filled in a local of its own and then moved into the
+    // array, as `warp::multiply` does with A's. Filled in place, rustc's SROA
+    // cut the gfx1100 WMMA fragment array at halves (bytes 48..50 and 50..64
+    // of `[[f16; 16]; 2]`) and loaded those 7 halves with align 2: ds_load_b64
+    // at LDS offsets = 2 mod 8 (issue #42, isa's alignment check).
     let b = |ks: usize| {
         let mut bf: [<Tl::At as MmaAtom>::B; FC] = [Default::default(); FC];
         for (fc, f) in bf.iter_mut().enumerate() {
+            let mut one: <Tl::At as MmaAtom>::B = Default::default();
             unsafe {
-                load_frag::<Tl::In, <Tl::At as MmaAtom>::BRun>(f.as_mut(), b_base, ldk, |s| {
+                load_frag::<Tl::In, <Tl::At as MmaAtom>::BRun>(one.as_mut(), b_base, ldk, |s| {
                     let (k, j) = Tl::At::b_elem(lane, s);
                     (swizzle(wn * tn + fc * Tl::At::N + j, l), ks + k)
                 })
             };
+            *f = one;
         }
         bf
     };
