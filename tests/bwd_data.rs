@@ -313,6 +313,60 @@ fn bwd_data_row_segments() {
     assert!(e.contains("does not apply"), "{e}");
 }
 
+/// The TMA GEMM (`bwdd_*_128x128x64_tma`, Hopper): 1x1 stride-1 layers
+/// with tails in every GEMM dimension (pixels past the last 128-row tile,
+/// C past a 128-column tile and under one, K past a 64-deep slab and under
+/// one), groups (a 3-D map over dy's groups), 1-D and 3-D, f16 and bf16,
+/// both channels-last layout families, rotating epilogues (dx aliased too).
+/// Forced on every case on the sm_90 model, whose emulator lands each box
+/// late (at the first wait on its mbarrier) with the 128-byte swizzle.
+/// Problems the kernel cannot run are refused by name; the hand rules take
+/// it for plain 1x1 layers on Hopper only.
+#[test]
+fn bwd_data_tma() {
+    let problems = [
+        ("M, C, K tails", prob(&[2, 1, 2, 96, 160, 1, 1, 9, 10, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("K=40 C=72 G=2", prob(&[2, 2, 3, 40, 72, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("K=200 C=264", prob(&[2, 1, 1, 200, 264, 1, 1, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("1d", prob(&[1, 1, 3, 64, 128, 1, 50, 1, 1, 0, 0])),
+        ("3d", prob(&[3, 1, 2, 24, 64, 1, 1, 1, 3, 5, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0])),
+    ];
+    let epis = epilogues();
+    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
+        if !dev.family().runs(Family::Hopper) {
+            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
+        }
+        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
+        let tma = convgrad::types::instance::INSTANCES
+            .iter()
+            .find(|i| i.op == Op::BwdDataTma && i.types == t)
+            .expect("a TMA instance per 16-bit type");
+        let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(tma.name.into()), ..Default::default() };
+        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
+        let o = case(*p, cfg, at.seed(9100, 41), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
+        (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
+    });
+    let forced = BwdDataConfig { instance: Some("bwdd_f16_128x128x64_tma".into()), ..Default::default() };
+    for (v, why) in [
+        (vec![2, 1, 2, 64, 128, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "1x1 filter"),
+        (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 2, 2, 1, 1, 0, 0, 0, 0], "stride 1, no padding"),
+        (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "stride 1, no padding"),
+        (vec![2, 1, 2, 64, 32, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "half the tile"),
+        (vec![2, 1, 2, 60, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "16-byte"),
+    ] {
+        let e = plan(&prob(&v), &forced, Family::Hopper, 132).unwrap_err().to_string();
+        assert!(e.contains("bwdd_f16_128x128x64_tma does not apply") && e.contains(why), "{v:?}: {e}");
+    }
+    let one = [2, 1, 8, 64, 128, 1, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0];
+    let e = plan(&prob(&one), &BwdDataConfig { layout: ConvLayout::NgchwGkcyxNgkhw, ..forced }, Family::Hopper, 132).unwrap_err().to_string();
+    assert!(e.contains("K contiguous in dy"), "{e}");
+    let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
+    let chosen = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance.op;
+    assert_eq!(chosen(&one, Family::Hopper), Op::BwdDataTma);
+    assert_ne!(chosen(&one, Family::Nvidia), Op::BwdDataTma);
+    assert_ne!(chosen(&[2, 1, 8, 64, 128, 1, 1, 14, 14, 2, 2, 1, 1, 0, 0, 0, 0], Family::Hopper), Op::BwdDataTma);
+}
+
 /// The hand rules take row segments on Hopper for 48-64 output channels,
 /// at most 128 input channels and wide rows: U-Net's 64-channel layers at
 /// 256x256 (enc1 64->64, dec1 128->64: the slice GEMM ran them at under

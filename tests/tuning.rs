@@ -63,7 +63,8 @@ const LAYOUT: ConvLayout = ConvLayout::NhwgcGkyxcNhwgk;
 /// The table key of `op` on `p` (packed NHWGC, f16).
 fn key(op: Operation, p: &ConvProblem, family: Family, compute_units: u32) -> Key {
     let (x, dy) = (TensorDesc::packed(p, LAYOUT, TensorRole::Input), TensorDesc::packed(p, LAYOUT, TensorRole::Output));
-    let r = Request { p, types: TypeConfig::F16, family, compute_units, x: &x, dy: &dy, forced: None, deterministic: false };
+    let w = TensorDesc::packed(p, LAYOUT, TensorRole::Weight);
+    let r = Request { p, types: TypeConfig::F16, family, compute_units, x: &x, dy: &dy, w: &w, forced: None, deterministic: false };
     Key::of(op, &r).expect("packed tensors have a key")
 }
 
@@ -114,7 +115,8 @@ fn choice_says_table_and_split() {
     let _s = Scope::hand_rules();
     let p = dense();
     let (x, dy) = (TensorDesc::packed(&p, LAYOUT, TensorRole::Input), TensorDesc::packed(&p, LAYOUT, TensorRole::Output));
-    let r = Request { p: &p, types: TypeConfig::F16, family: Family::Hopper, compute_units: 132, x: &x, dy: &dy, forced: None, deterministic: false };
+    let w = TensorDesc::packed(&p, LAYOUT, TensorRole::Weight);
+    let r = Request { p: &p, types: TypeConfig::F16, family: Family::Hopper, compute_units: 132, x: &x, dy: &dy, w: &w, forced: None, deterministic: false };
     let hand = select::bwd_weight(&r).unwrap();
     assert!(!hand.from_table && hand.split.is_none());
     let mut e = entry(Operation::BwdWeight, &p, "sm_90", "bwdw_f16_64x64x32_mma16x8");

@@ -306,3 +306,92 @@ pub fn trap() -> ! {
     let _ = current();
     raise("trap: the kernel called arch::trap()".into())
 }
+
+/// The LDS of the running workgroup, for the TMA and mbarrier operations.
+fn lds_mut() -> &'static mut crate::lds::Lds {
+    // SAFETY: no other reference to the LDS exists while this lane runs.
+    unsafe { &mut *current().lds.get() }
+}
+
+/// Checks that the running arch has Hopper's TMA and mbarriers and that
+/// `off` is an 8-byte slot inside the LDS.
+fn mbar_slot(what: &str, off: usize) -> usize {
+    let w = current();
+    if !w.arch.has_wgmma() {
+        raise(format!("{what} is not an instruction of {} (it needs sm_90)", w.arch.name()))
+    }
+    if let Err(e) = lds_mut().check_bounds(off, 8, 8) {
+        raise(format!("{what}: {e}"))
+    }
+    off
+}
+
+/// `mbarrier.init.shared::cta.b64 [off], count`.
+pub fn mbar_init(off: usize, count: u32) {
+    let off = mbar_slot("mbarrier.init", off);
+    if let Err(e) = lds_mut().mbars.init(off, count) {
+        raise(e)
+    }
+}
+
+/// `mbarrier.arrive.expect_tx.shared::cta.b64 _, [off], bytes`.
+pub fn mbar_arrive_expect_tx(off: usize, bytes: u32) {
+    let off = mbar_slot("mbarrier.arrive.expect_tx", off);
+    if let Err(e) = lds_mut().mbars.arrive_expect_tx(off, bytes) {
+        raise(e)
+    }
+}
+
+/// `mbarrier.try_wait.parity` in a loop until the phase of `parity` has
+/// completed; lands the TMA copies in flight on it first (see the `tma`
+/// module for the model).
+pub fn mbar_wait(off: usize, parity: u32) {
+    let off = mbar_slot("mbarrier.try_wait.parity", off);
+    let lds = lds_mut();
+    let mut mbars = std::mem::take(&mut lds.mbars);
+    let r = mbars.wait(off, parity, |at, bytes| lds.store_async(at, bytes));
+    lds.mbars = mbars;
+    if let Err(e) = r {
+        raise(e)
+    }
+}
+
+/// `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+/// [dst], [map, coords], [mbar]`: the box of the [`TmaMap`] at `map` (a
+/// [`convgrad_types::params::ConvArgs::tma`] slot) at `coords`, to LDS byte
+/// `dst`, its bytes completing on the mbarrier at `mbar`. Elements outside
+/// the tensor read as zero; every element inside must be written memory.
+///
+/// [`TmaMap`]: convgrad_types::params::TmaMap
+pub fn tma_load(dst: usize, mbar: usize, map: *const u8, coords: [i32; 5]) {
+    use convgrad_types::params::TmaMap;
+    let mbar = mbar_slot("cp.async.bulk.tensor", mbar);
+    let m: TmaMap = global_load(map as *const TmaMap);
+    if let Err(e) = crate::tma::check_map(&m, dst) {
+        raise(e)
+    }
+    let bytes = m.box_bytes() as usize;
+    if let Err(e) = lds_mut().check_bounds(dst, bytes, 16) {
+        raise(format!("cp.async.bulk.tensor: {e}"))
+    }
+    let mem = &current().mem;
+    let read = |addr: u64, n: usize| -> Result<[u8; 4], String> {
+        match mem.lookup(addr, n) {
+            Some((a, off)) if a.is_written(off, n) => {
+                let mut v = [0u8; 4];
+                // SAFETY: inside a live allocation, written.
+                unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, v.as_mut_ptr(), n) };
+                Ok(v)
+            }
+            Some(_) => Err(format!("cp.async.bulk.tensor reads unwritten global memory at {}", mem.locate(addr, n))),
+            None => Err(format!("cp.async.bulk.tensor reads outside every allocation: {}", mem.locate(addr, n))),
+        }
+    };
+    let chunks = match crate::tma::gather(&m, dst, coords, read) {
+        Ok(c) => c,
+        Err(e) => raise(e),
+    };
+    if let Err(e) = lds_mut().mbars.add_copy(mbar, chunks) {
+        raise(e)
+    }
+}

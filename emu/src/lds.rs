@@ -9,6 +9,9 @@
 
 /// Reader tag lane meaning "more than one lane read it".
 const MANY: u64 = 0xFFFF;
+/// Writer tag lane of the asynchronous proxy (TMA copies): ordered against
+/// its readers by the mbarrier they waited on, not by a barrier.
+const ASYNC: u64 = 0xFFFE;
 
 pub(crate) struct Lds {
     data: Vec<u8>,
@@ -20,6 +23,8 @@ pub(crate) struct Lds {
     epoch: u64,
     /// First epoch of the running workgroup.
     start: u64,
+    /// The workgroup's mbarriers.
+    pub mbars: crate::tma::Mbars,
 }
 
 /// The lane of tag `tag` if it is of epoch `e` and not lane `me`: another
@@ -31,13 +36,14 @@ fn other_lane(tag: u64, e: u64, me: u64) -> Option<u64> {
 
 impl Lds {
     pub fn new(bytes: usize) -> Self {
-        Lds { data: vec![crate::memory::POISON; bytes], w: vec![0; bytes], r: vec![0; bytes], epoch: 0, start: 0 }
+        Lds { data: vec![crate::memory::POISON; bytes], w: vec![0; bytes], r: vec![0; bytes], epoch: 0, start: 0, mbars: Default::default() }
     }
 
     /// A new workgroup starts: everything reads as unwritten again.
     pub fn begin_workgroup(&mut self) {
         self.epoch += 1;
         self.start = self.epoch;
+        self.mbars.clear();
     }
 
     /// A barrier released the workgroup: a new interval.
@@ -59,7 +65,7 @@ impl Lds {
             if w >> 16 < self.start {
                 return Err(self.unwritten(off, n, b));
             }
-            if let Some(other) = other_lane(w, e, me) {
+            if let Some(other) = other_lane(w, e, me).filter(|&o| o != ASYNC) {
                 return Err(self.race(lane, "reads", off, n, b, "wrote", other));
             }
             let r = self.r[b];
@@ -94,12 +100,38 @@ impl Lds {
         Ok(())
     }
 
+    /// A TMA copy's 16 bytes landing at `off` (the asynchronous proxy): a
+    /// race with any lane's access to them in the same barrier interval.
+    pub fn store_async(&mut self, off: usize, v: &[u8; 16]) -> Result<(), String> {
+        let (e, _) = self.access("TMA write", ASYNC as u32, off, 16, 16)?;
+        for b in off..off + 16 {
+            for (tag, did) in [(self.w[b], "wrote"), (self.r[b], "read")] {
+                if let Some(other) = other_lane(tag, e, ASYNC).filter(|&o| o != ASYNC) {
+                    return Err(format!(
+                        "LDS data race: a TMA copy lands on bytes {off}..{} while lane {} {did} byte {b} in the same barrier interval (after barrier #{}): a stage rewritten while in use",
+                        off + 16,
+                        if other == MANY { "(several)".to_string() } else { other.to_string() },
+                        self.barriers()
+                    ));
+                }
+            }
+            self.w[b] = e << 16 | ASYNC;
+        }
+        self.data[off..off + 16].copy_from_slice(v);
+        Ok(())
+    }
+
     /// Checks an access's bounds and alignment; returns the current epoch
     /// and `lane`'s tag part.
     #[inline]
     fn access(&self, kind: &str, lane: u32, off: usize, n: usize, align: usize) -> Result<(u64, u64), String> {
         self.bounds(kind, off, n, align)?;
         Ok((self.epoch, lane as u64))
+    }
+
+    /// Bounds and alignment of an `n`-byte LDS object at `off`.
+    pub fn check_bounds(&self, off: usize, n: usize, align: usize) -> Result<(), String> {
+        self.bounds("access", off, n, align)
     }
 
     #[inline]

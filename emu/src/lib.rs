@@ -37,6 +37,7 @@ mod lds;
 pub mod matrix;
 mod memory;
 mod order;
+mod tma;
 
 use convgrad_types::instance::Family;
 use std::time::{Duration, Instant};

@@ -113,6 +113,12 @@ pub enum Op {
     /// and walks tiles of `bm / 64` image rows by 64 columns, staging each
     /// tile's `dy` halo once; every tap reads the halo one line shift on.
     BwdDataRows,
+    /// Backward-data as one plain GEMM fed by the tensor memory accelerator
+    /// (Hopper; 1x1 filters, stride 1, no padding, channels-last `dY` whose
+    /// pixels are evenly spaced): one thread loads each K-slab of `dY` and
+    /// `W` with `cp.async.bulk.tensor` into a ring of LDS stages, guarded by
+    /// mbarriers; the warpgroups only wait and issue `wgmma`.
+    BwdDataTma,
 }
 
 impl Op {
@@ -121,7 +127,7 @@ impl Op {
     pub const BWD_WEIGHT: &'static [Op] =
         &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightTapShift, Op::BwdWeightTapShiftPhased, Op::BwdWeightDepthwise];
     /// The kernel families of backward-data.
-    pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataTapShift, Op::BwdDataRows];
+    pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataTapShift, Op::BwdDataRows, Op::BwdDataTma];
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -322,6 +328,14 @@ impl TileConfig {
     pub const fn rows_lds_bytes(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
         self.rows_halo_bytes(atom, elem_bytes) + Self::HALO_TAPS * self.bk * self.bn * elem_bytes
     }
+    /// TMA tiles ([`Op::BwdDataTma`]): LDS byte of the first stage's
+    /// mbarrier, past both the stages and the epilogue's result tile with
+    /// its row table (the epilogue reuses the stages' bytes, never these).
+    pub const fn tma_mbar_offset(&self, atom: AtomKind, elem_bytes: u32) -> u32 {
+        let main = self.main_lds_bytes(atom, elem_bytes);
+        let tile = self.epilogue_bytes(atom) + 8 * self.bm;
+        (if main > tile { main } else { tile }).next_multiple_of(8)
+    }
     /// Bytes of one multistage stage (A then B).
     pub const fn stage_bytes(&self, elem_bytes: u32, atom: AtomKind) -> u32 {
         Self::slab_bytes(self.bm, self.bk, elem_bytes, atom) + Self::slab_bytes(self.bn, self.bk, elem_bytes, atom)
@@ -417,6 +431,12 @@ impl Instance {
                 let main = self.tile.halo_main_bytes(self.atom, self.types.act().bytes() as u32);
                 let tile = self.tile.epilogue_bytes(self.atom) + 8 * self.tile.bm;
                 if main > tile { main } else { tile }
+            }
+            // The stages (or the result tile and its row table), then one
+            // 8-byte mbarrier per stage.
+            Op::BwdDataTma => {
+                let elem = self.types.act().bytes() as u32;
+                self.tile.tma_mbar_offset(self.atom, elem) + 8 * self.tile.stages(self.atom)
             }
             _ => {
                 // Main loop (double-buffered A and B slabs) or the f32 result
@@ -563,6 +583,9 @@ macro_rules! for_each_instance {
         // walk (two halos, two accumulator sets, one workgroup per SM).
         $m!($($extra,)* bwdd_rows_f16_128x64x64_wgmma, [Hopper], BwdDataRows, F16, 128, 64, 64, 2, 1, Wgmma64x64x16);
         $m!($($extra,)* bwdd_rows_bf16_128x64x64_wgmma, [Hopper], BwdDataRows, Bf16, 128, 64, 64, 2, 1, Wgmma64x64x16);
+        // Backward-data of 1x1 stride-1 layers as one GEMM on TMA loads.
+        $m!($($extra,)* bwdd_f16_128x128x64_tma, [Hopper], BwdDataTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdd_bf16_128x128x64_tma, [Hopper], BwdDataTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

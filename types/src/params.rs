@@ -168,7 +168,62 @@ pub struct ConvArgs {
     pub unfold: UnfoldPart,
     /// Padding to a multiple of 8 bytes (zero).
     pub _pad: u32,
+    /// Padding that puts [`ConvArgs::tma`] on a 64-byte boundary (zero).
+    pub _tma_pad: [u32; 2],
+    /// Tensor maps of the TMA kernels (`Op::BwdDataTma`: `[dY, W]`), 128
+    /// bytes each, filled per call from the tensors' addresses: on NVIDIA
+    /// the driver's opaque `CUtensorMap` (the block is a `grid_constant`
+    /// parameter aligned to 64 bytes, where `cp.async.bulk.tensor` reads
+    /// it), on the emulator a [`TmaMap`]. Zero for the other kernels.
+    pub tma: [[u64; 16]; 2],
 }
+
+const _: () = assert!(core::mem::offset_of!(ConvArgs, tma) % 64 == 0);
+
+/// A tiled tensor map as convgrad describes it: what the host encodes into
+/// a [`ConvArgs::tma`] slot (`cuTensorMapEncodeTiled` on NVIDIA) and what
+/// the emulator reads back from it. Dimension 0 is the contiguous one.
+/// Elements outside `dims` read as zero; a box of `boxes` elements lands
+/// in LDS in dimension order (dimension 0 fastest), 16-byte chunks
+/// swizzled by the 128-byte pattern when `swizzle` is 128.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct TmaMap {
+    /// [`TmaMap::MAGIC`]: tells a map from an unfilled slot.
+    pub magic: u32,
+    /// Dimensions used (1 to 5).
+    pub rank: u32,
+    /// Device address of element 0 (16-byte aligned).
+    pub base: u64,
+    /// Elements per dimension.
+    pub dims: [u32; 5],
+    /// Bytes per element (2).
+    pub elem_bytes: u32,
+    /// Byte strides of dimensions 1.. (multiples of 16).
+    pub strides: [u64; 4],
+    /// Box elements per dimension (at most 256; dimension 0's bytes a
+    /// multiple of 16, at most 128 with the 128-byte swizzle).
+    pub boxes: [u32; 5],
+    /// Swizzle span in bytes: 0 or 128.
+    pub swizzle: u32,
+}
+
+impl TmaMap {
+    /// `"TMAP"`.
+    pub const MAGIC: u32 = 0x5041_4d54;
+    /// Bytes of one box.
+    pub const fn box_bytes(&self) -> u32 {
+        let mut b = self.elem_bytes;
+        let mut d = 0;
+        while d < self.rank as usize {
+            b *= self.boxes[d];
+            d += 1;
+        }
+        b
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<TmaMap>() <= 128);
 
 /// The implicit-GEMM view of the problem, per group, and its split-K
 /// (backward-weight: every kernel, as the split-K workspace is the
@@ -412,7 +467,8 @@ impl ConvArgs {
             offset_of!(ConvArgs, unfold) as u32,
             size_of::<UnfoldPart>() as u32,
             offset_of!(UnfoldPart, div_pix) as u32,
-            12, // bump when a field's meaning changes
+            offset_of!(ConvArgs, tma) as u32,
+            13, // bump when a field's meaning changes
         ])
     };
 }

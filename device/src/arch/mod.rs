@@ -24,6 +24,8 @@ use nvptx as imp;
 
 #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
 mod emu;
+
+pub mod tma;
 #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
 use emu as imp;
 

@@ -13,7 +13,9 @@
 //!   - [`multistage`]: asynchronous copies, several slabs in flight, matrix
 //!     loads from LDS (NVIDIA);
 //!   - [`warpgroup`]: the same copies into the swizzled layouts that
-//!     Hopper's `wgmma` reads straight from LDS.
+//!     Hopper's `wgmma` reads straight from LDS;
+//!   - [`tma`]: the same slabs as tensor-map boxes, one thread issuing them
+//!     (operands that are plain strided tensors, `Op::BwdDataTma`).
 //!
 //!   The first two feed the atoms from per-wave fragments through
 //!   [`warp::multiply`] (as do the tap-shift kernels); the op's epilogue
@@ -24,6 +26,7 @@
 pub mod block;
 pub mod multistage;
 pub mod splitk;
+pub mod tma;
 pub mod warp;
 pub mod warpgroup;
 

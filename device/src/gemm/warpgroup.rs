@@ -66,7 +66,7 @@ const fn fits<S: SlabShape>(threads: usize) -> bool {
 /// 128-byte lines (64 rows of one k; 8 k an atom, row blocks `BK / 8` atoms
 /// apart), K-major in lines of one row's `BK` k (8 rows an atom).
 #[inline(always)]
-fn slab<Tl: Tile>(base: usize, mn_major: bool) -> CoreTile {
+pub(crate) fn slab<Tl: Tile>(base: usize, mn_major: bool) -> CoreTile {
     if mn_major {
         CoreTile { base, lbo: (Tl::BK / 8 * 1024) as u32, sbo: 1024, mn_major, swizzle: 128 }
     } else {

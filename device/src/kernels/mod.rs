@@ -81,6 +81,9 @@ macro_rules! body {
     ($args:ident, BwdDataTapShift, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::tap_shift, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };
+    ($args:ident, BwdDataTma, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+        tiled!($args, bwd_data::tma, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
+    };
     ($args:ident, BwdDataRows, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::rows, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };

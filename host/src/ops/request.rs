@@ -19,6 +19,8 @@ pub struct Request<'a> {
     pub x: &'a TensorDesc,
     /// Output gradient.
     pub dy: &'a TensorDesc,
+    /// Weights (bwd-data) or weight gradient (bwd-weight).
+    pub w: &'a TensorDesc,
     /// An instance forced by name.
     pub forced: Option<&'a str>,
     /// Backward-weight's deterministic split-K (tap shifts are not preferred there).

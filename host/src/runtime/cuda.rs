@@ -216,6 +216,41 @@ impl Driver for CudaDriver {
     fn info(&self) -> &Info {
         &self.info
     }
+    fn encode_tma(&self, m: &convgrad_types::params::TmaMap) -> Result<[u64; 16]> {
+        use sys::{CUtensorMapDataType_enum as Ty, CUtensorMapFloatOOBfill_enum as Fill};
+        use sys::{CUtensorMapInterleave_enum as Il, CUtensorMapL2promotion_enum as L2, CUtensorMapSwizzle_enum as Sw};
+        let rank = m.rank as usize;
+        let ty = match m.elem_bytes {
+            1 => Ty::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            2 => Ty::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            _ => Ty::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        };
+        let dims: Vec<u64> = m.dims[..rank].iter().map(|&d| d as u64).collect();
+        let ones = [1u32; 5];
+        let swizzle = if m.swizzle == 128 { Sw::CU_TENSOR_MAP_SWIZZLE_128B } else { Sw::CU_TENSOR_MAP_SWIZZLE_NONE };
+        let mut out = sys::CUtensorMap { opaque: [0; 16] };
+        self.bind()?;
+        // SAFETY: every array holds `rank` (strides `rank - 1`) entries; the
+        // map is written into `out` only (encoding reads no device memory).
+        call("cuTensorMapEncodeTiled", unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut out,
+                ty,
+                m.rank,
+                m.base as *mut c_void,
+                dims.as_ptr(),
+                m.strides.as_ptr(),
+                m.boxes.as_ptr(),
+                ones.as_ptr(),
+                Il::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle,
+                L2::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                Fill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+            .result()
+        })?;
+        Ok(out.opaque)
+    }
     fn alloc(&self, bytes: usize) -> Result<u64> {
         self.bind()?;
         // Stream-ordered (the context's pool), so that freeing needs no host wait;

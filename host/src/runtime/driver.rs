@@ -146,6 +146,13 @@ pub(crate) trait Driver: Send + Sync {
     fn isa_counters(&self) -> Option<convgrad_isa::exec::Counters> {
         None
     }
+    /// The 128-byte tensor map a TMA kernel reads for `m` (its
+    /// `ConvArgs::tma` slot): the driver's `CUtensorMap` on CUDA, `m`'s own
+    /// bytes on the emulator; other backends have no TMA kernels.
+    fn encode_tma(&self, m: &convgrad_types::params::TmaMap) -> Result<[u64; 16]> {
+        let _ = m;
+        Err(RuntimeError::NotBuilt(format!("{}: no tensor memory accelerator (TMA kernels run on sm_90 only)", self.info().name)))
+    }
     /// Raises the kernel's dynamic LDS limit when a launch needs more than the
     /// default (CUDA: 48 KiB). Called before the first such launch.
     fn prepare_lds(&self, _kernel: RawKernel, _name: &str, _lds_bytes: u32) -> Result<()> {

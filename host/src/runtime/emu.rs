@@ -57,6 +57,16 @@ impl Driver for EmuDriver {
     fn info(&self) -> &Info {
         &self.info
     }
+    fn encode_tma(&self, m: &convgrad_types::params::TmaMap) -> Result<[u64; 16]> {
+        // The emulator reads convgrad's description back (`lane::tma_load`);
+        // it exists only where the modelled GPU has the unit.
+        if !self.info.arch.starts_with("sm_90") {
+            return Err(RuntimeError::NotBuilt(format!("emulated {}: no tensor memory accelerator (sm_90 only)", self.info.arch)));
+        }
+        let mut slot = [0u64; 16];
+        bytemuck::bytes_of_mut(&mut slot)[..std::mem::size_of_val(m)].copy_from_slice(bytemuck::bytes_of(m));
+        Ok(slot)
+    }
     fn alloc(&self, bytes: usize) -> Result<u64> {
         self.emu
             .alloc(bytes)

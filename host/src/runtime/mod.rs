@@ -484,6 +484,11 @@ impl Device {
         self.inner.driver.fill(addr, value, bytes, stream.id())
     }
 
+    /// The tensor map slot of `m` for a TMA kernel's argument block (see
+    /// [`convgrad_types::params::ConvArgs::tma`]).
+    pub(crate) fn encode_tma(&self, m: &convgrad_types::params::TmaMap) -> Result<[u64; 16]> {
+        self.inner.driver.encode_tma(m)
+    }
     pub(crate) fn inner(&self) -> &Arc<DeviceInner> {
         &self.inner
     }

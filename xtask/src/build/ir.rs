@@ -75,7 +75,7 @@ pub fn annotate(
 
 /// Makes every kernel's one pointer parameter `byval([bytes x i8]) align 8`
 /// (NVIDIA): the argument block travels in the launch's parameter space
-/// (`.param .align 8 .b8 args[N]`, constant bank 0), so every field read is an
+/// (`.param .align 64 .b8 args[N]`, constant bank 0), so every field read is an
 /// operand of the instruction that uses it, not a global load that each store
 /// and barrier would force the compiler to repeat, and the host needs no
 /// per-launch upload. The body is unchanged: it still reads the block through
@@ -117,9 +117,12 @@ pub fn args_by_value(ll: &str, cc: &str, bytes: u32) -> Result<String> {
         if !one_ptr {
             bail!("kernel `{name}`: expected one plain pointer parameter, found `({params})`");
         }
-        let align = if params.contains(" align ") { "" } else { " align 8" };
+        // Aligned to 64 bytes and `grid_constant` (the kernel takes its
+        // address without a local copy): `cp.async.bulk.tensor` reads the
+        // block's tensor maps in place (`ConvArgs::tma`).
+        let rest = params[4..].replace(" align 8 ", " ").replace("align 8 ", "");
         out.push_str(&body[..open]);
-        out.push_str(&format!("ptr byval([{bytes} x i8]){align} {}", &params[4..]));
+        out.push_str(&format!("ptr byval([{bytes} x i8]) align 64 \"nvvm.grid_constant\" {rest}"));
         out.push_str(&body[close..]);
         out.push('\n');
     }
@@ -206,13 +209,13 @@ declare i32 @llvm.amdgcn.workitem.id.x() #1\n";
     #[test]
     fn passes_args_by_value() {
         let out = args_by_value(LL, "ptx_kernel", 984).unwrap();
-        assert!(out.contains("define ptx_kernel void @\"k 2\"(ptr byval([984 x i8]) align 8 %p) #0 {\n  ret void"));
+        assert!(out.contains("define ptx_kernel void @\"k 2\"(ptr byval([984 x i8]) align 64 \"nvvm.grid_constant\" %p) #0 {\n  ret void"));
         // Other functions and other calling conventions are left alone.
         assert!(out.contains("define amdgpu_kernel void @k1(ptr noundef %p)"));
         assert!(out.contains("define internal void @helper() #1 {"));
         let nested = "define ptx_kernel void @k(ptr noundef align 8 dereferenceable(984) %a) #0 {\n}\n";
         let out = args_by_value(nested, "ptx_kernel", 984).unwrap();
-        assert!(out.starts_with("define ptx_kernel void @k(ptr byval([984 x i8]) noundef align 8 dereferenceable(984) %a) #0 {"));
+        assert!(out.starts_with("define ptx_kernel void @k(ptr byval([984 x i8]) align 64 \"nvvm.grid_constant\" noundef dereferenceable(984) %a) #0 {"));
         let two = "define ptx_kernel void @k(ptr %a, i32 %b) #0 {\n}\n";
         let e = args_by_value(two, "ptx_kernel", 8).unwrap_err();
         assert!(e.to_string().contains("one plain pointer"));

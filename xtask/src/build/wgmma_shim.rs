@@ -29,6 +29,19 @@ pub fn wgmma_shim() -> String {
          %g = addrspacecast ptr %p to ptr addrspace(1)\n  \
          call void asm sideeffect \"red.global.v4.f32.add [$0], {$1, $2, $3, $4};\", \"l,f,f,f,f,~{memory}\"\
          (ptr addrspace(1) %g, float %a, float %b, float %c, float %d)\n  ret void\n}\n\
+         ; Hopper's tensor memory accelerator and mbarriers (arch/tma.rs): LDS\n\
+         ; operands as 32-bit shared addresses, the map as a generic address of\n\
+         ; the grid_constant argument block.\n\
+         define linkonce_odr hidden void @convgrad_mbar_init(i32 %b, i32 %n) #0 {\n  \
+         call void asm sideeffect \"mbarrier.init.shared::cta.b64 [$0], $1;\", \"r,r,~{memory}\"(i32 %b, i32 %n)\n  ret void\n}\n\
+         define linkonce_odr hidden void @convgrad_mbar_init_fence() #0 {\n  \
+         call void asm sideeffect \"fence.mbarrier_init.release.cluster;\", \"~{memory}\"()\n  ret void\n}\n\
+         define linkonce_odr hidden void @convgrad_mbar_expect_tx(i32 %b, i32 %n) #0 {\n  \
+         call void asm sideeffect \"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;\", \"r,r,~{memory}\"(i32 %b, i32 %n)\n  ret void\n}\n\
+         define linkonce_odr hidden void @convgrad_mbar_wait(i32 %b, i32 %p) #0 {\n  \
+         call void asm sideeffect \"{\\0A.reg .pred p;\\0AWAIT:\\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\\0A@!p bra WAIT;\\0A}\", \"r,r,~{memory}\"(i32 %b, i32 %p)\n  ret void\n}\n\
+         define linkonce_odr hidden void @convgrad_tma_load_3d(i32 %d, i32 %b, ptr %m, i32 %x, i32 %y, i32 %z) #0 {\n  \
+         call void asm sideeffect \"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$2, {$3, $4, $5}], [$1];\", \"r,r,l,r,r,r,~{memory}\"(i32 %d, i32 %b, ptr %m, i32 %x, i32 %y, i32 %z)\n  ret void\n}\n\
          declare void @llvm.nvvm.wgmma.fence.sync.aligned()\n\
          declare void @llvm.nvvm.wgmma.commit_group.sync.aligned()\n\
          declare void @llvm.nvvm.wgmma.wait_group.sync.aligned(i64 immarg)\n\

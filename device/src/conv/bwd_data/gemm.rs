@@ -193,6 +193,16 @@ const _: () = assert!(RUN == convgrad_types::contract::gemm_epilogue::RUN);
 /// Launch contract of the instance (grid, block, LDS) and a valid argument block.
 #[inline(always)]
 pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args: *const ConvArgs) {
+    unsafe { run::<Tl, Out, FR, FC, false>(args) }
+}
+
+/// The GEMM kernel with the slice GEMM's main loop (`TMA = false`) or the
+/// TMA main loop (`conv::bwd_data::tma`); the epilogue is the same.
+///
+/// # Safety
+/// As [`kernel`]; with `TMA`, the argument block's maps filled for the tile.
+#[inline(always)]
+pub(crate) unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, const TMA: bool>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
     let [tile, s, g] = arch::block_id();
     let (tm, tn) = (tile % a.gemm.tiles_m, tile / a.gemm.tiles_m);
@@ -208,7 +218,11 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
         col: WTaps { a, s: slice },
     };
     let r = BlockRange { m0: tm * Tl::BM as u32, n0: tn * Tl::BN as u32, k_begin: 0, k_end: slice.gemm_k };
-    let acc = unsafe { gemm::mainloop::<Tl, _, _, FR, FC>(&dy, &w, r) };
+    let acc = if TMA {
+        unsafe { super::tma::mainloop::<Tl, FR, FC>(a, g, r) }
+    } else {
+        unsafe { gemm::mainloop::<Tl, _, _, FR, FC>(&dy, &w, r) }
+    };
     // Row contexts: the offset of the row's input pixel in `dX` (channel 0),
     // or none (past the GEMM or outside the input), once per tile row.
     const NONE: u64 = u64::MAX;

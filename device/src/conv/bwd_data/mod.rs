@@ -9,3 +9,4 @@ pub mod direct;
 pub mod gemm;
 pub mod rows;
 pub mod tap_shift;
+pub mod tma;

@@ -331,7 +331,7 @@ fn plan_on(
         return Err(OpError::Desc(DescError::TooLarge { field: "G (grid z)", value: p.g as u64, max: 65535 }));
     }
     let (types, forced) = (cfg.types, cfg.instance.as_deref());
-    let request = select::Request { p, types, family, compute_units, x: &dx, dy: &dy, forced, deterministic: false };
+    let request = select::Request { p, types, family, compute_units, x: &dx, dy: &dy, w: &w, forced, deterministic: false };
     let choice = select::bwd_data(&request)?;
     let inst = choice.instance;
     check_strip_rows(cfg.strip_rows, inst)?;
@@ -548,9 +548,10 @@ pub(crate) unsafe fn launch(
         }
     }
     if plan.parts.is_empty() {
+        let args = with_maps(dev, plan, plan.args(&bufs))?;
         // SAFETY: `bufs` hold `plan`'s tensors (this fn's contract) and the
         // arguments are the plan's own.
-        unsafe { dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &plan.args(&bufs))? };
+        unsafe { dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args)? };
     }
     let at = |base: u64, off: u64| {
         base.checked_add(off).ok_or_else(|| OpError::Usage(format!("address {base:#x} + {off} passes 64 bits")))
@@ -566,7 +567,22 @@ pub(crate) unsafe fn launch(
         let own = (m.instance.name != plan.main.instance.name).then(|| resolve(m.instance.name)).transpose()?;
         // SAFETY: a part's views lie inside `bufs`' tensors (its offsets and
         // sub-plan come from the plan that split them) and are disjoint as they are.
-        unsafe { dev.launch_on(stream, own.as_ref().unwrap_or(kernel), m.grid, m.block, m.lds_bytes, &part.plan.args(&pb))? };
+        let args = with_maps(dev, &part.plan, part.plan.args(&pb))?;
+        unsafe { dev.launch_on(stream, own.as_ref().unwrap_or(kernel), m.grid, m.block, m.lds_bytes, &args)? };
     }
     Ok(())
+}
+
+/// `args` with the tensor maps of `plan`'s TMA kernel filled in (other
+/// kernels: unchanged).
+fn with_maps(dev: &crate::runtime::Device, plan: &BwdDataPlan, mut args: ConvArgs) -> Result<ConvArgs, OpError> {
+    if plan.main.instance.op != Op::BwdDataTma {
+        return Ok(args);
+    }
+    let t = &plan.main.instance.tile;
+    let maps = crate::ops::family::bwd_data::tma::maps(&plan.problem, &plan.dy, &plan.w, t, args.dy, args.w).map_err(OpError::Usage)?;
+    for (slot, m) in args.tma.iter_mut().zip(&maps) {
+        *slot = dev.encode_tma(m)?;
+    }
+    Ok(args)
 }

@@ -368,6 +368,7 @@ fn plan_on(
         compute_units,
         x: &x,
         dy: &dy,
+        w: &dw,
         forced: cfg.instance.as_deref(),
         deterministic: cfg.deterministic,
     })?;

@@ -66,7 +66,7 @@ pub struct KernelMeta {
 pub const EXPECTED_AMD: &str = "exactly one explicit argument at .offset 0, .size 8, .value_kind global_buffer (the device address of the argument block), kernarg_segment_size >= 8";
 /// What every convgrad kernel must declare in PTX, in words.
 pub const EXPECTED_PTX: &str =
-    "exactly one parameter, the argument block by value: `.param .align 8 .b8 NAME[N]` with N = size_of::<ConvArgs>()";
+    "exactly one parameter, the argument block by value: `.param .align 64 .b8 NAME[N]` with N = size_of::<ConvArgs>()";
 
 fn describe(args: &[ArgMeta]) -> String {
     if args.is_empty() {

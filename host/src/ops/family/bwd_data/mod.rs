@@ -8,6 +8,7 @@ pub mod direct;
 pub mod gemm;
 pub mod rows;
 pub mod tap_shift;
+pub mod tma;
 
 use convgrad_types::instance::{Family, Instance};
 use convgrad_types::{ConvProblem, TensorDesc, TypeConfig};
