@@ -23,6 +23,7 @@ of our fused add-relu on a G_C bias).
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -87,15 +88,31 @@ def time_one(s, iters):
     return times[len(times) // 2]
 
 
+def describe(s):
+    """One line naming a shape (for the progress lines on stderr)."""
+    return (f"{s['op']} {s['dtype']} G{s['G']} N{s['N']} C{s['C']} K{s['K']} "
+            f"in {'x'.join(map(str, s['input']))} filter {'x'.join(map(str, s['filter']))} "
+            f"stride {s['strides']} dil {s['dilations']} pad {s['lpads']}/{s['rpads']}"
+            + (f" epilogue {s['epilogue']}" if s.get("epilogue", "none") != "none" else ""))
+
+
 def main():
     shapes = json.load(open(sys.argv[1]))
     iters = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     out = []
-    for s in shapes:
+    start = time.monotonic()
+    for i, s in enumerate(shapes):
+        t = time.monotonic()
         if s["lpads"] != s["rpads"]:
             out.append(None)  # PyTorch has symmetric padding only
-            continue
-        out.append(time_one(s, iters))
+            note = "skipped (asymmetric padding)"
+        else:
+            out.append(time_one(s, iters))
+            note = f"{out[-1]:.4f} ms"
+        # Progress on stderr (stdout is the one JSON line the caller parses).
+        now = time.monotonic()
+        print(f"torch_conv_bwd: shape {i + 1}/{len(shapes)} {describe(s)}: {note}, "
+              f"{now - t:.1f} s ({now - start:.1f} s elapsed)", file=sys.stderr, flush=True)
     print(json.dumps({"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
                       "device": torch.cuda.get_device_name(), "ms": out}))
 
