@@ -77,6 +77,17 @@ fn check(k: &KernelEntry, body: Option<&str>) -> (Vec<String>, String) {
             format!("{n}x")
         }
     };
+    // TMA kernels: every slab a tensor-map box, no per-thread copies left.
+    let tma = convgrad_types::instance::find(&k.name).is_some_and(|i| i.op == convgrad_types::instance::Op::BwdDataTma);
+    if let (true, Some(b)) = (tma, body) {
+        let count = |w: &str| b.lines().filter(|l| l.trim_start().starts_with(w)).count();
+        if count("cp.async.bulk.tensor") == 0 {
+            p.push("TMA kernel without cp.async.bulk.tensor".into());
+        }
+        if count("cp.async.cg") + count("cp.async.ca") > 0 {
+            p.push("TMA kernel with per-thread cp.async copies".into());
+        }
+    }
     if let Some(a) = &k.amdgpu {
         if a.scratch_bytes > 0 || a.dynamic_stack {
             p.push(format!(
