@@ -225,15 +225,17 @@ mod tests {
 
     #[test]
     fn boxes_land_swizzled_with_zeros_outside() {
-        let m = map2d([100, 50], [64, 8], 128);
+        // Rows of 104 f16 (208 bytes, a 16-byte multiple); the box runs
+        // past the last column and the last row.
+        let m = map2d([104, 50], [64, 8], 128);
         check_map(&m, 2048).unwrap();
-        let chunks = gather(&m, 2048, [40, 45, 0, 0, 0], read(&m)).unwrap();
+        let chunks = gather(&m, 2048, [60, 45, 0, 0, 0], read(&m)).unwrap();
         assert_eq!(chunks.len(), 64 * 8 * 2 / 16);
         for (y, x) in (0..8).flat_map(|y| (0..64).map(move |x| (y, x))) {
             let lin = 2048 + y * 128 + x * 2;
             let sw = lin ^ (((lin >> 7) & 7) << 4);
-            let (gx, gy) = (40 + x, 45 + y);
-            let want = if gx < 100 && gy < 50 { (gx + 1000 * gy) as u16 } else { 0 };
+            let (gx, gy) = (60 + x, 45 + y);
+            let want = if gx < 104 && gy < 50 { (gx + 1000 * gy) as u16 } else { 0 };
             assert_eq!(at(&chunks, sw), want, "box element ({x}, {y})");
         }
     }
@@ -244,6 +246,7 @@ mod tests {
         assert!(check_map(&good, 1024).is_ok());
         assert!(check_map(&good, 128).is_err(), "swizzled box off its 1024-byte repeat");
         assert!(check_map(&map2d([64, 64], [128, 8], 128), 0).is_err(), "inner box past the swizzle span");
+        assert!(check_map(&map2d([100, 64], [64, 8], 128), 0).is_err(), "row stride of 200 bytes");
         assert!(check_map(&TmaMap { magic: 0, ..good }, 0).is_err(), "unfilled slot");
         assert!(check_map(&TmaMap { base: 8, ..good }, 0).is_err(), "misaligned base");
     }
