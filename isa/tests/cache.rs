@@ -221,3 +221,65 @@ fn stale_atomic_sums_read_their_launch_start_value() {
     m.load(buf + 4, &mut out).unwrap();
     assert_eq!(u32::from_le_bytes(out), 7);
 }
+
+/// One workgroup (linear id 0) with two waves, uids 1 and 3, on one CU.
+fn setup_one_workgroup(arch: Arch) -> (Memory, u64) {
+    let mut m = Memory::new();
+    let buf = m.alloc("buf", 8);
+    m.write(buf, &[0; 8]).unwrap();
+    let mut c = Cache::new(arch, false);
+    let dom = c.dispatch(0);
+    c.place_wave(1, 0, [0, 0, 0], 0, dom);
+    c.place_wave(3, 0, [0, 0, 0], 1, dom);
+    m.set_cache(Some(c));
+    (m, buf)
+}
+
+#[test]
+fn waves_of_one_workgroup_race_in_global_memory_without_a_barrier() {
+    for a in Arch::ALL {
+        // Wave 0 stores (and waits); wave 1 reads the bytes: a race without a barrier.
+        let (mut m, buf) = setup_one_workgroup(a);
+        m.set_access(Some(access(1, "global_store_dword", NONE)));
+        m.write(buf + 4, &7u32.to_le_bytes()).unwrap();
+        m.release(1, buf + 4, 4);
+        m.set_access(Some(access(3, "global_load_dword", GLC_DLC)));
+        stale(
+            m.load(buf + 4, &mut [0; 4]).map(|_| 0),
+            "race between waves of one workgroup",
+        );
+        // Both store the same bytes: a race, naming the access.
+        m.set_access(Some(access(3, "global_store_dword", NONE)));
+        match m.write(buf + 4, &[1; 4]) {
+            Err(Fault::Cache(e)) => assert!(
+                e.contains("global race") && e.contains("same workgroup") && e.contains("0x100"),
+                "{a}: {e}"
+            ),
+            other => panic!("{a}: expected a race, got {other:?}"),
+        }
+        // With an s_barrier after the store completed, both are ordered.
+        let (mut m, buf) = setup_one_workgroup(a);
+        m.set_access(Some(access(1, "global_store_dword", NONE)));
+        m.write(buf + 4, &7u32.to_le_bytes()).unwrap();
+        m.release(1, buf + 4, 4);
+        m.cache().unwrap().barrier(0);
+        m.set_access(Some(access(3, "global_load_dword", GLC_DLC)));
+        let mut out = [0u8; 4];
+        m.load(buf + 4, &mut out).unwrap();
+        assert_eq!(u32::from_le_bytes(out), 7, "{a}");
+        m.set_access(Some(access(3, "global_store_dword", NONE)));
+        m.write(buf + 4, &[1; 4]).unwrap();
+        // A barrier before the store completed does not order it.
+        let (mut m, buf) = setup_one_workgroup(a);
+        m.set_access(Some(access(1, "global_store_dword", NONE)));
+        m.write(buf + 4, &7u32.to_le_bytes()).unwrap();
+        m.cache().unwrap().barrier(0);
+        m.release(1, buf + 4, 4);
+        m.set_access(Some(access(3, "global_store_dword", NONE)));
+        assert!(m.write(buf + 4, &[1; 4]).is_err(), "{a}");
+        // Atomics of the two waves on the same bytes are not races.
+        let (mut m, buf) = setup_one_workgroup(a);
+        bump(&mut m, buf, 1);
+        bump(&mut m, buf, 3);
+    }
+}

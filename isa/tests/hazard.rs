@@ -26,11 +26,17 @@ fn machine(arch: Arch) -> Machine {
 
 /// `v_mfma_f32_16x16x16f16 v[d:d+3], v[a:a+1], v[b:b+1], v[c:c+3]`.
 fn mfma16(d: u32, a: u32, b: u32, c: u32) -> Vec<u32> {
-    vec![0xD3CD_0000 | d, (256 + a) | (256 + b) << 9 | (256 + c) << 18]
+    vec![
+        0xD3CD_0000 | d,
+        (256 + a) | (256 + b) << 9 | (256 + c) << 18,
+    ]
 }
 /// `v_mfma_f32_32x32x8f16 v[d:d+15], v[a:a+1], v[b:b+1], v[c:c+15]`.
 fn mfma32(d: u32, a: u32, b: u32, c: u32) -> Vec<u32> {
-    vec![0xD3CC_0000 | d, (256 + a) | (256 + b) << 9 | (256 + c) << 18]
+    vec![
+        0xD3CC_0000 | d,
+        (256 + a) | (256 + b) << 9 | (256 + c) << 18,
+    ]
 }
 /// `v_mov_b32_e32 vd, vs`.
 fn mov(d: u32, s: u32) -> Vec<u32> {
@@ -57,14 +63,18 @@ fn rule(arch: Arch, writer: &[Vec<u32>], reader: &[Vec<u32>], need: u32, rule: &
         s
     };
     if need > 0 {
-        let e = machine(arch)
-            .run(&seq(need - 1))
-            .expect_err(&format!("{arch} `{rule}`: {} wait states must fail", need - 1));
+        let e = machine(arch).run(&seq(need - 1)).expect_err(&format!(
+            "{arch} `{rule}`: {} wait states must fail",
+            need - 1
+        ));
         assert!(
             e.contains("wait-state hazard") && e.contains(&format!("`{rule}`")),
             "{arch} `{rule}`: {e}"
         );
-        assert!(e.contains(&format!("{need} required")), "{arch} `{rule}`: {e}");
+        assert!(
+            e.contains(&format!("{need} required")),
+            "{arch} `{rule}`: {e}"
+        );
     }
     let mut m = machine(arch);
     m.run(&seq(need))
@@ -78,19 +88,34 @@ fn mfma_pass_counts_and_xdl() {
     // SISchedule.td (SIDPFullSpeedModel / SIDPGFX940FullSpeedModel), is_gfx940_xdl.
     let k = |a, n| mfma_kind(a, n);
     assert_eq!(k(Arch::Gfx90a, "v_mfma_f32_16x16x16f16"), (8, true, false));
-    assert_eq!(k(Arch::Gfx90a, "v_mfma_f32_32x32x8bf16_1k"), (16, true, false));
+    assert_eq!(
+        k(Arch::Gfx90a, "v_mfma_f32_32x32x8bf16_1k"),
+        (16, true, false)
+    );
     assert_eq!(k(Arch::Gfx90a, "v_mfma_f32_32x32x2f32"), (16, true, false));
     assert_eq!(k(Arch::Gfx942, "v_mfma_f32_16x16x16_f16"), (4, true, false));
-    assert_eq!(k(Arch::Gfx942, "v_mfma_f32_16x16x16_bf16"), (4, true, false));
+    assert_eq!(
+        k(Arch::Gfx942, "v_mfma_f32_16x16x16_bf16"),
+        (4, true, false)
+    );
     assert_eq!(k(Arch::Gfx942, "v_mfma_f32_32x32x8_f16"), (8, true, false));
     assert_eq!(k(Arch::Gfx942, "v_mfma_f32_16x16x4_f32"), (8, false, false));
-    assert_eq!(k(Arch::Gfx942, "v_mfma_f32_32x32x2_f32"), (16, false, false));
+    assert_eq!(
+        k(Arch::Gfx942, "v_mfma_f32_32x32x2_f32"),
+        (16, false, false)
+    );
 }
 
 #[test]
 fn valu_write_then_mfma_read() {
     for a in BOTH {
-        rule(a, &[mov(38, 3)], &[mfma16(10, 38, 36, 10)], 2, "valu-vgpr-mfma");
+        rule(
+            a,
+            &[mov(38, 3)],
+            &[mfma16(10, 38, 36, 10)],
+            2,
+            "valu-vgpr-mfma",
+        );
     }
 }
 
@@ -98,55 +123,163 @@ fn valu_write_then_mfma_read() {
 fn valu_exec_write_then_mfma() {
     // v_cmpx_lt_f32_e32 vcc, 0, v29 (v29 = 1.0: EXEC stays full).
     for a in BOTH {
-        rule(a, &[vec![0x7CA2_3A80]], &[mfma16(10, 38, 36, 10)], 4, "valu-exec-mfma");
+        rule(
+            a,
+            &[vec![0x7CA2_3A80]],
+            &[mfma16(10, 38, 36, 10)],
+            4,
+            "valu-exec-mfma",
+        );
     }
 }
 
 #[test]
 fn mfma_result_read_by_valu() {
-    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], &[mov(3, 11)], 11, "mfma-valu-read");
-    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[mov(3, 11)], 7, "mfma-valu-read");
-    rule(Arch::Gfx90a, &[mfma32(40, 38, 36, 40)], &[mov(3, 55)], 19, "mfma-valu-read");
-    rule(Arch::Gfx942, &[mfma32(40, 38, 36, 40)], &[mov(3, 55)], 11, "mfma-valu-read");
+    rule(
+        Arch::Gfx90a,
+        &[mfma16(10, 38, 36, 10)],
+        &[mov(3, 11)],
+        11,
+        "mfma-valu-read",
+    );
+    rule(
+        Arch::Gfx942,
+        &[mfma16(10, 38, 36, 10)],
+        &[mov(3, 11)],
+        7,
+        "mfma-valu-read",
+    );
+    rule(
+        Arch::Gfx90a,
+        &[mfma32(40, 38, 36, 40)],
+        &[mov(3, 55)],
+        19,
+        "mfma-valu-read",
+    );
+    rule(
+        Arch::Gfx942,
+        &[mfma32(40, 38, 36, 40)],
+        &[mov(3, 55)],
+        11,
+        "mfma-valu-read",
+    );
 }
 
 #[test]
 fn mfma_result_read_by_a_store() {
     // flat_store_dword v[0:1], v12
     let store = vec![0xDC70_0000, 12 << 8];
-    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], std::slice::from_ref(&store), 11, "mfma-mem-read");
-    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[store], 7, "mfma-mem-read");
+    rule(
+        Arch::Gfx90a,
+        &[mfma16(10, 38, 36, 10)],
+        std::slice::from_ref(&store),
+        11,
+        "mfma-mem-read",
+    );
+    rule(
+        Arch::Gfx942,
+        &[mfma16(10, 38, 36, 10)],
+        &[store],
+        7,
+        "mfma-mem-read",
+    );
 }
 
 #[test]
 fn mfma_result_as_next_mfma_sources() {
-    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], &[mfma16(20, 10, 36, 20)], 11, "mfma-srcab");
-    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[mfma16(20, 36, 12, 20)], 7, "mfma-srcab");
+    rule(
+        Arch::Gfx90a,
+        &[mfma16(10, 38, 36, 10)],
+        &[mfma16(20, 10, 36, 20)],
+        11,
+        "mfma-srcab",
+    );
+    rule(
+        Arch::Gfx942,
+        &[mfma16(10, 38, 36, 10)],
+        &[mfma16(20, 36, 12, 20)],
+        7,
+        "mfma-srcab",
+    );
     // SrcC overlapping D partially; the same registers need none (back-to-back accumulation).
-    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], &[mfma16(20, 38, 36, 12)], 8, "mfma-srcc-overlap");
-    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[mfma16(20, 38, 36, 12)], 5, "mfma-srcc-overlap");
+    rule(
+        Arch::Gfx90a,
+        &[mfma16(10, 38, 36, 10)],
+        &[mfma16(20, 38, 36, 12)],
+        8,
+        "mfma-srcc-overlap",
+    );
+    rule(
+        Arch::Gfx942,
+        &[mfma16(10, 38, 36, 10)],
+        &[mfma16(20, 38, 36, 12)],
+        5,
+        "mfma-srcc-overlap",
+    );
     for a in BOTH {
-        rule(a, &[mfma16(10, 38, 36, 10)], &[mfma16(10, 38, 36, 10)], 0, "mfma-srcc-same");
+        rule(
+            a,
+            &[mfma16(10, 38, 36, 10)],
+            &[mfma16(10, 38, 36, 10)],
+            0,
+            "mfma-srcc-same",
+        );
     }
 }
 
 #[test]
 fn mfma_result_overwritten_and_srcc_overwritten() {
-    rule(Arch::Gfx90a, &[mfma16(10, 38, 36, 10)], &[mov(11, 3)], 11, "mfma-waw");
-    rule(Arch::Gfx942, &[mfma16(10, 38, 36, 10)], &[mov(11, 3)], 7, "mfma-waw");
-    rule(Arch::Gfx90a, &[mfma16(20, 38, 36, 40)], &[mov(41, 3)], 7, "srcc-war");
-    rule(Arch::Gfx942, &[mfma16(20, 38, 36, 40)], &[mov(41, 3)], 3, "srcc-war");
+    rule(
+        Arch::Gfx90a,
+        &[mfma16(10, 38, 36, 10)],
+        &[mov(11, 3)],
+        11,
+        "mfma-waw",
+    );
+    rule(
+        Arch::Gfx942,
+        &[mfma16(10, 38, 36, 10)],
+        &[mov(11, 3)],
+        7,
+        "mfma-waw",
+    );
+    rule(
+        Arch::Gfx90a,
+        &[mfma16(20, 38, 36, 40)],
+        &[mov(41, 3)],
+        7,
+        "srcc-war",
+    );
+    rule(
+        Arch::Gfx942,
+        &[mfma16(20, 38, 36, 40)],
+        &[mov(41, 3)],
+        3,
+        "srcc-war",
+    );
 }
 
 #[test]
 fn gfx942_valu_forwarding() {
     // v_cmp_lt_f32_e32 vcc, 0, v29; v_cndmask_b32_e32 v11, 0, v28, vcc.
     let (cmp, sel) = (vec![0x7C82_3A80], vec![0x0016_3880]);
-    rule(Arch::Gfx942, std::slice::from_ref(&cmp), std::slice::from_ref(&sel), 2, "valu-sgpr-valu");
+    rule(
+        Arch::Gfx942,
+        std::slice::from_ref(&cmp),
+        std::slice::from_ref(&sel),
+        2,
+        "valu-sgpr-valu",
+    );
     rule(Arch::Gfx90a, &[cmp], &[sel], 0, "valu-sgpr-valu");
     // v_rcp_iflag_f32_e32 v29, v29; v_mov_b32 v3, v29.
     let rcp = vec![0x7E3A_471D];
-    rule(Arch::Gfx942, std::slice::from_ref(&rcp), &[mov(3, 29)], 1, "trans-use");
+    rule(
+        Arch::Gfx942,
+        std::slice::from_ref(&rcp),
+        &[mov(3, 29)],
+        1,
+        "trans-use",
+    );
     rule(Arch::Gfx90a, &[rcp], &[mov(3, 29)], 0, "trans-use");
 }
 
@@ -156,7 +289,13 @@ fn valu_sgpr_write_then_vmem_read() {
     let rfl = vec![0x7E44_0500];
     let load = vec![0xDC50_8280, 0x0A22_000F];
     for a in BOTH {
-        rule(a, std::slice::from_ref(&rfl), std::slice::from_ref(&load), 5, "valu-sgpr-vmem");
+        rule(
+            a,
+            std::slice::from_ref(&rfl),
+            std::slice::from_ref(&load),
+            5,
+            "valu-sgpr-vmem",
+        );
     }
 }
 
@@ -164,7 +303,13 @@ fn valu_sgpr_write_then_vmem_read() {
 fn wide_store_data_overwritten() {
     // flat_store_dwordx4 v[0:1], v[4:7]; v_mov_b32 v5, v3.
     let st = vec![0xDC7C_0000, 4 << 8];
-    rule(Arch::Gfx90a, std::slice::from_ref(&st), &[mov(5, 3)], 1, "wide-store-data");
+    rule(
+        Arch::Gfx90a,
+        std::slice::from_ref(&st),
+        &[mov(5, 3)],
+        1,
+        "wide-store-data",
+    );
     rule(Arch::Gfx942, &[st], &[mov(5, 3)], 2, "wide-store-data");
 }
 
@@ -180,4 +325,162 @@ fn nops_count_their_states_and_are_marked_needed() {
     m.run(&seq).unwrap();
     assert_eq!(m.counters.nop_wait_states, 10);
     assert_eq!(m.counters.nops_needed.get(&12), Some(&"mfma-valu-read"));
+}
+
+/// `v_mfma_f64_16x16x4f64 v[d:d+7], v[a:a+1], v[b:b+1], v[c:c+7]` (VOP3P opcode 0x6e).
+fn dgemm16(d: u32, a: u32, b: u32, c: u32) -> Vec<u32> {
+    vec![
+        0xD3EE_0000 | d,
+        (256 + a) | (256 + b) << 9 | (256 + c) << 18,
+    ]
+}
+
+/// A DGEMM's inputs: v[50:51] = 1.0, v[52:53] = 2.0 (f64), v[60:69] = 0.
+fn dgemm_inputs(m: &mut Machine) {
+    for l in 0..64 {
+        for (r, x) in [(50, 1.0f64), (52, 2.0)] {
+            m.set_v(r, l, x.to_bits() as u32);
+            m.set_v(r + 1, l, (x.to_bits() >> 32) as u32);
+        }
+        for r in 60..70 {
+            m.set_v(r, l, 0);
+        }
+    }
+}
+
+/// As [`rule`], on a machine with DGEMM inputs.
+fn rule64(arch: Arch, writer: &[Vec<u32>], reader: &[Vec<u32>], need: u32, id: &str) {
+    let seq = |k: u32| {
+        let mut s = writer.to_vec();
+        s.extend(gap(k));
+        s.extend(reader.iter().cloned());
+        s
+    };
+    let run = |k: u32| {
+        let mut m = machine(arch);
+        dgemm_inputs(&mut m);
+        m.run(&seq(k))
+    };
+    if need > 0 {
+        let e = run(need - 1).expect_err(&format!(
+            "{arch} `{id}`: {} wait states must fail",
+            need - 1
+        ));
+        assert!(
+            e.contains(&format!("`{id}`")) && e.contains(&format!("{need} required")),
+            "{arch} `{id}`: {e}"
+        );
+    }
+    run(need).unwrap_or_else(|e| panic!("{arch} `{id}`: {need} wait states must pass: {e}"));
+}
+
+#[test]
+fn dgemm_rows() {
+    // LLVM checkMAIHazards90A / checkMAIVALUHazards (DMFMA16x16*: 8-pass DGEMM).
+    assert_eq!(
+        mfma_kind(Arch::Gfx90a, "v_mfma_f64_16x16x4f64"),
+        (8, false, true)
+    );
+    assert_eq!(
+        mfma_kind(Arch::Gfx90a, "v_mfma_f64_4x4x4f64"),
+        (4, false, true)
+    );
+    assert_eq!(
+        mfma_kind(Arch::Gfx942, "v_mfma_f64_4x4x4_4b_f64"),
+        (4, false, true)
+    );
+    let w = dgemm16(60, 50, 52, 60);
+    // v_fma_f64 v[90:91], v[50:51], v[50:51], v[50:51] (VOP3 0x1cc).
+    let fma = vec![
+        0xD1CC_0000 | 90,
+        (256 + 50) | (256 + 50) << 9 | (256 + 50) << 18,
+    ];
+    // flat_store_dword v[0:1], v61
+    let store = vec![0xDC70_0000, 61 << 8];
+    for a in BOTH {
+        let w = std::slice::from_ref(&w);
+        rule64(a, w, &[mov(90, 61)], 11, "dgemm-valu-read");
+        rule64(a, w, std::slice::from_ref(&store), 18, "dgemm-mem-read");
+        rule64(a, w, &[mov(62, 29)], 11, "dgemm-waw");
+        rule64(a, w, &[mfma16(80, 60, 52, 80)], 11, "dgemm-srcab");
+        // A DGEMM reading an overlapping SrcC; the same registers need none.
+        rule64(a, w, &[dgemm16(70, 50, 52, 62)], 9, "dgemm-srcc-overlap");
+        rule64(a, w, &[dgemm16(60, 50, 52, 60)], 0, "dgemm-srcc-overlap");
+        // Any DGEMM then v_fma_f64, whatever the registers.
+        rule64(a, w, std::slice::from_ref(&fma), 2, "dgemm-fma64");
+    }
+    // An XDL MFMA's D read as a DGEMM's SrcC: gfx90a 9 (8 passes), gfx942 passes + 1.
+    rule64(
+        Arch::Gfx90a,
+        &[mfma16(60, 38, 36, 60)],
+        &[dgemm16(70, 50, 52, 60)],
+        9,
+        "mfma-srcc-overlap-dgemm",
+    );
+    rule64(
+        Arch::Gfx942,
+        &[mfma16(60, 38, 36, 60)],
+        &[dgemm16(70, 50, 52, 60)],
+        5,
+        "mfma-srcc-overlap",
+    );
+}
+
+#[test]
+fn dgemm_result_is_the_f64_product() {
+    // D = C + A*B with A = 1.0, B = 2.0 over k = 4: every element 8.0, twice.
+    let mut m = machine(Arch::Gfx90a);
+    dgemm_inputs(&mut m);
+    m.run(&[dgemm16(60, 50, 52, 60), dgemm16(60, 50, 52, 60)])
+        .unwrap();
+    for l in 0..64 {
+        for e in 0..4 {
+            let x = m.v(60 + 2 * e, l) as u64 | (m.v(61 + 2 * e, l) as u64) << 32;
+            assert_eq!(f64::from_bits(x), 16.0, "lane {l} element {e}");
+        }
+    }
+}
+
+#[test]
+fn setreg_rows() {
+    // s_setreg_b32 hwreg(HW_REG_MODE, 0, 32), s5 (SOPK 18); s_getreg_b32 s6, the same (SOPK 17).
+    let set = vec![0xB900_0000 | 5 << 16 | 0xF801];
+    let get = vec![0xB880_0000 | 6 << 16 | 0xF801];
+    // Another register (HW_REG_TRAPSTS, id 3): no dependency.
+    let get_other = vec![0xB880_0000 | 6 << 16 | 0xF803];
+    for a in BOTH {
+        rule(
+            a,
+            std::slice::from_ref(&set),
+            std::slice::from_ref(&get),
+            2,
+            "setreg-getreg",
+        );
+        rule(
+            a,
+            std::slice::from_ref(&set),
+            std::slice::from_ref(&set),
+            2,
+            "setreg-setreg",
+        );
+        rule(
+            a,
+            std::slice::from_ref(&set),
+            std::slice::from_ref(&get_other),
+            0,
+            "setreg-getreg",
+        );
+    }
+    // The value round-trips through the field: bits 4..12 of MODE.
+    let mut m = machine(Arch::Gfx942);
+    m.wave.sgpr[5] = 0x1ab;
+    let field = 1 | 4 << 6 | 7 << 11; // id 1, offset 4, size 8
+    m.run(&[
+        vec![0xB900_0000 | 5 << 16 | field],
+        gap(2).remove(0),
+        vec![0xB880_0000 | 6 << 16 | field],
+    ])
+    .unwrap();
+    assert_eq!(m.wave.sgpr[6], 0xab);
+    assert_eq!(m.wave.hwreg[1], 0xab << 4);
 }

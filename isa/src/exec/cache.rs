@@ -349,6 +349,13 @@ impl Cache {
     fn verdict(&self, a: &Access, who: &Place, w: &Place, r: &Rec) -> Option<String> {
         let own = who.wg == w.wg;
         let horizon = self.acq.get(&who.wg).and_then(|h| h.get(&w.wg)).copied();
+        // Another wave of the same workgroup: only an `s_barrier` after the store
+        // completed orders it before this read (the LDS rule, in global memory).
+        if own && !r.atomic && horizon.is_none_or(|h| h <= r.order_time()) {
+            return Some(
+                "no `s_barrier` of the workgroup after the store completed: a race between waves of one workgroup".into(),
+            );
+        }
         if !own && horizon.is_none_or(|h| h <= r.order_time()) {
             return Some(
                 "no release/acquire orders the two workgroups (no returning atomic of the reader's workgroup saw one the writer's workgroup made after this store): a race between workgroups".into(),
@@ -460,10 +467,21 @@ impl Cache {
                 };
                 let r = &self.recs[ri as usize];
                 let w = self.place(r.wave);
-                if w.wg == who.wg {
+                if r.wave == a.wave || (w.wg == who.wg && r.atomic) {
                     continue;
                 }
                 let h = self.acq.get(&who.wg).and_then(|h| h.get(&w.wg));
+                if w.wg == who.wg && h.is_none_or(|&h| h <= r.order_time()) {
+                    return Err(format!(
+                        "global race (cache model): {who} stores byte {} of this access, which {w} of the same workgroup stored with `{}` at 0x{:x} with no `s_barrier` after that store completed",
+                        k - off,
+                        r.name,
+                        r.pc
+                    ));
+                }
+                if w.wg == who.wg {
+                    continue;
+                }
                 if h.is_none_or(|&h| h <= r.order_time()) {
                     return Err(format!(
                         "global race (cache model): {who} stores byte {} of this access, which {w} stored with `{}` at 0x{:x} with no release/acquire between the two workgroups",

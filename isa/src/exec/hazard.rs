@@ -79,6 +79,8 @@ pub enum Writer {
     SrcC(Mfma),
     /// A VMEM/FLAT store reading the register as data of more than 64 bits.
     WideStore,
+    /// `s_setreg_b32`/`s_setreg_imm32_b32` of a hardware register (its id).
+    SetReg(u8),
 }
 
 /// Writer classes of the table.
@@ -102,6 +104,10 @@ pub enum W {
     SrcCXdl,
     /// A store of more than 64 bits of data.
     WideStore,
+    /// A DGEMM (`v_mfma_f64_*`) writing D; passes 4 (4x4x4) or 8 (16x16x4).
+    Dgemm,
+    /// An `s_setreg` of a hardware register.
+    SetReg,
 }
 
 /// Reader (or later writer) classes of the table.
@@ -139,6 +145,16 @@ pub enum R {
     RwLaneExec,
     /// `v_readlane`/`v_writelane` lane select SGPR.
     RwLaneSelect,
+    /// A DGEMM reading it as SrcC overlapping the writer's D (not the same range).
+    DgemmSrcCOverlap,
+    /// A 4x4x4 DGEMM reading as SrcC exactly the D of the writer.
+    Dgemm4x4SrcCSame,
+    /// `v_fma_f64`/`v_fmac_f64` (after any DGEMM, whatever the registers).
+    Fma64,
+    /// `s_getreg` of the hardware register an `s_setreg` wrote.
+    GetReg,
+    /// `s_setreg` of the hardware register an `s_setreg` wrote.
+    SetRegAgain,
 }
 
 /// Required wait states on one architecture.
@@ -175,59 +191,282 @@ use Need::{N, No, Passes};
 /// (its "4 passes" entries are never used); gfx942 XDL counts are passes + k.
 pub const RULES: &[Rule] = &[
     // MI200/MI300 ISA 4.5, "VALU write VGPR/EXEC then MFMA"; LLVM checkMAIHazards90A.
-    Rule { id: "valu-exec-mfma", writer: W::Valu, reader: R::MfmaExec, gfx90a: N(4), gfx942: N(4),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIHazards90A VALUWritesExecWaitStates" },
-    Rule { id: "valu-vgpr-mfma", writer: W::ValuNotDot, reader: R::MfmaAny, gfx90a: N(2), gfx942: N(2),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIHazards90A LegacyVALUNotDotWritesVGPRWaitStates" },
+    Rule {
+        id: "valu-exec-mfma",
+        writer: W::Valu,
+        reader: R::MfmaExec,
+        gfx90a: N(4),
+        gfx942: N(4),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIHazards90A VALUWritesExecWaitStates",
+    },
+    Rule {
+        id: "valu-vgpr-mfma",
+        writer: W::ValuNotDot,
+        reader: R::MfmaAny,
+        gfx90a: N(2),
+        gfx942: N(2),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIHazards90A LegacyVALUNotDotWritesVGPRWaitStates",
+    },
     // MFMA D read as the next MFMA's SrcC.
-    Rule { id: "mfma-srcc-same", writer: W::MfmaAny, reader: R::MfmaSrcCSame, gfx90a: N(0), gfx942: Passes([2, 0, 0, 0]),
-        source: "CDNA3 ISA 4.5 (2-pass XDL/SMFMA, same SrcC); LLVM GFX940_SMFMA4x4WritesVGPRFullSrcCWaitStates" },
-    Rule { id: "mfma-srcc-overlap", writer: W::MfmaXdl, reader: R::MfmaSrcCOverlapXdl, gfx90a: Passes([2, 4, 8, 16]), gfx942: Passes([3, 5, 9, 17]),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*WritesVGPROverlappedSMFMASrcCWaitStates, GFX940_XDL_N_PassWritesVGPROverlappedSMFMASrcCWaitStates" },
-    Rule { id: "mfma-srcc-overlap", writer: W::MfmaXdl, reader: R::MfmaSrcCOverlapSmfma, gfx90a: Passes([2, 4, 8, 16]), gfx942: Passes([3, 5, 9, 17]),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*WritesVGPROverlappedSMFMASrcCWaitStates, GFX940_XDL_N_PassWritesVGPROverlappedSMFMASrcCWaitStates" },
-    Rule { id: "smfma-srcc-overlap", writer: W::MfmaSmfma, reader: R::MfmaSrcCOverlapSmfma, gfx90a: No, gfx942: Passes([2, 4, 8, 16]),
-        source: "CDNA3 ISA 4.5; LLVM GFX940_SMFMA_N_PassWritesVGPROverlappedSMFMASrcCWaitStates (an XDL reader of an SMFMA result needs none)" },
+    Rule {
+        id: "mfma-srcc-same",
+        writer: W::MfmaAny,
+        reader: R::MfmaSrcCSame,
+        gfx90a: N(0),
+        gfx942: Passes([2, 0, 0, 0]),
+        source: "CDNA3 ISA 4.5 (2-pass XDL/SMFMA, same SrcC); LLVM GFX940_SMFMA4x4WritesVGPRFullSrcCWaitStates",
+    },
+    Rule {
+        id: "mfma-srcc-overlap",
+        writer: W::MfmaXdl,
+        reader: R::MfmaSrcCOverlapXdl,
+        gfx90a: Passes([2, 4, 8, 16]),
+        gfx942: Passes([3, 5, 9, 17]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*WritesVGPROverlappedSMFMASrcCWaitStates, GFX940_XDL_N_PassWritesVGPROverlappedSMFMASrcCWaitStates",
+    },
+    Rule {
+        id: "mfma-srcc-overlap",
+        writer: W::MfmaXdl,
+        reader: R::MfmaSrcCOverlapSmfma,
+        gfx90a: Passes([2, 4, 8, 16]),
+        gfx942: Passes([3, 5, 9, 17]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*WritesVGPROverlappedSMFMASrcCWaitStates, GFX940_XDL_N_PassWritesVGPROverlappedSMFMASrcCWaitStates",
+    },
+    Rule {
+        id: "smfma-srcc-overlap",
+        writer: W::MfmaSmfma,
+        reader: R::MfmaSrcCOverlapSmfma,
+        gfx90a: No,
+        gfx942: Passes([2, 4, 8, 16]),
+        source: "CDNA3 ISA 4.5; LLVM GFX940_SMFMA_N_PassWritesVGPROverlappedSMFMASrcCWaitStates (an XDL reader of an SMFMA result needs none)",
+    },
     // MFMA D read as SrcA/B.
-    Rule { id: "mfma-srcab", writer: W::MfmaXdl, reader: R::MfmaSrcAB, gfx90a: Passes([5, 7, 11, 19]), gfx942: Passes([5, 7, 11, 19]),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*WritesVGPROverlappedSrcABWaitStates, GFX940_XDL_N_PassWritesVGPROverlappedSrcABWaitStates" },
-    Rule { id: "smfma-srcab", writer: W::MfmaSmfma, reader: R::MfmaSrcAB, gfx90a: No, gfx942: Passes([4, 6, 10, 18]),
-        source: "CDNA3 ISA 4.5; LLVM GFX940_SMFMA_N_PassWritesVGPROverlappedSrcABWaitStates" },
+    Rule {
+        id: "mfma-srcab",
+        writer: W::MfmaXdl,
+        reader: R::MfmaSrcAB,
+        gfx90a: Passes([5, 7, 11, 19]),
+        gfx942: Passes([5, 7, 11, 19]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*WritesVGPROverlappedSrcABWaitStates, GFX940_XDL_N_PassWritesVGPROverlappedSrcABWaitStates",
+    },
+    Rule {
+        id: "smfma-srcab",
+        writer: W::MfmaSmfma,
+        reader: R::MfmaSrcAB,
+        gfx90a: No,
+        gfx942: Passes([4, 6, 10, 18]),
+        source: "CDNA3 ISA 4.5; LLVM GFX940_SMFMA_N_PassWritesVGPROverlappedSrcABWaitStates",
+    },
     // MFMA D read by VALU (v_accvgpr_read included) or by VMEM/FLAT/DS.
-    Rule { id: "mfma-valu-read", writer: W::MfmaXdl, reader: R::ValuVgpr, gfx90a: Passes([5, 7, 11, 19]), gfx942: Passes([5, 7, 11, 19]),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIVALUHazards SMFMA*WriteVgprVALUMemExpReadWaitStates, GFX940_XDL_N_PassWriteVgprVALUMemExpReadWaitStates" },
-    Rule { id: "smfma-valu-read", writer: W::MfmaSmfma, reader: R::ValuVgpr, gfx90a: No, gfx942: Passes([4, 6, 10, 18]),
-        source: "CDNA3 ISA 4.5; LLVM GFX940_SMFMA_N_PassWriteVgprVALUMemExpReadWaitStates" },
-    Rule { id: "mfma-mem-read", writer: W::MfmaXdl, reader: R::MemVgpr, gfx90a: Passes([5, 7, 11, 19]), gfx942: Passes([5, 7, 11, 19]),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIVALUHazards (IsMemOrExport)" },
-    Rule { id: "smfma-mem-read", writer: W::MfmaSmfma, reader: R::MemVgpr, gfx90a: No, gfx942: Passes([4, 6, 10, 18]),
-        source: "CDNA3 ISA 4.5; LLVM checkMAIVALUHazards (IsMemOrExport)" },
+    Rule {
+        id: "mfma-valu-read",
+        writer: W::MfmaXdl,
+        reader: R::ValuVgpr,
+        gfx90a: Passes([5, 7, 11, 19]),
+        gfx942: Passes([5, 7, 11, 19]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIVALUHazards SMFMA*WriteVgprVALUMemExpReadWaitStates, GFX940_XDL_N_PassWriteVgprVALUMemExpReadWaitStates",
+    },
+    Rule {
+        id: "smfma-valu-read",
+        writer: W::MfmaSmfma,
+        reader: R::ValuVgpr,
+        gfx90a: No,
+        gfx942: Passes([4, 6, 10, 18]),
+        source: "CDNA3 ISA 4.5; LLVM GFX940_SMFMA_N_PassWriteVgprVALUMemExpReadWaitStates",
+    },
+    Rule {
+        id: "mfma-mem-read",
+        writer: W::MfmaXdl,
+        reader: R::MemVgpr,
+        gfx90a: Passes([5, 7, 11, 19]),
+        gfx942: Passes([5, 7, 11, 19]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIVALUHazards (IsMemOrExport)",
+    },
+    Rule {
+        id: "smfma-mem-read",
+        writer: W::MfmaSmfma,
+        reader: R::MemVgpr,
+        gfx90a: No,
+        gfx942: Passes([4, 6, 10, 18]),
+        source: "CDNA3 ISA 4.5; LLVM checkMAIVALUHazards (IsMemOrExport)",
+    },
     // MFMA D overwritten by VALU/VMEM (write-after-write).
-    Rule { id: "mfma-waw", writer: W::MfmaXdl, reader: R::ValuMemWrite, gfx90a: Passes([5, 7, 11, 19]), gfx942: Passes([5, 7, 11, 19]),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*WriteVgprVALUWawWaitStates, GFX940_XDL_N_PassWriteVgprVALUWawWaitStates" },
-    Rule { id: "smfma-waw", writer: W::MfmaSmfma, reader: R::ValuMemWrite, gfx90a: No, gfx942: Passes([4, 6, 10, 18]),
-        source: "CDNA3 ISA 4.5; LLVM GFX940_SMFMA_N_PassWriteVgprVALUWawWaitStates" },
+    Rule {
+        id: "mfma-waw",
+        writer: W::MfmaXdl,
+        reader: R::ValuMemWrite,
+        gfx90a: Passes([5, 7, 11, 19]),
+        gfx942: Passes([5, 7, 11, 19]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*WriteVgprVALUWawWaitStates, GFX940_XDL_N_PassWriteVgprVALUWawWaitStates",
+    },
+    Rule {
+        id: "smfma-waw",
+        writer: W::MfmaSmfma,
+        reader: R::ValuMemWrite,
+        gfx90a: No,
+        gfx942: Passes([4, 6, 10, 18]),
+        source: "CDNA3 ISA 4.5; LLVM GFX940_SMFMA_N_PassWriteVgprVALUWawWaitStates",
+    },
     // MFMA SrcC overwritten by VALU/VMEM (write-after-read).
-    Rule { id: "srcc-war", writer: W::SrcCXdl, reader: R::ValuMemWrite, gfx90a: Passes([1, 3, 7, 15]), gfx942: Passes([1, 3, 7, 15]),
-        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*ReadVgprVALUWarWaitStates, GFX940_XDL4PassReadVgprVALUWarWaitStates" },
+    Rule {
+        id: "srcc-war",
+        writer: W::SrcCXdl,
+        reader: R::ValuMemWrite,
+        gfx90a: Passes([1, 3, 7, 15]),
+        gfx942: Passes([1, 3, 7, 15]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM SMFMA*ReadVgprVALUWarWaitStates, GFX940_XDL4PassReadVgprVALUWarWaitStates",
+    },
     // VALU forwarding hazards of gfx940+ (checkVALUHazards).
-    Rule { id: "trans-use", writer: W::Trans, reader: R::ValuNotTrans, gfx90a: No, gfx942: N(1),
-        source: "CDNA3 ISA 4.5 (trans result read by a non-trans VALU); LLVM checkVALUHazards hasTransForwardingHazard" },
-    Rule { id: "half-dst-use", writer: W::Half, reader: R::ValuNotTrans, gfx90a: No, gfx942: N(1),
-        source: "CDNA3 ISA 4.5 (SDWA dst_sel / op_sel destination forwarding); LLVM checkVALUHazards hasDstSelForwardingHazard" },
-    Rule { id: "valu-sgpr-valu", writer: W::Valu, reader: R::ValuSgpr, gfx90a: No, gfx942: N(2),
-        source: "CDNA3 ISA 4.5; LLVM checkVALUHazards hasVDecCoExecHazard VALUWriteSGPRVALUReadWaitstates" },
-    Rule { id: "valu-vgpr-readlane", writer: W::Valu, reader: R::ReadlaneSrc0, gfx90a: No, gfx942: N(1),
-        source: "CDNA3 ISA 4.5; LLVM checkVALUHazards VALUWriteVGPRReadlaneRead" },
-    Rule { id: "valu-exec-rwlane", writer: W::Valu, reader: R::RwLaneExec, gfx90a: No, gfx942: N(4),
-        source: "CDNA3 ISA 4.5; LLVM checkVALUHazards VALUWriteEXECRWLane" },
+    Rule {
+        id: "trans-use",
+        writer: W::Trans,
+        reader: R::ValuNotTrans,
+        gfx90a: No,
+        gfx942: N(1),
+        source: "CDNA3 ISA 4.5 (trans result read by a non-trans VALU); LLVM checkVALUHazards hasTransForwardingHazard",
+    },
+    Rule {
+        id: "half-dst-use",
+        writer: W::Half,
+        reader: R::ValuNotTrans,
+        gfx90a: No,
+        gfx942: N(1),
+        source: "CDNA3 ISA 4.5 (SDWA dst_sel / op_sel destination forwarding); LLVM checkVALUHazards hasDstSelForwardingHazard",
+    },
+    Rule {
+        id: "valu-sgpr-valu",
+        writer: W::Valu,
+        reader: R::ValuSgpr,
+        gfx90a: No,
+        gfx942: N(2),
+        source: "CDNA3 ISA 4.5; LLVM checkVALUHazards hasVDecCoExecHazard VALUWriteSGPRVALUReadWaitstates",
+    },
+    Rule {
+        id: "valu-vgpr-readlane",
+        writer: W::Valu,
+        reader: R::ReadlaneSrc0,
+        gfx90a: No,
+        gfx942: N(1),
+        source: "CDNA3 ISA 4.5; LLVM checkVALUHazards VALUWriteVGPRReadlaneRead",
+    },
+    Rule {
+        id: "valu-exec-rwlane",
+        writer: W::Valu,
+        reader: R::RwLaneExec,
+        gfx90a: No,
+        gfx942: N(4),
+        source: "CDNA3 ISA 4.5; LLVM checkVALUHazards VALUWriteEXECRWLane",
+    },
     // Older GFX9 rules that still hold on both.
-    Rule { id: "valu-sgpr-rwlane", writer: W::Valu, reader: R::RwLaneSelect, gfx90a: N(4), gfx942: N(4),
-        source: "CDNA2/CDNA3 ISA 4.5 (VALU writes SGPR, v_readlane/v_writelane lane select); LLVM checkRWLaneHazards" },
-    Rule { id: "valu-sgpr-vmem", writer: W::Valu, reader: R::VmemSgpr, gfx90a: N(5), gfx942: N(5),
-        source: "CDNA2/CDNA3 ISA 4.5 (VALU writes SGPR, VMEM reads it); LLVM checkVMEMHazards" },
-    Rule { id: "wide-store-data", writer: W::WideStore, reader: R::ValuWrite, gfx90a: N(1), gfx942: N(2),
-        source: "CDNA2/CDNA3 ISA 4.5 (VMEM store of more than 64 bits, then VALU writes its data); LLVM checkVALUHazardsHelper" },
+    Rule {
+        id: "valu-sgpr-rwlane",
+        writer: W::Valu,
+        reader: R::RwLaneSelect,
+        gfx90a: N(4),
+        gfx942: N(4),
+        source: "CDNA2/CDNA3 ISA 4.5 (VALU writes SGPR, v_readlane/v_writelane lane select); LLVM checkRWLaneHazards",
+    },
+    Rule {
+        id: "valu-sgpr-vmem",
+        writer: W::Valu,
+        reader: R::VmemSgpr,
+        gfx90a: N(5),
+        gfx942: N(5),
+        source: "CDNA2/CDNA3 ISA 4.5 (VALU writes SGPR, VMEM reads it); LLVM checkVMEMHazards",
+    },
+    Rule {
+        id: "wide-store-data",
+        writer: W::WideStore,
+        reader: R::ValuWrite,
+        gfx90a: N(1),
+        gfx942: N(2),
+        source: "CDNA2/CDNA3 ISA 4.5 (VMEM store of more than 64 bits, then VALU writes its data); LLVM checkVALUHazardsHelper",
+    },
+    // DGEMM (v_mfma_f64_4x4x4f64: 4 passes, v_mfma_f64_16x16x4f64: 8 passes, SISchedule.td
+    // Write4PassDGEMM / Write8PassDGEMM); by passes 2/4/8/16, so the 4x4 count is the
+    // second entry and the 16x16 count the third (LLVM treats 8 and 16 alike).
+    Rule {
+        id: "dgemm-srcc-overlap",
+        writer: W::Dgemm,
+        reader: R::MfmaSrcCOverlapSmfma,
+        gfx90a: Passes([0, 4, 9, 9]),
+        gfx942: Passes([0, 4, 9, 9]),
+        source: "CDNA2/CDNA3 ISA 4.5 (DGEMM write, overlapped SrcC read by a non-XDL MFMA; an XDL reader needs none); LLVM checkMAIHazards90A DMFMA4x4/DMFMA16x16WritesVGPROverlappedSrcCWaitStates",
+    },
+    Rule {
+        id: "dgemm-srcc-same",
+        writer: W::Dgemm,
+        reader: R::Dgemm4x4SrcCSame,
+        gfx90a: Passes([0, 4, 0, 0]),
+        gfx942: Passes([0, 4, 0, 0]),
+        source: "CDNA2/CDNA3 ISA 4.5 (4x4x4 DGEMM then 4x4x4 DGEMM with the same SrcC); LLVM checkMAIHazards90A DMFMA4x4WritesVGPRFullSrcCWaitStates",
+    },
+    Rule {
+        id: "mfma-srcc-overlap-dgemm",
+        writer: W::MfmaXdl,
+        reader: R::DgemmSrcCOverlap,
+        gfx90a: Passes([3, 0, 9, 17]),
+        gfx942: No,
+        source: "CDNA2 ISA 4.5 (XDL write, overlapped SrcC read by a DGEMM; gfx942 uses the XDL row above); LLVM checkMAIHazards90A SMFMA*WritesVGPROverlappedDMFMASrcCWaitStates",
+    },
+    Rule {
+        id: "dgemm-srcab",
+        writer: W::Dgemm,
+        reader: R::MfmaSrcAB,
+        gfx90a: Passes([0, 6, 11, 11]),
+        gfx942: Passes([0, 6, 11, 11]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIHazards90A DMFMA4x4/DMFMA16x16WritesVGPROverlappedMFMASrcABWaitStates",
+    },
+    Rule {
+        id: "dgemm-valu-read",
+        writer: W::Dgemm,
+        reader: R::ValuVgpr,
+        gfx90a: Passes([0, 6, 11, 11]),
+        gfx942: Passes([0, 6, 11, 11]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIVALUHazards DMFMA4x4/DMFMA16x16WriteVgprVALUReadWaitStates",
+    },
+    Rule {
+        id: "dgemm-mem-read",
+        writer: W::Dgemm,
+        reader: R::MemVgpr,
+        gfx90a: Passes([0, 9, 18, 18]),
+        gfx942: Passes([0, 9, 18, 18]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIVALUHazards DMFMA4x4/DMFMA16x16WriteVgprMemExpReadWaitStates",
+    },
+    Rule {
+        id: "dgemm-waw",
+        writer: W::Dgemm,
+        reader: R::ValuMemWrite,
+        gfx90a: Passes([0, 6, 11, 11]),
+        gfx942: Passes([0, 6, 11, 11]),
+        source: "CDNA2/CDNA3 ISA 4.5; LLVM checkMAIVALUHazards DMFMA4x4/DMFMA16x16WriteVgprVALUWriteWaitStates",
+    },
+    Rule {
+        id: "dgemm-fma64",
+        writer: W::Dgemm,
+        reader: R::Fma64,
+        gfx90a: N(2),
+        gfx942: N(2),
+        source: "CDNA2/CDNA3 ISA 4.5 (DGEMM then v_fma_f64/v_fmac_f64, any registers); LLVM checkMAIVALUHazards DMFMAToFMA64WaitStates",
+    },
+    // s_setreg (hardware registers; LLVM checkSetRegHazards with getSetRegWaitStates() = 2
+    // after Sea Islands, checkGetRegHazards GetRegWaitStates = 2).
+    Rule {
+        id: "setreg-getreg",
+        writer: W::SetReg,
+        reader: R::GetReg,
+        gfx90a: N(2),
+        gfx942: N(2),
+        source: "CDNA2/CDNA3 ISA 4.5 (S_SETREG then S_GETREG of the same register); LLVM checkGetRegHazards",
+    },
+    Rule {
+        id: "setreg-setreg",
+        writer: W::SetReg,
+        reader: R::SetRegAgain,
+        gfx90a: N(2),
+        gfx942: N(2),
+        source: "CDNA2/CDNA3 ISA 4.5 (S_SETREG then S_SETREG of the same register); LLVM checkSetRegHazards",
+    },
 ];
 
 impl Rule {
@@ -240,12 +479,14 @@ impl Rule {
         match n {
             No => 0,
             N(k) => k,
-            Passes(t) => t[match passes {
-                0..=2 => 0,
-                3..=4 => 1,
-                5..=8 => 2,
-                _ => 3,
-            }],
+            Passes(t) => {
+                t[match passes {
+                    0..=2 => 0,
+                    3..=4 => 1,
+                    5..=8 => 2,
+                    _ => 3,
+                }]
+            }
         }
     }
 }
@@ -263,6 +504,8 @@ impl W {
             (W::MfmaAny, Writer::Mfma(m)) => Some(m.passes),
             (W::SrcCXdl, Writer::SrcC(m)) if m.xdl && !m.dgemm => Some(m.passes),
             (W::WideStore, Writer::WideStore) => Some(0),
+            (W::Dgemm, Writer::Mfma(m)) if m.dgemm => Some(m.passes),
+            (W::SetReg, Writer::SetReg(_)) => Some(0),
             _ => None,
         }
     }
@@ -290,6 +533,10 @@ pub struct Hazard {
     mfma: Vec<Option<Rec>>,
     srcc: Vec<Option<Rec>>,
     store: Vec<Option<Rec>>,
+    /// The last DGEMM (for `dgemm-fma64`).
+    dgemm: Option<Rec>,
+    /// The last `s_setreg` per hardware register id.
+    setreg: Vec<Option<Rec>>,
     /// Recent `s_nop`s: (clock before, wait states, address).
     nops: Vec<(u64, u64, u64)>,
 }
@@ -317,9 +564,15 @@ impl Hazard {
             c.set(0);
         }
         if self.valu.is_empty() {
-            for v in [&mut self.valu, &mut self.mfma, &mut self.srcc, &mut self.store] {
+            for v in [
+                &mut self.valu,
+                &mut self.mfma,
+                &mut self.srcc,
+                &mut self.store,
+            ] {
                 *v = vec![None; NREGS];
             }
+            self.setreg = vec![None; 64];
         }
     }
 }
@@ -360,13 +613,24 @@ fn unit(i: &Inst) -> Unit {
 /// Pass count, XDL and DGEMM of an MFMA (see the module sources).
 pub fn mfma_kind(arch: Arch, name: &str) -> (u8, bool, bool) {
     let dgemm = name.contains("f64");
-    let shape = name.split('_').find(|p| p.contains('x') && p.as_bytes()[0].is_ascii_digit());
+    let shape = name
+        .split('_')
+        .find(|p| p.contains('x') && p.as_bytes()[0].is_ascii_digit());
     let shape = shape.unwrap_or("");
     let mut dims = shape.split('x');
     let m: u32 = dims.next().and_then(|d| d.parse().ok()).unwrap_or(32);
-    let k: String = dims.nth(1).unwrap_or("").chars().take_while(|c| c.is_ascii_digit()).collect();
+    let k: String = dims
+        .nth(1)
+        .unwrap_or("")
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
     let k: u32 = k.parse().unwrap_or(0);
     let f32_in = name.ends_with("f32") && !name.contains("xf32");
+    if dgemm {
+        // SISchedule.td: Write4PassDGEMM (4x4x4), Write8PassDGEMM (16x16x4).
+        return (if m == 4 { 4 } else { 8 }, false, true);
+    }
     match arch {
         Arch::Gfx942 => {
             let passes = match m {
@@ -399,7 +663,15 @@ fn range(o: Operand, n: usize) -> Option<(usize, usize)> {
 
 /// Registers of an MFMA's D (and C) and of A/B.
 fn mfma_widths(name: &str) -> (usize, usize) {
-    let d = if name.contains("32x32") { 16 } else { 4 };
+    let d = if name.contains("f64_16x16") {
+        8
+    } else if name.contains("f64_4x4") {
+        2
+    } else if name.contains("32x32") {
+        16
+    } else {
+        4
+    };
     // f32 inputs: one register; f16/bf16 (4 values) and f64: two.
     let ab = if name.ends_with("f32") && !name.contains("xf32") {
         1
@@ -410,9 +682,11 @@ fn mfma_widths(name: &str) -> (usize, usize) {
 }
 
 fn is_trans(name: &str) -> bool {
-    ["v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    [
+        "v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 fn writes_half(i: &Inst) -> bool {
@@ -442,7 +716,11 @@ fn describe(w: Writer) -> String {
         Writer::Valu { trans, half, dot } => format!(
             "VALU{}{}{}",
             if trans { ", transcendental" } else { "" },
-            if half { ", 16-bit destination half" } else { "" },
+            if half {
+                ", 16-bit destination half"
+            } else {
+                ""
+            },
             if dot { ", DOT" } else { "" }
         ),
         Writer::Mfma(m) | Writer::SrcC(m) => format!(
@@ -457,6 +735,7 @@ fn describe(w: Writer) -> String {
             }
         ),
         Writer::WideStore => "VMEM store of more than 64 bits of data".into(),
+        Writer::SetReg(id) => format!("s_setreg of hardware register {id}"),
     }
 }
 
@@ -500,6 +779,12 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
                             R::MfmaSrcCOverlapSmfma
                         },
                     ));
+                    if dgemm && !same {
+                        acc.push((r, R::DgemmSrcCOverlap));
+                    }
+                    if dgemm && same && passes == 4 {
+                        acc.push((r, R::Dgemm4x4SrcCSame));
+                    }
                     acc.push((r, R::MfmaAny));
                 }
             }
@@ -564,10 +849,38 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
         }
         Unit::Other => {}
     }
+    // Register-less dependencies: (record, reader class, what is read).
+    let mut extra: Vec<(Rec, R, String)> = Vec::new();
+    if matches!(
+        i.name,
+        "v_fma_f64" | "v_fmac_f64" | "v_fmac_f64_e32" | "v_fmac_f64_e64"
+    ) && let Some(rec) = h.dgemm
+    {
+        extra.push((rec, R::Fma64, "the DGEMM pipeline".into()));
+    }
+    if let Some(id) = hwreg_of(i) {
+        let reader = if i.name == "s_getreg_b32" {
+            R::GetReg
+        } else {
+            R::SetRegAgain
+        };
+        if let Some(rec) = h.setreg.get(id as usize).copied().flatten() {
+            extra.push((rec, reader, format!("hardware register {id}")));
+        }
+    }
 
     // Check every access against every record of its register.
-    for &(r, reader) in &acc {
-        for rec in [h.valu[r], h.mfma[r], h.srcc[r], h.store[r]].into_iter().flatten() {
+    let checks = acc
+        .iter()
+        .flat_map(|&(r, reader)| {
+            [h.valu[r], h.mfma[r], h.srcc[r], h.store[r]]
+                .into_iter()
+                .flatten()
+                .map(move |rec| (rec, reader, reg_name(r)))
+        })
+        .chain(extra);
+    for (rec, reader, what) in checks {
+        {
             for rule in RULES.iter().filter(|x| x.reader == reader) {
                 let Some(passes) = rule.writer.matches(rec.w) else {
                     continue;
@@ -581,8 +894,12 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
                     return Err(format!(
                         "wait-state hazard (rule `{}`): {} {} {} wait state{} after `{}` at 0x{:x} ({}) {} it; {} required ({})",
                         rule.id,
-                        if matches!(reader, R::ValuMemWrite | R::ValuWrite) { "writes" } else { "reads" },
-                        reg_name(r),
+                        if matches!(reader, R::ValuMemWrite | R::ValuWrite | R::SetRegAgain) {
+                            "writes"
+                        } else {
+                            "reads"
+                        },
+                        what,
                         have,
                         if have == 1 { "" } else { "s" },
                         rec.name,
@@ -591,6 +908,7 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
                         match rec.w {
                             Writer::SrcC(_) => "read as SrcC",
                             Writer::WideStore => "read as store data",
+                            Writer::SetReg(_) => "set",
                             _ => "wrote",
                         },
                         need,
@@ -600,11 +918,19 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
                 // Covered: the closest reader per rule, and the dependencies that
                 // s_nop states were part of the cover of.
                 let slack = have - need;
-                let m = c.counters.hazard_min_slack.entry(rule.id).or_insert((u64::MAX, 0));
+                let m = c
+                    .counters
+                    .hazard_min_slack
+                    .entry(rule.id)
+                    .or_insert((u64::MAX, 0));
                 if slack < m.0 {
                     *m = (slack, i.addr);
                 }
-                let between = || h.nops.iter().filter(|&&(at, _, _)| at >= rec.at && at < now);
+                let between = || {
+                    h.nops
+                        .iter()
+                        .filter(|&&(at, _, _)| at >= rec.at && at < now)
+                };
                 let nop_states: u64 = between().map(|&(_, n, _)| n).sum();
                 if have - nop_states < need {
                     c.counters.hazard_deps += 1;
@@ -636,15 +962,27 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
     match u {
         Unit::Mfma => {
             let m = mfma_rec.expect("an MFMA record");
-            let rec = Rec { at, ..me(Writer::Mfma(m)) };
+            let rec = Rec {
+                at,
+                ..me(Writer::Mfma(m))
+            };
             for r in m.dst.0 as usize..(m.dst.0 + m.dst.1) as usize {
                 h.mfma[r] = Some(rec);
             }
             if let Some((b, n)) = srcc {
-                let rec = Rec { at, ..me(Writer::SrcC(m)) };
+                let rec = Rec {
+                    at,
+                    ..me(Writer::SrcC(m))
+                };
                 for r in b..b + n {
                     h.srcc[r] = Some(rec);
                 }
+            }
+            if m.dgemm {
+                h.dgemm = Some(Rec {
+                    at,
+                    ..me(Writer::Mfma(m))
+                });
             }
         }
         Unit::Valu => {
@@ -665,13 +1003,23 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
         }
         Unit::Vmem => {
             if let Some((b, n)) = wide_store_data(i) {
-                let rec = Rec { at, ..me(Writer::WideStore) };
+                let rec = Rec {
+                    at,
+                    ..me(Writer::WideStore)
+                };
                 for r in b..b + n {
                     h.store[r] = Some(rec);
                 }
             }
         }
-        _ => {}
+        _ => {
+            if let Some(id) = hwreg_of(i).filter(|_| i.name.starts_with("s_setreg")) {
+                h.setreg[id as usize] = Some(Rec {
+                    at,
+                    ..me(Writer::SetReg(id))
+                });
+            }
+        }
     }
     if i.name == "s_nop" {
         c.counters.nop_wait_states += cost;
@@ -682,6 +1030,15 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
     }
     h.clock = at;
     Ok(())
+}
+
+/// The hardware register id an `s_getreg`/`s_setreg` names (SIMM16 bits 5:0).
+fn hwreg_of(i: &Inst) -> Option<u8> {
+    matches!(
+        i.name,
+        "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32"
+    )
+    .then_some((i.imm & 0x3f) as u8)
 }
 
 /// VCC, the implicit mask source of the 32-bit / SDWA carry and select forms.

@@ -164,6 +164,59 @@ fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
     Ok(Flow::Next)
 }
 
+/// `v_mfma_f64_16x16x4f64` (DGEMM), on the layout of the CDNA2/CDNA3 guides' DGEMM
+/// tables and AMD's matrix instruction calculator: `A[i][k]` in lane `i + 16k`,
+/// `B[k][j]` in lane `j + 16k` (one f64 in a register pair each), `D[i][j]` in lane
+/// `j + 16(i%4)`, f64 element `i / 4` (registers `2(i/4)`, `2(i/4)+1`): unlike the f32
+/// 16x16 MFMAs, consecutive rows are in consecutive lane groups (CK's
+/// `mfma_type<mfma_f64_16x16x4f64>`: group_size 1, num_groups_per_blk 4; checked in
+/// `tests/layouts.rs`). Products summed in f64, written as f64.
+fn dgemm(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
+    let n = i.name;
+    c.uses(ALL_NEG | ALL_OPSEL);
+    if i.mods.neg_hi != 0 || i.mods.opsel != 0 || i.mods.neg != 0 {
+        return Err(format!(
+            "{n} with cbsz/abid/blgp/neg modifiers is not modelled"
+        ));
+    }
+    if c.wave.exec() != c.wave.lane_mask() {
+        return Err(format!(
+            "{n} with a partial EXEC mask 0x{:x}",
+            c.wave.exec()
+        ));
+    }
+    let f64_at = |c: &Ctx, o: Operand, lane: usize, e: usize| -> Result<f64, String> {
+        let lo = c.v32k(o, 2 * e, lane, Ty::B32)? as u64;
+        let hi = c.v32k(o, 2 * e + 1, lane, Ty::B32)? as u64;
+        Ok(f64::from_bits(hi << 32 | lo))
+    };
+    let mut d = [0f64; 256];
+    for r in 0..16 {
+        for col in 0..16 {
+            let (lane, g) = (col + 16 * (r % 4), r / 4);
+            let mut s = match i.src[2] {
+                Operand::Vgpr(_) | Operand::Agpr(_) => f64_at(c, i.src[2], lane, g)?,
+                o => c.s64(o, Ty::F64).map(f64::from_bits)?,
+            };
+            for kk in 0..4 {
+                s += f64_at(c, i.src[0], r + 16 * kk, 0)? * f64_at(c, i.src[1], col + 16 * kk, 0)?;
+            }
+            d[r * 16 + col] = s;
+        }
+    }
+    for r in 0..16 {
+        for col in 0..16 {
+            let (lane, g) = (col + 16 * (r % 4), r / 4);
+            let b = d[r * 16 + col].to_bits();
+            c.set_v32k(i.dst, 2 * g, lane, b as u32)?;
+            c.set_v32k(i.dst, 2 * g + 1, lane, (b >> 32) as u32)?;
+        }
+    }
+    // 8 passes (SISchedule.td Write8PassDGEMM): 32 cycles.
+    c.counters.matrix_cycles += 32;
+    Ok(Flow::Next)
+}
+
 fn wmma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
     let n = i.name;
     let ty = match n {
@@ -238,6 +291,8 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_mfma_f32_32x32x2_f32", mfma),
     ("v_mfma_f32_16x16x4f32", mfma),
     ("v_mfma_f32_16x16x4_f32", mfma),
+    ("v_mfma_f64_16x16x4f64", dgemm),
+    ("v_mfma_f64_16x16x4_f64", dgemm),
     ("v_wmma_f32_16x16x16_f16", wmma),
     ("v_wmma_f32_16x16x16_bf16", wmma),
 ];

@@ -124,6 +124,37 @@ fn branch_if(i: &Inst, cond: bool) -> R {
     })
 }
 
+/// SIMM16 of `s_getreg`/`s_setreg`: (id, offset, mask of size bits), as the ISA guides'
+/// S_GETREG_B32 (`hwRegId = SIMM16[5:0]`, `offset = SIMM16[10:6]`, `size = SIMM16[15:11] + 1`).
+fn hwreg_field(i: &Inst) -> (usize, u32, u32) {
+    let v = i.imm as u16 as u32;
+    let size = (v >> 11 & 31) + 1;
+    let mask = if size == 32 {
+        u32::MAX
+    } else {
+        (1 << size) - 1
+    };
+    ((v & 63) as usize, v >> 6 & 31, mask)
+}
+
+/// `s_getreg_b32`: D = HW_REG[offset +: size] (zero-extended).
+fn getreg(c: &mut Ctx, i: &Inst) -> R {
+    let (id, off, mask) = hwreg_field(i);
+    let v = c.wave.hwreg[id].checked_shr(off).unwrap_or(0) & mask;
+    c.set_s32(i.dst, v)?;
+    Ok(Flow::Next)
+}
+
+/// `s_setreg_b32` (SOPK: the SGPR in the SDST field is the source):
+/// HW_REG[offset +: size] = S0[size-1:0].
+fn setreg(c: &mut Ctx, i: &Inst) -> R {
+    let (id, off, mask) = hwreg_field(i);
+    let s0 = c.s32(i.dst, Ty::B32)?;
+    let m = mask << off;
+    c.wave.hwreg[id] = c.wave.hwreg[id] & !m | (s0 << off) & m;
+    Ok(Flow::Next)
+}
+
 fn nop(_: &mut Ctx, _: &Inst) -> R {
     Ok(Flow::Next)
 }
@@ -560,6 +591,9 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_bitcmp1_b64", |c, i| bitcmp64(c, i, 1)),
     ("s_cmp_eq_u64", |c, i| cmp::<u64>(c, i, |a, b| a == b)),
     ("s_cmp_lg_u64", |c, i| cmp::<u64>(c, i, |a, b| a != b)),
+    // SOPK
+    ("s_getreg_b32", getreg),
+    ("s_setreg_b32", setreg),
     // SOPP
     ("s_nop", nop),
     ("s_waitcnt", waitcnt),

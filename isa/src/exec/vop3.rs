@@ -36,6 +36,18 @@ fn shift64(c: &mut Ctx, i: &Inst, f: fn(u64, u32) -> u64) -> R {
     Ok(Flow::Next)
 }
 
+/// `v_fma_f64`: `D = S0 * S1 + S2` fused, in f64 (no modifiers: a set one is rejected
+/// by the modifier check). No shipped kernel uses it; the DGEMM wait-state rows do.
+fn fma_f64(c: &mut Ctx, i: &Inst) -> R {
+    for l in c.active() {
+        let a = f64::from_bits(c.v64(i.src[0], l, Ty::F64)?);
+        let b = f64::from_bits(c.v64(i.src[1], l, Ty::F64)?);
+        let d = f64::from_bits(c.v64(i.src[2], l, Ty::F64)?);
+        c.set_v64(i.dst, l, a.mul_add(b, d).to_bits())?;
+    }
+    Ok(Flow::Next)
+}
+
 /// gfx942 `v_lshl_add_u64`: `D = (S0 << S1[2:0]) + S2`, 64-bit.
 fn lshl_add_u64(c: &mut Ctx, i: &Inst) -> R {
     for l in c.active() {
@@ -222,6 +234,7 @@ pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("v_mad_f32", |c, i| f3(c, i, |a, b, d| a * b + d)),
     ("v_min3_f32", |c, i| f3(c, i, |a, b, d| a.min(b).min(d))),
     ("v_max3_f32", |c, i| f3(c, i, |a, b, d| a.max(b).max(d))),
+    ("v_fma_f64", fma_f64),
     ("v_lshlrev_b64", |c, i| shift64(c, i, |v, s| v << s)),
     ("v_lshrrev_b64", |c, i| shift64(c, i, |v, s| v >> s)),
     ("v_ashrrev_i64", |c, i| {

@@ -60,6 +60,9 @@ pub struct Wave {
     pub hazard: Hazard,
     /// Which misaligned accesses are errors ([`super::align`]).
     pub align: super::align::Check,
+    /// Hardware registers as `s_setreg`/`s_getreg` see them (by id; no effect on
+    /// execution: MODE is not modelled).
+    pub hwreg: [u32; 64],
 }
 
 impl Wave {
@@ -85,6 +88,7 @@ impl Wave {
             late: Late::default(),
             hazard: Hazard::default(),
             align: super::align::Check::Off,
+            hwreg: [0; 64],
         }
     }
     /// The lanes that exist, as a mask.
