@@ -367,14 +367,49 @@ fn random_buffer(dev: &Device, seed: u64, t: DType, elems: usize) -> Result<Devi
     Ok(dev.upload(&to_bytes(t, &fill_random(seed, Init::Float, t, elems)))?)
 }
 
-/// Median of `iters` timed calls of `go` (ms), after up to 3 warm-up calls.
+/// The environment variable that times our calls on an idle GPU (the old
+/// way, host work included), like the peer's `CONVGRAD_PEER_IDLE`.
+const IDLE_ENV: &str = "CONVGRAD_BENCH_IDLE";
+
+/// Bytes of the fill queued ahead of each timed call on a GPU: 256 MiB take
+/// about 0.1 ms at 3 TB/s, longer than the host work of one call (plan
+/// lookup, tensor-map encoding, argument block, launches), so the start
+/// event fires when the fill ends and the interval holds GPU time only.
+const BUSY_BYTES: usize = 256 << 20;
+
+/// Work that keeps a GPU busy while a timed call is queued, so that both
+/// sides of `bench` are timed the same way: the PyTorch peer queues a sleep
+/// kernel ahead of its start event (`benches/torch_conv_bwd.py`). Without it
+/// our interval also held our host work per call (measured apart by the
+/// host-cost rows), which on layers of 10-30 us was up to half of it.
+struct BusyAhead(Option<DeviceBuffer<u8>>);
+
+impl BusyAhead {
+    fn new(dev: &Device) -> Result<BusyAhead> {
+        let gpu = matches!(dev.backend_kind(), BackendKind::Cuda | BackendKind::Hip);
+        let idle = std::env::var(IDLE_ENV).is_ok_and(|v| v == "1");
+        Ok(BusyAhead(if gpu && !idle { Some(dev.alloc::<u8>(BUSY_BYTES)?) } else { None }))
+    }
+    /// Queues the fill (nothing on the emulators or with [`IDLE_ENV`]).
+    fn queue(&self) -> Result<()> {
+        if let Some(b) = &self.0 {
+            b.fill_bytes(0)?;
+        }
+        Ok(())
+    }
+}
+
+/// Median of `iters` timed calls of `go` (ms), after up to 3 warm-up calls;
+/// on a GPU each call queued behind [`BusyAhead`]'s fill (GPU time only).
 fn median_ms(dev: &Device, iters: usize, go: impl Fn() -> Result<(), OpError>) -> Result<f64> {
     for _ in 0..3.min(iters) {
         go()?;
     }
+    let busy = BusyAhead::new(dev)?;
     dev.synchronize()?;
     let mut ts = Vec::with_capacity(iters);
     for _ in 0..iters {
+        busy.queue()?;
         let mut planned = None;
         let ((), ms) = dev.time(|| match go() {
             Err(OpError::Runtime(r)) => Err(r),
