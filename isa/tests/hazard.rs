@@ -484,3 +484,66 @@ fn setreg_rows() {
     assert_eq!(m.wave.sgpr[6], 0xab);
     assert_eq!(m.wave.hwreg[1], 0xab << 4);
 }
+
+/// A gfx1100 wave32 with hazards on and v29 = 1.0.
+fn gfx11() -> Machine {
+    let mut m = Machine::new(Arch::Gfx1100);
+    m.wave.hazard.on = true;
+    for l in 0..32 {
+        m.set_v(29, l, 1.0f32.to_bits());
+    }
+    m
+}
+
+#[test]
+fn gfx1100_trans_use_needs_depctr_or_enough_valus() {
+    // v_exp_f32 v5, v29 (GFX11 VOP1 37); v_mov_b32 v3, v5; s_waitcnt_depctr 0x0fff;
+    // v_nop (VOP1 0); ds/vmem also expire it (not used here).
+    let exp = vec![0x7E00_0000 | 5 << 17 | 37 << 9 | (256 + 29)];
+    let vnop = vec![0x7E00_0000];
+    let depctr = vec![0xBF88_0FFF];
+    let seq = |between: Vec<Vec<u32>>| {
+        let mut s = vec![exp.clone()];
+        s.extend(between);
+        s.push(mov(3, 5));
+        s
+    };
+    for k in 0..=5 {
+        let e = gfx11()
+            .run(&seq(vec![vnop.clone(); k]))
+            .expect_err("a trans result read within 5 VALUs must fail");
+        assert!(e.contains("`gfx11-trans-use`"), "{e}");
+    }
+    gfx11().run(&seq(vec![vnop.clone(); 6])).unwrap();
+    gfx11().run(&seq(vec![depctr.clone()])).unwrap();
+    // s_nop does not help (not a VALU, no va_vdst wait).
+    assert!(gfx11().run(&seq(gap(16))).is_err());
+    // Two transcendentals in between expire it too (more than 1 TRANS).
+    let exp2 = vec![0x7E00_0000 | 6 << 17 | 37 << 9 | (256 + 29)];
+    gfx11().run(&seq(vec![exp2.clone(), exp2])).unwrap();
+}
+
+#[test]
+fn gfx1100_wmma_result_as_next_wmma_source_needs_a_valu() {
+    // v_wmma_f32_16x16x16_f16 v[d:d+7], v[a:a+7], v[b:b+7], v[c:c+7].
+    let wmma = |d: u32, a: u32, b: u32, c: u32| {
+        vec![
+            0xCC40_4000 | d,
+            (256 + a) | (256 + b) << 9 | (256 + c) << 18 | 3 << 27,
+        ]
+    };
+    let first = wmma(0, 8, 16, 0);
+    let e = gfx11()
+        .run(&[first.clone(), wmma(24, 0, 16, 24)])
+        .expect_err("WMMA D read as A at once must fail");
+    assert!(e.contains("`gfx11-wmma`"), "{e}");
+    let e = gfx11()
+        .run(&[first.clone(), wmma(24, 8, 4, 24)])
+        .expect_err("overlapping B");
+    assert!(e.contains("`gfx11-wmma`"), "{e}");
+    gfx11()
+        .run(&[first.clone(), vec![0x7E00_0000], wmma(24, 0, 16, 24)])
+        .unwrap();
+    // Accumulating into the same D (as C) needs nothing.
+    gfx11().run(&[first.clone(), wmma(0, 8, 16, 0)]).unwrap();
+}

@@ -537,6 +537,8 @@ pub struct Hazard {
     dgemm: Option<Rec>,
     /// The last `s_setreg` per hardware register id.
     setreg: Vec<Option<Rec>>,
+    /// gfx1100's hazards ([`Gfx11`]).
+    gfx11: Gfx11,
     /// Recent `s_nop`s: (clock before, wait states, address).
     nops: Vec<(u64, u64, u64)>,
 }
@@ -739,10 +741,110 @@ fn describe(w: Writer) -> String {
     }
 }
 
+/// A transcendental result on gfx1100: the VALU and TRANS counts after it and the
+/// expiry epoch it was written in.
+#[derive(Clone, Copy, Debug)]
+struct TransRec {
+    valus: u64,
+    trans: u64,
+    epoch: u64,
+    pc: u64,
+    name: &'static str,
+}
+
+/// GFX11 (gfx1100) hazards that LLVM resolves with `s_waitcnt_depctr` or `v_nop`
+/// rather than counted wait states (`GCNHazardRecognizer.cpp`):
+///
+/// - `gfx11-trans-use` (`fixVALUTransUseHazard`): a VALU reads a VGPR a
+///   transcendental VALU wrote with at most 5 VALUs and at most 1 transcendental in
+///   between, and no VMEM/FLAT/DS instruction or `s_waitcnt_depctr` with
+///   `va_vdst = 0` (LLVM inserts `s_waitcnt_depctr 0x0fff`) since the writer.
+/// - `gfx11-wmma` (`fixWMMAHazards`): a WMMA reads as A or B registers overlapping
+///   the D of the previous WMMA with no VALU between them (LLVM inserts `v_nop`).
+///
+/// Not modelled: `fixVALUPartialForwardingHazard` (EXEC changed by SALU between two
+/// VALU writes and a read), `fixVALUMaskWriteHazard` (GFX11.5), LDS-direct.
+#[derive(Clone, Debug, Default)]
+struct Gfx11 {
+    valus: u64,
+    trans: u64,
+    epoch: u64,
+    trans_w: std::collections::HashMap<usize, TransRec>,
+    /// The last WMMA: D (first scoreboard register, count), VALU count after it.
+    wmma: Option<(usize, usize, u64, u64, &'static str)>,
+}
+
+/// gfx1100's rules for the instruction `i` that just ran.
+fn after_gfx11(c: &mut Ctx, i: &Inst) -> Result<(), String> {
+    let u = unit(i);
+    let h = &mut c.wave.hazard;
+    let g = &mut h.gfx11;
+    let wmma = i.name.starts_with("v_wmma");
+    if u == Unit::Valu {
+        for r in bits(&h.reads).filter(|&r| r < SGPR0) {
+            if let Some(w) = g.trans_w.get(&r)
+                && w.epoch == g.epoch
+            {
+                let (nv, nt) = (g.valus - w.valus, g.trans - w.trans);
+                if nv <= 5 && nt <= 1 {
+                    return Err(format!(
+                        "wait-state hazard (rule `gfx11-trans-use`): reads {} {nv} VALU{} ({nt} transcendental) after `{}` at 0x{:x} (transcendental) wrote it, with no `s_waitcnt_depctr va_vdst(0)`, VMEM, FLAT or DS between; more than 5 VALUs or 1 transcendental, or one of those, required (LLVM GCNHazardRecognizer fixVALUTransUseHazard)",
+                        reg_name(r),
+                        if nv == 1 { "" } else { "s" },
+                        w.name,
+                        w.pc
+                    ));
+                }
+            }
+        }
+        if wmma && let Some((b, n, valus, pc, name)) = g.wmma {
+            for o in [i.src[0], i.src[1]] {
+                if let Some((ob, on)) = range(o, 8)
+                    && ob < b + n
+                    && b < ob + on
+                    && g.valus == valus
+                {
+                    return Err(format!(
+                        "wait-state hazard (rule `gfx11-wmma`): reads {} as matrix A/B right after `{name}` at 0x{pc:x} wrote it as D, with no VALU between; a `v_nop` required (LLVM GCNHazardRecognizer fixWMMAHazards)",
+                        reg_name(ob.max(b))
+                    ));
+                }
+            }
+        }
+        g.valus += 1;
+        let trans = is_trans(i.name);
+        if trans {
+            g.trans += 1;
+            let rec = TransRec {
+                valus: g.valus,
+                trans: g.trans,
+                epoch: g.epoch,
+                pc: i.addr,
+                name: i.name,
+            };
+            for r in bits(&h.writes).filter(|&r| r < SGPR0) {
+                g.trans_w.insert(r, rec);
+            }
+        }
+        if wmma && let Some((b, n)) = range(i.dst, 8) {
+            g.wmma = Some((b, n, g.valus, i.addr, i.name));
+        }
+    }
+    let depctr_va_vdst_0 = i.name == "s_waitcnt_depctr" && (i.imm as u16 >> 12) & 0xf == 0;
+    if matches!(u, Unit::Vmem | Unit::Lds) || depctr_va_vdst_0 {
+        g.epoch += 1;
+        g.trans_w.clear();
+    }
+    Ok(())
+}
+
 /// Checks the instruction `i` that just ran (its reads and writes logged) against the
 /// records, then records its own writes and advances the clock.
 pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
     let arch = c.arch;
+    if arch == Arch::Gfx1100 {
+        return after_gfx11(c, i);
+    }
     let u = unit(i);
     let h = &c.wave.hazard;
     let now = h.clock;

@@ -400,7 +400,8 @@ pub struct Launch {
     /// `CONVGRAD_ISA_CACHE=0`.
     pub cache_model: bool,
     /// Wait states between dependent instructions checked against the CDNA2/CDNA3
-    /// tables ([`hazard`]; gfx90a and gfx942): on unless `CONVGRAD_ISA_HAZARDS=0`.
+    /// tables ([`hazard`]; gfx90a and gfx942) and gfx1100's `s_waitcnt_depctr` /
+    /// `v_nop` hazards: on unless `CONVGRAD_ISA_HAZARDS=0`.
     pub hazards: bool,
     /// Which misaligned accesses are errors ([`align`]): LDS ones unless
     /// `CONVGRAD_ISA_ALIGNMENT=0`, global ones too with `=strict`.
@@ -634,7 +635,7 @@ fn init_wave(
     // 31 bits (the memory marks keep the top bit for atomics), never 0.
     wave.uid = ((linear * nwaves + w as u64) % 0x7fff_ffff) as u32 + 1;
     wave.late.on = launch.late_results;
-    wave.hazard.on = launch.hazards && arch.is_cdna();
+    wave.hazard.on = launch.hazards && (arch.is_cdna() || arch == Arch::Gfx1100);
     wave.align = launch.alignment;
     // User SGPRs from s0, in the order the descriptor enables them.
     let mut s = 0usize;
