@@ -1,15 +1,18 @@
 //! Runtime find (#39) on the emulator: the timings are CPU time there, which
 //! says nothing of the kernels but exercises the mechanism: measured once,
 //! stored in the file, reused by a fresh `PlanCache` (the next process)
-//! without timing anything; corrupt files and stale entries ignored; `off`
-//! writes nothing.
+//! without timing anything; corrupt files, stale entries and entries of
+//! another driver version ignored; `off` writes nothing; the measurement
+//! runs on the caller's (wrapped) stream and leaves the caller's tensors
+//! alone.
 
 use convgrad::ops::bwd_data::BwdDataConfig;
 use convgrad::ops::bwd_weight::BwdWeightConfig;
 use convgrad::ops::find::{self, Candidate};
-use convgrad::ops::find_file::{FindFile, Section, Setup};
+use convgrad::ops::find_file::{self, FindFile, Section, Setup};
 use convgrad::ops::tuned::{Entry, Operation};
-use convgrad::ops::{CacheFile, FindMode, FindOptions, PlanCache};
+use convgrad::ops::bwd_weight::BwdWeightTensors;
+use convgrad::ops::{CacheFile, FindMode, FindOptions, PlanCache, Workspace, WorkspaceContents};
 use convgrad::runtime::{Backend, Device, EmuArch};
 use convgrad::types::{ConvLayout, ConvProblem, TensorDesc, TensorRole, TypeConfig};
 use std::path::{Path, PathBuf};
@@ -61,7 +64,12 @@ fn entries(file: &Path) -> Vec<Entry> {
 
 /// Writes `file` holding `entries` for the emulator's setup.
 fn write(file: &Path, entries: Vec<Entry>) {
-    let f = FindFile { version: 1, sections: vec![Section { setup: Setup::of(&device()), entries }] };
+    write_for(file, Setup::of(&device()), entries);
+}
+
+/// Writes `file` holding `entries` for `setup`.
+fn write_for(file: &Path, setup: Setup, entries: Vec<Entry>) {
+    let f = FindFile { version: find_file::VERSION, sections: vec![Section { setup, entries }] };
     std::fs::write(file, serde_json::to_string(&f).unwrap()).unwrap();
 }
 
@@ -195,4 +203,97 @@ fn off_writes_nothing_and_mode_off_times_nothing() {
     assert_eq!(CacheFile::Path(file.clone()).resolve(), Some(file));
     assert_eq!(CacheFile::Off.resolve(), None);
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn another_driver_version_is_measured_again() {
+    let d = dir("driver");
+    let file = d.join("kernels.json");
+    let dev = device();
+    assert_eq!(dev.driver_version(), "convgrad emulator 1");
+    assert_eq!(Setup::of(&dev).driver, dev.driver_version());
+    // Measure once for this driver; then move the section to another driver.
+    let cache = PlanCache::with_find(options(FindMode::Measure, CacheFile::Path(file.clone())));
+    let chosen = weight(&cache, &BwdWeightConfig::default());
+    let mut e = entries(&file);
+    assert_eq!(e.len(), 1);
+    // Name another fitting candidate, so that reusing it would show.
+    let other = other_fitting_weight(&chosen.0);
+    (e[0].instance, e[0].split) = (other.instance.name.to_string(), other.split);
+    let old = Setup { driver: "convgrad emulator 0".into(), ..Setup::of(&dev) };
+    write_for(&file, old.clone(), e);
+    // Reuse: the other driver's entry is not taken (the hand rules are), nothing timed.
+    let hand = weight(&PlanCache::with_find(options(FindMode::Off, CacheFile::Off)), &BwdWeightConfig::default());
+    let reader = PlanCache::with_find(options(FindMode::Reuse, CacheFile::Path(file.clone())));
+    assert_eq!(weight(&reader, &BwdWeightConfig::default()), hand);
+    assert_eq!(reader.find_counts(), (0, 0));
+    // Measure: measured again and stored in a section of this driver; the old one is kept apart.
+    let again = PlanCache::with_find(options(FindMode::Measure, CacheFile::Path(file.clone())));
+    weight(&again, &BwdWeightConfig::default());
+    assert_eq!(again.find_counts().1, 1, "the other driver's entry was reused");
+    let f = FindFile::load(&file).unwrap();
+    assert_eq!(f.sections.len(), 2);
+    assert_eq!(f.entries(&old)[0].instance, other.instance.name);
+    assert_eq!(entries(&file).len(), 1);
+    // A file of the previous format (version 1, no driver field) is ignored, then replaced.
+    std::fs::write(&file, "{\"version\": 1, \"sections\": []}").unwrap();
+    assert!(FindFile::load(&file).is_none());
+    let fresh = PlanCache::with_find(options(FindMode::Measure, CacheFile::Path(file.clone())));
+    weight(&fresh, &BwdWeightConfig::default());
+    assert_eq!(fresh.find_counts().1, 1);
+    assert_eq!(FindFile::load(&file).unwrap().version, find_file::VERSION);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn measures_on_the_callers_stream_and_leaves_its_tensors_alone() {
+    // A device of its own: launches on its streams are this test's only.
+    let dev = Device::open(Backend::Emulator(EmuArch::Gfx942), 0).unwrap();
+    // A framework's stream, wrapped (the emulator takes any handle).
+    // SAFETY: the emulator never dereferences stream handles.
+    let stream = unsafe { dev.wrap_stream(std::ptr::without_provenance_mut(0xf00d)) }.unwrap();
+    let own = dev.default_stream();
+    let p = problem();
+    let [x, dw, dy] = descs(&p, [TensorRole::Input, TensorRole::Weight, TensorRole::Output]);
+    // The caller's tensors, with contents of its own (f16 bit patterns).
+    let pattern = |seed: u16, n: usize| (0..n as u16).map(|i| 0x3c00 ^ (i.wrapping_mul(seed) & 0x3ff)).collect::<Vec<u16>>();
+    let (xv, dyv, dwv) = (pattern(3, x.span() as usize), pattern(5, dy.span() as usize), pattern(7, dw.span() as usize));
+    let (xb, dyb, dwb) = (dev.upload(&xv).unwrap(), dev.upload(&dyv).unwrap(), dev.upload(&dwv).unwrap());
+    assert_eq!((stream.emulated_launches(), own.emulated_launches()), (Some(0), Some(0)));
+
+    let cache = PlanCache::with_find(options(FindMode::Measure, CacheFile::Off));
+    let op = cache.bwd_weight_on(&stream, &p, &BwdWeightConfig::default(), x, dw, dy).unwrap();
+    let (timed, measured) = cache.find_counts();
+    assert!(timed >= 2 && measured == 1, "timed {timed}, measured {measured}");
+    // Every candidate ran (at least once) on the caller's stream, none on the device's own.
+    let on_caller = stream.emulated_launches().unwrap();
+    assert!(on_caller >= timed as u64, "{on_caller} launches on the caller's stream for {timed} candidates");
+    assert_eq!(own.emulated_launches(), Some(0));
+    // The caller's tensors are as they were.
+    assert_eq!(xb.download().unwrap(), xv);
+    assert_eq!(dyb.download().unwrap(), dyv);
+    assert_eq!(dwb.download().unwrap(), dwv);
+
+    // The plan is cached: asked again (on either stream), nothing is measured or launched.
+    let again = cache.bwd_weight(&dev, &p, &BwdWeightConfig::default(), x, dw, dy).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&op, &again));
+    assert_eq!((cache.find_counts(), stream.emulated_launches()), ((timed, 1), Some(on_caller)));
+    // The caller runs the chosen operation on its stream.
+    let ws = dev.alloc::<u8>(op.workspace_bytes().max(1)).unwrap();
+    ws.fill_zero().unwrap();
+    let t = BwdWeightTensors { x: (&xb).into(), dy: (&dyb).into(), dw: (&dwb).into(), ds: &[] };
+    op.execute_on(&stream, t, Workspace::raw(&ws, WorkspaceContents::Zeroed)).unwrap();
+    stream.synchronize().unwrap();
+    assert!(stream.emulated_launches().unwrap() > on_caller);
+    assert_eq!(own.emulated_launches(), Some(0));
+    assert_ne!(dwb.download().unwrap(), dwv, "the caller's run wrote dw");
+
+    // Without a stream, find measures on the device's own stream.
+    let data_cache = PlanCache::with_find(options(FindMode::Measure, CacheFile::Off));
+    let [ddy, dw2, ddx] = descs(&p, [TensorRole::Output, TensorRole::Weight, TensorRole::Input]);
+    let before = stream.emulated_launches();
+    data_cache.bwd_data(&dev, &p, &BwdDataConfig::default(), ddy, dw2, ddx).unwrap();
+    assert_eq!(data_cache.find_counts().1, 1);
+    assert!(own.emulated_launches().unwrap() >= data_cache.find_counts().0 as u64);
+    assert_eq!(stream.emulated_launches(), before);
 }

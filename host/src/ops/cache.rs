@@ -6,7 +6,7 @@ use super::find::{FindOptions, Finder};
 use super::bwd_data::plan::BwdDataConfig;
 use super::bwd_weight::plan::BwdWeightConfig;
 use super::prepared::{BwdDataOp, BwdWeightOp};
-use crate::runtime::Device;
+use crate::runtime::{Device, Stream};
 use convgrad_types::{ConvProblem, TensorDesc};
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -23,7 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// [`PlanCache::new`] and [`PlanCache::global`]) a request met for the first
 /// time takes the choice stored in the per-user cache file, else the
 /// fastest of its fitting kernels timed on the device (stored in the file
-/// for the next process); see [`find`](super::find).
+/// for the next process); see [`find`](super::find). The `_on` methods
+/// ([`PlanCache::bwd_weight_on`]) take the caller's stream, which such a
+/// measurement is queued on.
 pub struct PlanCache {
     weight: Mutex<HashMap<Key, Arc<BwdWeightOp>>>,
     data: Mutex<HashMap<Key, Arc<BwdDataOp>>>,
@@ -70,16 +72,24 @@ fn get_or_plan<T>(
     Ok(map.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_insert(op).clone())
 }
 
-/// A [`PlanCache`] method `$name` returning the prepared operation `$op` for a
-/// problem, a configuration `$cfg` and the descriptors `$t` (in the order of
-/// `$op::with_descs`), planned on first use and kept in the map `$map`.
+/// [`PlanCache`] methods `$name` and `$name_on` returning the prepared
+/// operation `$op` for a problem, a configuration `$cfg` and the descriptors
+/// `$t` (in the order of `$op::with_descs`), planned on first use and kept in
+/// the map `$map`. `$name` takes a device (runtime find measures on its own
+/// stream), `$name_on` the stream the caller will run the operation on
+/// (runtime find measures there).
 macro_rules! cached_op {
-    ($(#[$doc:meta])* $name:ident($cfg:ty, [$($t:ident),+]) -> $op:ident in $map:ident) => {
+    ($(#[$doc:meta])* $name:ident, $(#[$doc_on:meta])* $name_on:ident($cfg:ty, [$($t:ident),+]) -> $op:ident in $map:ident) => {
         $(#[$doc])*
         pub fn $name(&self, dev: &Device, p: &ConvProblem, cfg: &$cfg, $($t: TensorDesc),+) -> Result<Arc<$op>, OpError> {
+            self.$name_on(&dev.default_stream(), p, cfg, $($t),+)
+        }
+        $(#[$doc_on])*
+        pub fn $name_on(&self, stream: &Stream, p: &ConvProblem, cfg: &$cfg, $($t: TensorDesc),+) -> Result<Arc<$op>, OpError> {
+            let dev = &stream.device();
             let key = Key::new(dev, p, cfg, [$($t),+]);
             get_or_plan(&self.$map, key, || {
-                let found = self.find.choose::<$op>(dev, p, cfg, [$($t),+])?;
+                let found = self.find.choose::<$op>(dev, stream, p, cfg, [$($t),+])?;
                 let op = match found {
                     Some(op) => op,
                     None => $op::with_descs(dev, p, cfg, $($t),+)?,
@@ -117,13 +127,23 @@ impl PlanCache {
     }
     cached_op! {
         /// The backward-weight operation for `p` with descriptors of x, dw, dy
-        /// on `dev`, planned on first use.
-        bwd_weight(BwdWeightConfig, [x, dw, dy]) -> BwdWeightOp in weight
+        /// on `dev`, planned on first use (a runtime find measurement runs on
+        /// the device's own stream; see [`PlanCache::bwd_weight_on`]).
+        bwd_weight,
+        /// [`PlanCache::bwd_weight`] on the device of `stream`, the stream the
+        /// caller will run the operation on: a runtime find measurement is
+        /// queued there, ordered with the caller's work (see [`find`](super::find)).
+        bwd_weight_on(BwdWeightConfig, [x, dw, dy]) -> BwdWeightOp in weight
     }
     cached_op! {
         /// The backward-data operation for `p` with descriptors of dy, w, dx on
-        /// `dev`, planned on first use.
-        bwd_data(BwdDataConfig, [dy, w, dx]) -> BwdDataOp in data
+        /// `dev`, planned on first use (a runtime find measurement runs on the
+        /// device's own stream; see [`PlanCache::bwd_data_on`]).
+        bwd_data,
+        /// [`PlanCache::bwd_data`] on the device of `stream`, the stream the
+        /// caller will run the operation on: a runtime find measurement is
+        /// queued there, ordered with the caller's work (see [`find`](super::find)).
+        bwd_data_on(BwdDataConfig, [dy, w, dx]) -> BwdDataOp in data
     }
     /// Operations cached.
     pub fn len(&self) -> usize {

@@ -22,12 +22,26 @@
 //! uses too; backward-weight's GEMM tiles also at each split of
 //! [`FindOptions::splits`]) and as the tables and hand rules choose; keeps
 //! one plan per distinct launch; runs each [`FindOptions::warmup`] times and
-//! then [`FindOptions::runs`] times between two events on one stream of the
-//! device; and keeps the fastest. The runs read zeroed scratch tensors and
-//! write scratch outputs and a scratch workspace (sized for the largest
-//! candidate), all freed afterwards: no caller tensor is touched. Only
-//! requests whose activations are packed in a layout family are measured
-//! (entries are keyed by layout, as the tuning tables are).
+//! then [`FindOptions::runs`] times between two events; and keeps the
+//! fastest. The runs read zeroed scratch tensors and write scratch outputs
+//! and a scratch workspace (sized for the largest candidate), all freed
+//! afterwards: no caller tensor is touched. Only requests whose activations
+//! are packed in a layout family are measured (entries are keyed by layout,
+//! as the tuning tables are).
+//!
+//! **Which stream.** The measurement runs on the caller's stream where the
+//! caller names one ([`PlanCache::bwd_weight_on`](super::PlanCache::bwd_weight_on),
+//! [`bwd_data_on`](super::PlanCache::bwd_data_on): the stream it will pass
+//! to `execute_on`, e.g. a framework's stream wrapped by
+//! [`Device::wrap_stream`]), else on the device's own stream
+//! ([`PlanCache::bwd_weight`](super::PlanCache::bwd_weight)). The scratch
+//! zeroing, the runs and the events are queued there, after the caller's
+//! work already queued, so the timings are not disturbed by it running
+//! concurrently on another stream and the measurement never races with it.
+//! The host waits only where it reads a timing (each candidate's end event,
+//! which also waits for the caller's work queued before it); afterwards the
+//! device's own stream (where frees are ordered) waits for that stream on
+//! the device before the scratch buffers are freed.
 
 use super::bwd_data::plan::{BwdDataConfig, BwdDataPlan};
 use super::bwd_weight::plan::BwdWeightConfig;
@@ -290,7 +304,8 @@ impl Finder {
 
     /// The operation for a request: the cache file's choice, else a
     /// measured one, else `None` (plan as the tables and hand rules say).
-    pub(super) fn choose<T: Findable>(&self, dev: &Device, p: &ConvProblem, cfg: &T::Config, descs: [TensorDesc; 3]) -> Result<Option<T>, OpError> {
+    /// A measurement runs on `stream` (a stream of `dev`).
+    pub(super) fn choose<T: Findable>(&self, dev: &Device, stream: &Stream, p: &ConvProblem, cfg: &T::Config, descs: [TensorDesc; 3]) -> Result<Option<T>, OpError> {
         if self.options.mode == FindMode::Off || !T::open(cfg) {
             return Ok(None);
         }
@@ -307,14 +322,14 @@ impl Finder {
         if self.options.mode != FindMode::Measure {
             return Ok(None);
         }
-        let Some((op, entry)) = self.measure::<T>(dev, p, cfg, descs, key)? else { return Ok(None) };
+        let Some((op, entry)) = self.measure::<T>(dev, stream, p, cfg, descs, key)? else { return Ok(None) };
         self.measured.fetch_add(1, Ordering::Relaxed);
         self.store(&setup, entry);
         Ok(Some(op))
     }
 
-    /// Times every candidate of a request; the fastest and its entry.
-    fn measure<T: Findable>(&self, dev: &Device, p: &ConvProblem, cfg: &T::Config, descs: [TensorDesc; 3], key: Entry) -> Result<Option<(T, Entry)>, OpError> {
+    /// Times every candidate of a request on `stream`; the fastest and its entry.
+    fn measure<T: Findable>(&self, dev: &Device, stream: &Stream, p: &ConvProblem, cfg: &T::Config, descs: [TensorDesc; 3], key: Entry) -> Result<Option<(T, Entry)>, OpError> {
         let (types, _) = T::types(cfg);
         // The tables' and hand rules' plan first, then one per distinct launch;
         // `spelling[i]`: the candidate that names plan i's launch in an entry.
@@ -348,27 +363,27 @@ impl Finder {
             }
             wsize = wsize.max(ws);
         }
+        // Allocations are usable on any stream when made; zeroed on `stream`.
         let alloc = |n: usize| -> Result<DeviceBuffer<u8>, OpError> {
             let b = dev.alloc::<u8>(n.max(16))?;
-            b.fill_zero()?;
+            b.fill_bytes_on(stream, 0)?;
             Ok(b)
         };
         let scratch = [alloc(size[0])?, alloc(size[1])?, alloc(size[2])?];
         let dbufs = dsize.iter().map(|&n| alloc(n)).collect::<Result<Vec<_>, _>>()?;
         let ds: Vec<BufRef<'_>> = dbufs.iter().map(BufRef::from).collect();
         let ws = alloc(wsize)?;
-        let stream = dev.create_stream()?;
         let (warmup, runs) = (self.options.warmup, self.options.runs.max(1));
         let mut best: Option<(f64, usize)> = None;
         let mut hand_ms = None;
         for (i, w) in ways.iter().enumerate() {
             let time = || -> Result<f64, OpError> {
                 for _ in 0..warmup {
-                    w.run(&stream, &scratch, &ds, &ws)?;
+                    w.run(stream, &scratch, &ds, &ws)?;
                 }
                 let start = stream.record_event()?;
                 for _ in 0..runs {
-                    w.run(&stream, &scratch, &ds, &ws)?;
+                    w.run(stream, &scratch, &ds, &ws)?;
                 }
                 let end = stream.record_event()?;
                 Ok(start.elapsed_ms(&end)? as f64 / runs as f64)
@@ -387,7 +402,13 @@ impl Finder {
                 Err(e) => log::warn!("find {}: {} failed ({e}); left out", key.label(), w.launch()),
             }
         }
-        stream.synchronize()?;
+        // The scratch buffers are freed in the order of the device's own
+        // stream: it waits (on the device) for the runs first; where it
+        // cannot, the host does.
+        if let Err(e) = dev.default_stream().wait_for(stream) {
+            log::debug!("find: the device's stream cannot wait for the caller's ({e}); synchronizing");
+            stream.synchronize()?;
+        }
         let Some((ms, at)) = best else { return Ok(None) };
         let c = spelling[at].unwrap_or(Candidate { instance: ways[at].instance(), split: None });
         log::info!("find {}: {} {ms:.4} ms (tables and hand rules: {hand_ms:?} ms)", key.label(), ways[at].launch());

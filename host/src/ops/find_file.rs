@@ -8,8 +8,9 @@
 //! (default `~/.cache/convgrad/kernels.json`).
 //!
 //! It holds one section per device setup ([`Setup`]: device name, arch,
-//! backend, compute units, runtime, convgrad version, hash of the built
-//! kernels), each a list of [`tuned::Entry`](super::tuned::Entry) records,
+//! backend, compute units, driver version ([`Device::driver_version`]: CUDA's
+//! `cuDriverGetVersion`, HIP's `hipDriverGetVersion`, a fixed version of the
+//! emulator), convgrad version, hash of the built kernels), each a list of [`tuned::Entry`](super::tuned::Entry) records,
 //! the format `cargo xtask tune` writes (`host/tuning/<arch>.json`), keyed
 //! by the caller's problem (not a folded one) and packed activation layout.
 //! A file that does not parse is ignored (and replaced at the next write):
@@ -25,8 +26,9 @@ use std::path::{Path, PathBuf};
 /// The environment variable naming the cache file's place (see the module docs).
 pub const CACHE_ENV: &str = "CONVGRAD_FIND_CACHE";
 
-/// The file format's version; a file of another is ignored.
-const VERSION: u32 = 1;
+/// The file format's version; a file of another is ignored (and replaced
+/// at the next write). 2: sections keyed by the driver version too.
+pub const VERSION: u32 = 2;
 
 /// Where runtime find keeps its measurements.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -80,6 +82,9 @@ pub struct Setup {
     pub backend: String,
     /// Its compute units (SMs).
     pub compute_units: u32,
+    /// The driver's version ([`Device::driver_version`]): measurements of
+    /// another driver are taken again.
+    pub driver: String,
     /// convgrad's version.
     pub convgrad: String,
     /// FNV-1a hash of the built kernels of `arch` (`none` where this build has none).
@@ -94,6 +99,7 @@ impl Setup {
             arch: dev.arch().to_string(),
             backend: format!("{:?}", dev.backend_kind()),
             compute_units: dev.compute_units(),
+            driver: dev.driver_version().to_string(),
             convgrad: env!("CARGO_PKG_VERSION").to_string(),
             kernels: kernels_hash(dev.arch()),
         }
@@ -129,7 +135,7 @@ pub struct Section {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FindFile {
-    /// Format version (1).
+    /// Format version ([`VERSION`]).
     pub version: u32,
     /// One section per setup.
     pub sections: Vec<Section>,

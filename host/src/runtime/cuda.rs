@@ -46,6 +46,16 @@ pub(crate) struct CudaDriver {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: Info,
+    /// `cuDriverGetVersion`, as `cuda <major>.<minor> (<number>)`.
+    driver_version: String,
+}
+
+/// The driver's version: `cuda 12.8 (12080)` (`cuDriverGetVersion`).
+fn driver_version() -> Result<String> {
+    let mut v: std::ffi::c_int = 0;
+    // SAFETY: out-pointer to a local; the driver is initialized.
+    call("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut v) }.result())?;
+    Ok(format!("cuda {}.{} ({v})", v / 1000, (v % 1000) / 10))
 }
 
 /// Whether `libcuda` can be loaded at all (no panic when it cannot).
@@ -96,6 +106,7 @@ pub(crate) fn open(index: usize) -> Result<CudaDriver> {
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
         let warp = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?;
         let memory = call("cuDeviceTotalMem", ctx.total_mem())?;
+        let driver_version = driver_version()?;
         let stream = call("cuStreamCreate", ctx.new_stream())?;
         // This backend does its own ordering on one stream.
         // SAFETY: no cudarc CudaSlice is used with this context.
@@ -113,6 +124,7 @@ pub(crate) fn open(index: usize) -> Result<CudaDriver> {
             },
             ctx,
             stream,
+            driver_version,
         })
     });
     match probe {
@@ -215,6 +227,9 @@ impl Drop for CudaModule {
 impl Driver for CudaDriver {
     fn info(&self) -> &Info {
         &self.info
+    }
+    fn driver_version(&self) -> &str {
+        &self.driver_version
     }
     fn encode_tma(&self, m: &convgrad_types::params::TmaMap) -> Result<[u64; 16]> {
         use sys::{CUtensorMapDataType_enum as Ty, CUtensorMapFloatOOBfill_enum as Fill};

@@ -99,6 +99,12 @@ pub(crate) struct LaunchSpec<'a> {
 /// fills and events are queued on the stream they name.
 pub(crate) trait Driver: Send + Sync {
     fn info(&self) -> &Info;
+    /// The driver's version, as runtime find keys its measurements
+    /// ([`Setup::driver`](crate::ops::find_file::Setup::driver)): CUDA's
+    /// `cuDriverGetVersion`, HIP's `hipDriverGetVersion`, a fixed version of
+    /// the CPU backends. A new driver can change kernel timings (a new PTX
+    /// JIT, a new code-object loader), so measurements do not outlive it.
+    fn driver_version(&self) -> &str;
     /// Allocates `bytes` (> 0) of device memory, usable on any stream when
     /// this returns.
     fn alloc(&self, bytes: usize) -> Result<u64>;
@@ -140,6 +146,11 @@ pub(crate) trait Driver: Send + Sync {
     fn address_range(&self, addr: u64) -> Result<(u64, usize)>;
     /// What the last emulated launch did (emulator only).
     fn emu_report(&self) -> Option<convgrad_emu::LaunchReport> {
+        None
+    }
+    /// Launches queued on `stream` so far (the emulator counts them per
+    /// stream handle; `None` on other backends).
+    fn launches_on(&self, _stream: StreamId) -> Option<u64> {
         None
     }
     /// What the last launch on the isa executor executed (isa backend only).

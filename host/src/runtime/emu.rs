@@ -27,6 +27,18 @@ pub(crate) struct EmuDriver {
     last: Mutex<Option<convgrad_emu::LaunchReport>>,
     /// Stream handles (every launch runs to completion, so streams order nothing).
     streams: Streams,
+    /// Launches by stream handle ([`Driver::launches_on`]).
+    launches: Mutex<std::collections::HashMap<usize, u64>>,
+}
+
+impl EmuDriver {
+    /// The handle value `stream` stands for.
+    fn handle(&self, stream: StreamId) -> usize {
+        match stream {
+            StreamId::Own => self.streams.own().addr(),
+            StreamId::Handle(h) => h.addr(),
+        }
+    }
 }
 
 pub(crate) fn open(arch: EmuArch) -> EmuDriver {
@@ -50,12 +62,20 @@ pub(crate) fn open(arch: EmuArch) -> EmuDriver {
         },
         last: Mutex::new(None),
         streams: Streams::new(),
+        launches: Mutex::default(),
     }
 }
+
+/// The emulator's "driver" version (runtime find's key): raised when a
+/// change of the emulator would change what it times.
+pub(crate) const DRIVER_VERSION: &str = "convgrad emulator 1";
 
 impl Driver for EmuDriver {
     fn info(&self) -> &Info {
         &self.info
+    }
+    fn driver_version(&self) -> &str {
+        DRIVER_VERSION
     }
     fn encode_tma(&self, m: &convgrad_types::params::TmaMap) -> Result<[u64; 16]> {
         // The emulator reads convgrad's description back (`lane::tma_load`);
@@ -96,7 +116,8 @@ impl Driver for EmuDriver {
                 .into(),
         ))
     }
-    fn launch(&self, spec: &LaunchSpec<'_>, _stream: StreamId) -> Result<()> {
+    fn launch(&self, spec: &LaunchSpec<'_>, stream: StreamId) -> Result<()> {
+        *self.launches.lock().unwrap_or_else(|e| e.into_inner()).entry(self.handle(stream)).or_default() += 1;
         let RawKernel::Emu(entry) = spec.kernel else {
             return Err(RuntimeError::WrongDevice("kernel"));
         };
@@ -129,6 +150,9 @@ impl Driver for EmuDriver {
         self.emu
             .allocation_of(addr)
             .map_err(|e| RuntimeError::emu("address lookup", e))
+    }
+    fn launches_on(&self, stream: StreamId) -> Option<u64> {
+        Some(self.launches.lock().unwrap_or_else(|e| e.into_inner()).get(&self.handle(stream)).copied().unwrap_or(0))
     }
     fn emu_report(&self) -> Option<convgrad_emu::LaunchReport> {
         *self.last.lock().unwrap()

@@ -20,6 +20,7 @@ mod ffi {
     // Linked through hip-runtime-sys (`cargo:rustc-link-lib=dylib=amdhip64`).
     unsafe extern "C" {
         pub fn hipGetDeviceCount(count: *mut c_int) -> c_int;
+        pub fn hipDriverGetVersion(version: *mut c_int) -> c_int;
         pub fn hipSetDevice(device: c_int) -> c_int;
         pub fn hipDeviceGetName(name: *mut c_char, len: c_int, device: c_int) -> c_int;
         pub fn hipDeviceTotalMem(bytes: *mut usize, device: c_int) -> c_int;
@@ -131,6 +132,8 @@ pub(crate) struct HipDriver {
     /// without one, frees go through `hipFree`, which waits for the device).
     pool: bool,
     info: Info,
+    /// `hipDriverGetVersion`, as `hip <number>`.
+    driver_version: String,
     ring: Mutex<ArgRing>,
 }
 
@@ -285,6 +288,9 @@ pub(crate) fn open(index: usize) -> Result<HipDriver> {
         ffi::hipMalloc(&mut base, ArgRing::BYTES)
     })?;
     let pool = attribute(Attr::hipDeviceAttributeMemoryPoolsSupported, dev).is_ok_and(|v| v != 0);
+    let mut version: c_int = 0;
+    // SAFETY: out-pointer to a local.
+    check("hipDriverGetVersion", unsafe { ffi::hipDriverGetVersion(&mut version) })?;
     Ok(HipDriver {
         ordinal: dev,
         stream,
@@ -298,6 +304,7 @@ pub(crate) fn open(index: usize) -> Result<HipDriver> {
             wave_size: wave as u32,
             ordinal: index,
         },
+        driver_version: format!("hip {version}"),
         ring: Mutex::new(ArgRing {
             base: base as u64,
             host: vec![0u8; ArgRing::BYTES].into_boxed_slice(),
@@ -400,6 +407,9 @@ impl Drop for HipModule {
 impl Driver for HipDriver {
     fn info(&self) -> &Info {
         &self.info
+    }
+    fn driver_version(&self) -> &str {
+        &self.driver_version
     }
     fn alloc(&self, bytes: usize) -> Result<u64> {
         self.select()?;

@@ -47,6 +47,9 @@ struct State {
     last: Option<Counters>,
 }
 
+/// The isa executor's "driver" version (runtime find's key).
+pub(crate) const DRIVER_VERSION: &str = "convgrad isa executor 1";
+
 pub(crate) struct IsaDriver {
     arch: Arch,
     info: Info,
@@ -132,6 +135,9 @@ impl LoadedModule for IsaModule {
 impl Driver for IsaDriver {
     fn info(&self) -> &Info {
         &self.info
+    }
+    fn driver_version(&self) -> &str {
+        DRIVER_VERSION
     }
     fn isa_counters(&self) -> Option<Counters> {
         self.state().last.clone()

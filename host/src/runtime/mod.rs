@@ -393,6 +393,12 @@ impl Device {
     pub fn name(&self) -> &str {
         &self.inner.driver.info().name
     }
+    /// The driver's version (`cuda 12.8 (12080)`, `hip 60342134`, `convgrad
+    /// emulator 1`): CUDA's `cuDriverGetVersion`, HIP's `hipDriverGetVersion`,
+    /// a fixed version of the CPU backends. Runtime find keys its cache file by it.
+    pub fn driver_version(&self) -> &str {
+        self.inner.driver.driver_version()
+    }
     /// The architecture kernels are selected by: `gfx90a`, `gfx942`, `gfx1100`, `sm_80` or `sm_90`.
     pub fn arch(&self) -> &str {
         &self.inner.driver.info().arch

@@ -76,6 +76,12 @@ impl Stream {
         }
         self.dev.driver.stream_wait(self.id, other.id)
     }
+    /// Kernel launches queued on this stream so far, on the emulator (which
+    /// counts them per stream handle: two wraps of one handle share a count);
+    /// `None` on the other backends. For tests of which stream work went to.
+    pub fn emulated_launches(&self) -> Option<u64> {
+        self.dev.driver.launches_on(self.id)
+    }
     /// Records an event on this stream (for timing with [`Event::elapsed_ms`]).
     pub fn record_event(&self) -> Result<Event> {
         let raw: RawEvent = self.dev.driver.record(self.id)?;
