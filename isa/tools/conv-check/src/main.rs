@@ -12,7 +12,8 @@
 //! words at ADDR first; `LIST_WAITCNT=1` prints the main kernel's `s_waitcnt`
 //! addresses and the needed ones (`Counters::waits_needed`; `mutate.sh` uses both:
 //! every needed wait replaced by `s_nop` must fail) and its cache-maintenance
-//! instructions (`FENCE ADDR LEN TEXT`; `mutate.sh` removes them). `LIST_NOPS=1`
+//! instructions (`FENCE ADDR LEN TEXT`; `mutate.sh` removes them), its `s_barrier`s
+//! (`BARRIER ADDR TEXT`; `barriers.sh` removes the split-K release one). `LIST_NOPS=1`
 //! prints its `s_nop`s (`NOP ADDR TEXT`) and, after the run, the executed ones a
 //! wait-state rule needed (`NOPNEEDED ADDR RULE`; `hazards.sh` cuts each to `s_nop 0`).
 //! Example: `cargo run --release -- gfx942 "2 1 2 64 64 3 3 8 8 1 1 1 1 1 1 1 1"`.
@@ -180,6 +181,9 @@ impl Check {
                 ];
                 let on: Vec<&str> = bits.iter().filter(|b| b.0).map(|b| b.1).collect();
                 println!("FENCE 0x{:x} {} {} {}", i.addr, i.len, i.name, on.join(" "));
+            }
+            for i in prog.insts.iter().filter(|i| i.name == "s_barrier") {
+                println!("BARRIER 0x{:x} {}", i.addr, i);
             }
             // The split-K arrival: a returning integer add (the tile counter).
             for i in prog
