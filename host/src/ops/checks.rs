@@ -20,6 +20,23 @@ pub(crate) fn check_buffer(name: &'static str, desc: &TensorDesc, t: DType, byte
     Ok(())
 }
 
+/// Base-address alignment every tensor of a call needs: the kernels move
+/// 16-byte vectors along channels (and Hopper's tensor maps read from
+/// 16-byte aligned bases), and a misaligned vector access faults on the GPU.
+pub const BASE_ALIGN: u64 = 16;
+
+/// Checks that each `(name, address)` is [`BASE_ALIGN`]-aligned, else names
+/// the first that is not. A view at an element offset (a slice of a bigger
+/// tensor) can fail it; `convgrad_torch` copies such tensors first.
+pub(crate) fn check_bases(bases: impl IntoIterator<Item = (&'static str, u64)>) -> Result<(), OpError> {
+    match bases.into_iter().find(|(_, a)| !a.is_multiple_of(BASE_ALIGN)) {
+        Some((name, a)) => Err(OpError::Usage(format!(
+            "{name}: address {a:#x} is not {BASE_ALIGN}-byte aligned (the kernels move {BASE_ALIGN}-byte vectors); copy a view at an element offset into an aligned buffer"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// One tensor's descriptor to validate at plan time: name, descriptor, role,
 /// whether the call writes it.
 pub(crate) type DescCheck<'a> = (&'static str, &'a TensorDesc, TensorRole, bool);

@@ -31,6 +31,8 @@ use convgrad_types::ConvProblem;
 /// - the bytes `dx` spans overlap none of `dy`, `w` or the `D` tensors,
 ///   except a `D` at `dx`'s own address (`execute` refuses it unless its
 ///   layout is [`DLayout::Output`]: in place, element for element);
+/// - every address is 16-byte aligned (checked: `OpError::Usage` names the
+///   first that is not; the kernels move 16-byte vectors);
 /// - all of it stays allocated, and is not used by other work, until the
 ///   launch on `dev`'s default stream has completed.
 pub unsafe fn execute(

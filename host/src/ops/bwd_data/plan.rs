@@ -9,7 +9,7 @@
 //! pixels, `N = C`, reduction `taps of the slice's class * K`.
 
 use crate::ops::batch::{self, Chunk, CutBy, PlanPart};
-use crate::ops::checks::{D_NAMES, check_buffer, check_d_count, collect_ds, validate_descs};
+use crate::ops::checks::{D_NAMES, check_bases, check_buffer, check_d_count, collect_ds, validate_descs};
 use crate::ops::classes::{class_taps, slice_count, tap_step, tilde};
 use crate::ops::error::{OpError, Unsupported};
 use crate::ops::family::bwd_data::{DataCtx, LIMIT, depthwise, direct, gemm, rows, tap_shift};
@@ -535,6 +535,7 @@ pub(crate) unsafe fn launch(
     bufs: BwdDataBuffers<'_>,
 ) -> Result<(), OpError> {
     check_d_count(plan.ds.len(), bufs.ds.len())?;
+    check_bases([("dy", bufs.dy), ("w", bufs.w), ("dx", bufs.dx)].into_iter().chain(D_NAMES.into_iter().zip(bufs.ds.iter().copied())))?;
     for (i, (&d, desc)) in bufs.ds.iter().zip(&plan.ds).enumerate() {
         // In place is safe only element for element: each thread reads the D
         // value of the element it then writes.

@@ -3,7 +3,7 @@
 //! problem split along N and G (#38), every part's launches in order.
 
 use super::plan::{BwdWeightBuffers, BwdWeightPlan};
-use crate::ops::checks::check_d_count;
+use crate::ops::checks::{D_NAMES, check_bases, check_d_count};
 use crate::ops::error::OpError;
 use crate::ops::workspace::{SplitKWorkspace, Workspace};
 use crate::runtime::{BufRef, Device, Kernel, Stream};
@@ -35,6 +35,7 @@ pub(crate) unsafe fn launch(
     ws: Workspace<'_>,
 ) -> Result<(), OpError> {
     check_d_count(plan.ds.len(), bufs.ds.len())?;
+    check_bases([("x", bufs.x), ("dy", bufs.dy), ("dw", bufs.dw)].into_iter().chain(D_NAMES.into_iter().zip(bufs.ds.iter().copied())))?;
     let (addr, tracked) = ready_workspace(dev, stream, plan, ws)?;
     // SAFETY: this fn's contract; `addr` is the readied workspace.
     let launched = unsafe {

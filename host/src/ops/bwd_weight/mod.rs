@@ -39,6 +39,8 @@ use convgrad_types::ConvProblem;
 ///   checks these lengths);
 /// - the bytes `dw` spans overlap none of the other tensors' nor the
 ///   workspace's;
+/// - every address is 16-byte aligned (checked: `OpError::Usage` names the
+///   first that is not; the kernels move 16-byte vectors);
 /// - all of it stays allocated, and is not used by other work, until the
 ///   launches on `dev`'s default stream have completed.
 pub unsafe fn execute(
