@@ -247,7 +247,10 @@ pub fn conv_backward_weight(
 }
 
 /// Plans the weight gradient `dw` of `x` and `dy` (the checks of
-/// [`conv_backward_weight`]) through the process-wide plan cache.
+/// [`conv_backward_weight`]) through the process-wide plan cache, on
+/// `ctx.stream`: the stream the op is launched on (PyTorch's current stream
+/// on CUDA, the emulator's stream on the CPU), where a runtime find
+/// measurement (`CONVGRAD_FIND`) is queued, ordered with the caller's work.
 pub(crate) fn plan_weight(
     ctx: &Ctx,
     x: &Tensor,
@@ -276,8 +279,8 @@ pub(crate) fn plan_weight(
         instance: None,
     };
     PlanCache::global()
-        .bwd_weight(
-            &ctx.dev,
+        .bwd_weight_on(
+            &ctx.stream,
             &p,
             &cfg,
             layout::desc(x, &p, fam, TensorRole::Input),
@@ -289,7 +292,8 @@ pub(crate) fn plan_weight(
 
 /// Plans the input gradient `dx` of `dy` and `w` (checked by the caller:
 /// problem `p`, family `fam`, `types`) with the epilogue `ops` reading D
-/// tensors of `d_layouts`, through the process-wide plan cache.
+/// tensors of `d_layouts`, through the process-wide plan cache, on
+/// `ctx.stream` (as [`plan_weight`]: a runtime find measurement runs there).
 pub(crate) fn plan_data(
     ctx: &Ctx,
     (dy, w, dx): (&Tensor, &Tensor, &Tensor),
@@ -301,8 +305,8 @@ pub(crate) fn plan_data(
 ) -> PyResult<Arc<BwdDataOp>> {
     let cfg = BwdDataConfig { layout: fam, types, epilogue: ops, d_layouts, instance: None, strip_rows: None };
     PlanCache::global()
-        .bwd_data(
-            &ctx.dev,
+        .bwd_data_on(
+            &ctx.stream,
             p,
             &cfg,
             layout::desc(dy, p, fam, TensorRole::Output),

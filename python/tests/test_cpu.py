@@ -10,7 +10,9 @@ within the bound of ``reference.check`` against a float64 reference:
 (u = 2^-24 for float32, 2^-11 for float16; ``terms`` the summands per element).
 """
 
+import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -328,3 +330,61 @@ def test_unsupported_is_runtime_error():
         nat.conv_backward_weight(x, dy1, np.empty_like(w), [2**31, 2**31], 1, 1, 1)
     with pytest.raises(RuntimeError):
         nat.conv_backward_weight(x, dy1, np.empty_like(w), [2**31, 2**31], 1, 1, 1)
+
+
+# Runs in a child process (the plan cache reads CONVGRAD_FIND once per
+# process): both ops on a channels-last float16 problem, checked as above.
+_FIND_CHILD = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import reference as ref
+from problems import shapes
+from convgrad_torch import _native as nat
+
+prob = ("2d", 2, 1, 8, 8, (6, 7), (3, 3), (1, 1), (1, 1), (1, 1))
+xs, ws, ys, out = shapes(prob)
+g, s, p, d = prob[2], prob[7], prob[8], prob[9]
+r = np.random.default_rng(int(sys.argv[2]))
+cl = lambda a: np.moveaxis(np.ascontiguousarray(np.moveaxis(a, 1, -1)), -1, 1)
+x, w, dy = (cl(r.standard_normal(sh).astype(np.float16)) for sh in (xs, ws, ys))
+dw, dx = cl(np.full(ws, np.nan, np.float16)), cl(np.full(xs, np.nan, np.float16))
+nat.conv_backward_weight(x, dy, dw, list(s), list(p), list(d), g)
+want, absv = ref.bwd_weight(x, dy, ws, s, p, d, g)
+ref.check(dw, want, absv, prob[1] * int(np.prod(out)), np.float16, "dw")
+nat.conv_backward_data(dy, w, dx, list(s), list(p), list(d), g)
+want, absv = ref.bwd_data(dy, w, xs, s, p, d, g)
+ref.check(dx, want, absv, prob[4] * 9, np.float16, "dx")
+"""
+
+
+def _find_child(mode, cache):
+    """Runs ``_FIND_CHILD`` with ``CONVGRAD_FIND=mode`` and the find cache
+    ``cache`` (``dir/find.json``: runtime find's file is ``dir/find.kernels.json``)."""
+    r, seed = rng()
+    env = dict(os.environ, CONVGRAD_FIND=mode, CONVGRAD_FIND_CACHE=str(cache))
+    here = os.path.dirname(os.path.abspath(__file__))
+    got = subprocess.run(
+        [sys.executable, "-c", _FIND_CHILD, here, str(seed)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert got.returncode == 0, f"CONVGRAD_FIND={mode} (seed {seed}):\n{got.stdout}\n{got.stderr}"
+
+
+def test_runtime_find_plans_on_the_launch_stream(tmp_path):
+    """CONVGRAD_FIND through the extension (planning on the stream the op is
+    launched on: the emulator's here, torch's current stream on CUDA):
+    ``1`` measures both ops, stores them and still computes the right
+    gradients; ``reuse`` plans from the file and writes nothing; ``off``
+    writes no file."""
+    cache = tmp_path / "find.json"
+    kernels = tmp_path / "find.kernels.json"
+    _find_child("1", cache)
+    stored = json.loads(kernels.read_text())
+    entries = [e for sec in stored["sections"] if sec["setup"]["backend"] == "Emulator" for e in sec["entries"]]
+    assert sorted({e["op"] for e in entries}) == ["bwd-data", "bwd-weight"], stored
+    assert all(e["arch"] == convgrad_torch.EMULATOR_ARCH for e in entries), stored
+    before = kernels.read_bytes()
+    _find_child("reuse", cache)
+    assert kernels.read_bytes() == before
+    _find_child("off", tmp_path / "off.json")
+    assert not (tmp_path / "off.kernels.json").exists()
