@@ -66,6 +66,8 @@ impl Call {
 pub(crate) struct Slot {
     pub yielder: Cell<*const LaneYielder>,
     pub call: Cell<Option<Call>>,
+    /// The mbarrier (LDS byte, parity) a blocked lane waits on.
+    pub waits_on: Cell<Option<(usize, u32)>>,
 }
 
 /// One worker thread's state, reached by the running lane through [`current`].
@@ -79,6 +81,10 @@ pub(crate) struct Worker {
     pub slots: Box<[Slot]>,
     pub lds: UnsafeCell<Lds>,
     pub mem: MemView,
+    /// Events that may unblock a waiting lane (mbarrier arrivals, copies,
+    /// completed waits, lanes reaching a new point): a round of the
+    /// scheduler without any, with lanes still waiting, is a deadlock.
+    pub progress: Cell<u64>,
 }
 
 thread_local! {
@@ -172,6 +178,10 @@ enum State {
     Ready,
     Barrier,
     Mma,
+    /// Waiting on an mbarrier phase (resumed each round to test it again).
+    Blocked,
+    /// At named barrier `id` for `threads` lanes.
+    Named(u32, u32),
     Done,
 }
 
@@ -183,9 +193,12 @@ pub(crate) fn worker_main(shared: &Shared<'_>) {
         arch: shared.arch,
         block_id: Cell::new([0; 3]),
         cur: Cell::new(0),
-        slots: (0..block).map(|_| Slot { yielder: Cell::new(std::ptr::null()), call: Cell::new(None) }).collect(),
+        slots: (0..block)
+            .map(|_| Slot { yielder: Cell::new(std::ptr::null()), call: Cell::new(None), waits_on: Cell::new(None) })
+            .collect(),
         lds: UnsafeCell::new(Lds::new(l.lds_bytes)),
         mem: MemView::new(shared.allocs.clone()),
+        progress: Cell::new(0),
     };
     CURRENT.set(&worker);
     let _guard = CurrentGuard;
@@ -265,15 +278,17 @@ impl Sched<'_> {
         let l = self.shared.launch;
         let waves = self.state.len() / self.wave;
         loop {
+            let before = self.w.progress.get();
             // Each wave runs until it waits at a barrier or returns, executing
-            // its matrix instructions as they complete.
+            // its matrix instructions as they complete; lanes blocked on an
+            // mbarrier test it again.
             for wv in 0..waves {
                 let lanes = wv * self.wave..(wv + 1) * self.wave;
                 loop {
                     for lane in lanes.clone() {
                         let input = match self.state[lane] {
                             State::Fresh => Resume::Run { entry: l.entry, args: l.args },
-                            State::Ready => Resume::Continue,
+                            State::Ready | State::Blocked => Resume::Continue,
                             _ => continue,
                         };
                         self.step(lane, input)?;
@@ -281,6 +296,7 @@ impl Sched<'_> {
                     if !self.try_mma(lanes.clone())? {
                         break;
                     }
+                    self.w.progress.set(self.w.progress.get() + 1);
                 }
             }
             let [x, y, z] = self.w.block_id.get().map(|v| v as u64);
@@ -288,31 +304,106 @@ impl Sched<'_> {
             if self.shared.stopped(x + gx * (y + gy * z)) {
                 return Err(Stop::Aborted);
             }
-            let (mut at_barrier, mut done) = (Vec::new(), Vec::new());
+            let (mut at_barrier, mut done, mut blocked, mut named) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for (lane, st) in self.state.iter().enumerate() {
-                match st {
+                match *st {
                     State::Barrier => at_barrier.push(lane),
                     State::Done => done.push(lane),
+                    State::Blocked => blocked.push(lane),
+                    State::Named(..) => named.push(lane),
                     State::Mma => return Err(self.stuck_mma(lane)),
                     State::Fresh | State::Ready => unreachable!(),
                 }
             }
-            if at_barrier.is_empty() {
-                return Ok(());
+            if self.release_named(&named)? {
+                continue;
             }
-            if !done.is_empty() {
-                return Err(self.divergence(&at_barrier, &done));
+            if blocked.is_empty() && named.is_empty() {
+                if at_barrier.is_empty() {
+                    return Ok(());
+                }
+                if !done.is_empty() {
+                    return Err(self.divergence(&at_barrier, &done));
+                }
+                // SAFETY: no lane is running.
+                unsafe { (*self.w.lds.get()).barrier() };
+                self.state.fill(State::Ready);
+                continue;
             }
+            // Lanes wait on mbarriers or named barriers: go round again while
+            // anything happens, else nothing ever will.
+            if self.w.progress.get() == before {
+                return Err(self.deadlock(&blocked, &named, &at_barrier, &done));
+            }
+        }
+    }
+
+    /// Releases the lanes of every named barrier whose count has arrived
+    /// (ordering LDS like the workgroup barrier); whether any was.
+    fn release_named(&mut self, named: &[usize]) -> Result<bool, Stop> {
+        let mut released = false;
+        for id in 1..16 {
+            let at: Vec<usize> = named.iter().copied().filter(|&l| matches!(self.state[l], State::Named(i, _) if i == id)).collect();
+            let Some(&first) = at.first() else { continue };
+            let State::Named(_, want) = self.state[first] else { unreachable!() };
+            if let Some(&l) = at.iter().find(|&&l| self.state[l] != State::Named(id, want)) {
+                let State::Named(_, other) = self.state[l] else { unreachable!() };
+                return Err(self.violation(l, format!("named barrier {id}: lane {l} waits for {other} threads, lane {first} for {want}")));
+            }
+            if at.len() as u32 > want {
+                return Err(self.violation(first, format!("named barrier {id}: {} lanes arrived for a count of {want}", at.len())));
+            }
+            if at.len() as u32 == want {
+                for l in at {
+                    self.state[l] = State::Ready;
+                }
+                released = true;
+            }
+        }
+        if released {
             // SAFETY: no lane is running.
             unsafe { (*self.w.lds.get()).barrier() };
-            self.state.fill(State::Ready);
+            self.w.progress.set(self.w.progress.get() + 1);
         }
+        Ok(released)
+    }
+
+    /// Every live lane waits and a whole round changed nothing.
+    fn deadlock(&self, blocked: &[usize], named: &[usize], at_barrier: &[usize], done: &[usize]) -> Stop {
+        // SAFETY: no lane is running.
+        let lds = unsafe { &*self.w.lds.get() };
+        let mut what = String::from("deadlock: every live lane waits and none can go on");
+        if let Some(&l) = blocked.first() {
+            let (off, parity) = self.w.slots[l].waits_on.get().unwrap_or((0, 0));
+            what += &format!("; {} wait on mbarrier phases ({}: parity {parity}, {})", lanes(blocked), l, lds.mbars.describe(off));
+        }
+        if let Some(&l) = named.first() {
+            let State::Named(id, n) = self.state[l] else { unreachable!() };
+            let count = named.iter().filter(|&&x| self.state[x] == State::Named(id, n)).count();
+            what += &format!("; {} at named barrier {id} ({count} of {n} threads)", lanes(named));
+        }
+        if !at_barrier.is_empty() {
+            what += &format!("; {} at the workgroup barrier", lanes(at_barrier));
+        }
+        if !done.is_empty() {
+            what += &format!("; {} returned", lanes(done));
+        }
+        self.violation(blocked.first().or(named.first()).copied().unwrap_or(0), what)
     }
 
     /// Runs `lane` until it suspends.
     fn step(&mut self, lane: usize, input: Resume) -> Result<(), Stop> {
         self.w.cur.set(lane as u32);
-        self.state[lane] = match self.fibers[lane].resume(input) {
+        let retry = matches!(input, Resume::Continue) && self.state[lane] == State::Blocked;
+        let out = self.fibers[lane].resume(input);
+        // A lane that ran on to a new point is progress; one blocked again
+        // at once after a retry is not.
+        if !(retry && matches!(out, Suspend::Blocked)) {
+            self.w.progress.set(self.w.progress.get() + 1);
+        }
+        self.state[lane] = match out {
+            Suspend::Blocked => State::Blocked,
+            Suspend::Named { id, threads } => State::Named(id, threads),
             Suspend::Barrier => State::Barrier,
             Suspend::Mma => State::Mma,
             Suspend::Done(Outcome::Finished | Outcome::Aborted) => State::Done,

@@ -29,6 +29,11 @@ pub(crate) enum Resume {
 pub(crate) enum Suspend {
     Barrier,
     Mma,
+    /// Waiting for an mbarrier phase another lane's arrival (or a copy in
+    /// flight) has still to complete: resumed to test it again.
+    Blocked,
+    /// At named barrier `id` (`bar.sync id, threads`).
+    Named { id: u32, threads: u32 },
     Done(Outcome),
 }
 

@@ -340,20 +340,74 @@ pub fn mbar_arrive_expect_tx(off: usize, bytes: u32) {
     if let Err(e) = lds_mut().mbars.arrive_expect_tx(off, bytes) {
         raise(e)
     }
+    progressed();
+}
+
+/// `mbarrier.arrive.shared::cta.b64 _, [off]`: one arrival (a consumer
+/// releasing a stage to the producer).
+pub fn mbar_arrive(off: usize) {
+    let off = mbar_slot("mbarrier.arrive", off);
+    if let Err(e) = lds_mut().mbars.arrive(off) {
+        raise(e)
+    }
+    progressed();
+}
+
+/// Something happened that may let a waiting lane go on (the scheduler's
+/// deadlock test counts these).
+fn progressed() {
+    let w = current();
+    w.progress.set(w.progress.get() + 1);
 }
 
 /// `mbarrier.try_wait.parity` in a loop until the phase of `parity` has
 /// completed; lands the TMA copies in flight on it first (see the `tma`
-/// module for the model).
+/// module for the model). Until then the lane is suspended and tested again
+/// after the other lanes have run (another warp's arrival may complete it).
 pub fn mbar_wait(off: usize, parity: u32) {
     let off = mbar_slot("mbarrier.try_wait.parity", off);
-    let lds = lds_mut();
-    let mut mbars = std::mem::take(&mut lds.mbars);
-    let r = mbars.wait(off, parity, |at, bytes| lds.store_async(at, bytes));
-    lds.mbars = mbars;
-    if let Err(e) = r {
-        raise(e)
+    let mut blocked = false;
+    loop {
+        let lds = lds_mut();
+        let mut mbars = std::mem::take(&mut lds.mbars);
+        let r = mbars.wait(off, parity, |at, bytes, issued| lds.store_async(at, bytes, issued));
+        lds.mbars = mbars;
+        match r {
+            Err(e) => raise(e),
+            Ok(true) => {
+                if blocked {
+                    progressed();
+                }
+                return;
+            }
+            Ok(false) => {
+                let w = current();
+                w.slots[w.cur.get() as usize].waits_on.set(Some((off, parity)));
+                blocked = true;
+                wait(Suspend::Blocked);
+            }
+        }
     }
+}
+
+/// `barrier.sync.aligned id, threads`: waits until `threads` lanes (whole
+/// warps) have arrived at named barrier `id` (1 to 15; 0 is the
+/// workgroup's [`barrier`]). Orders LDS like [`barrier`] (the race model
+/// has one interval count for the workgroup, so it orders the lanes that
+/// are not at this barrier too: a limit of the model).
+pub fn named_barrier(id: u32, threads: u32) {
+    let w = current();
+    if !w.arch.has_wgmma() {
+        raise(format!("named barrier {id}: modelled for sm_90 only ({} has none here)", w.arch.name()))
+    }
+    let block = w.slots.len() as u32;
+    let wave = w.arch.wave();
+    if !(1..16).contains(&id) || threads == 0 || !threads.is_multiple_of(wave) || threads > block {
+        raise(format!(
+            "bar.sync {id}, {threads}: id must be 1 to 15 and the count a multiple of {wave} up to the workgroup's {block} threads"
+        ))
+    }
+    wait(Suspend::Named { id, threads })
 }
 
 /// `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
@@ -391,7 +445,10 @@ pub fn tma_load(dst: usize, mbar: usize, map: *const u8, coords: [i32; 5]) {
         Ok(c) => c,
         Err(e) => raise(e),
     };
-    if let Err(e) = lds_mut().mbars.add_copy(mbar, chunks) {
+    let lds = lds_mut();
+    let issued = lds.issue();
+    if let Err(e) = lds.mbars.add_copy(mbar, chunks, issued) {
         raise(e)
     }
+    progressed();
 }

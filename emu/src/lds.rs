@@ -25,6 +25,11 @@ pub(crate) struct Lds {
     start: u64,
     /// The workgroup's mbarriers.
     pub mbars: crate::tma::Mbars,
+    /// TMA copies issued on this worker so far.
+    issued: u32,
+    /// `issued` when each byte was last read: a copy landing on bytes read
+    /// after it was issued overwrote a stage in use.
+    r_issued: Vec<u32>,
 }
 
 /// The lane of tag `tag` if it is of epoch `e` and not lane `me`: another
@@ -36,7 +41,22 @@ fn other_lane(tag: u64, e: u64, me: u64) -> Option<u64> {
 
 impl Lds {
     pub fn new(bytes: usize) -> Self {
-        Lds { data: vec![crate::memory::POISON; bytes], w: vec![0; bytes], r: vec![0; bytes], epoch: 0, start: 0, mbars: Default::default() }
+        Lds {
+            data: vec![crate::memory::POISON; bytes],
+            w: vec![0; bytes],
+            r: vec![0; bytes],
+            epoch: 0,
+            start: 0,
+            mbars: Default::default(),
+            issued: 0,
+            r_issued: vec![0; bytes],
+        }
+    }
+
+    /// A TMA copy is issued: its number, which it lands with.
+    pub fn issue(&mut self) -> u32 {
+        self.issued = self.issued.wrapping_add(1);
+        self.issued
     }
 
     /// A new workgroup starts: everything reads as unwritten again.
@@ -69,6 +89,7 @@ impl Lds {
                 return Err(self.race(lane, "reads", off, n, b, "wrote", other));
             }
             let r = self.r[b];
+            self.r_issued[b] = self.issued;
             self.r[b] = if r >> 16 != e {
                 e << 16 | me
             } else if r & 0xFFFF != me {
@@ -100,15 +121,21 @@ impl Lds {
         Ok(())
     }
 
-    /// A TMA copy's 16 bytes landing at `off` (the asynchronous proxy): a
-    /// race with any lane's access to them in the same barrier interval.
-    pub fn store_async(&mut self, off: usize, v: &[u8; 16]) -> Result<(), String> {
+    /// A TMA copy's 16 bytes landing at `off` (the asynchronous proxy),
+    /// issued as copy number `issued` ([`Lds::issue`]): a race with any
+    /// lane's write to them in the same barrier interval, and with a read
+    /// made after the copy was issued (a stage read while being rewritten).
+    /// Reads before the issue are taken as ordered by the producer's wait
+    /// on the stage's empty mbarrier (or a barrier): the model does not
+    /// track which arrivals that wait stood for.
+    pub fn store_async(&mut self, off: usize, v: &[u8; 16], issued: u32) -> Result<(), String> {
         let (e, _) = self.access("TMA write", ASYNC as u32, off, 16, 16)?;
         for b in off..off + 16 {
-            for (tag, did) in [(self.w[b], "wrote"), (self.r[b], "read")] {
-                if let Some(other) = other_lane(tag, e, ASYNC).filter(|&o| o != ASYNC) {
+            let read_after = self.r_issued[b].wrapping_sub(issued) as i32 >= 0;
+            for (tag, did, applies) in [(self.w[b], "wrote", true), (self.r[b], "read", read_after)] {
+                if let Some(other) = other_lane(tag, e, ASYNC).filter(|&o| o != ASYNC && applies) {
                     return Err(format!(
-                        "LDS data race: a TMA copy lands on bytes {off}..{} while lane {} {did} byte {b} in the same barrier interval (after barrier #{}): a stage rewritten while in use",
+                        "LDS data race: a TMA copy lands on bytes {off}..{} while lane {} {did} byte {b} in the same barrier interval (after barrier #{}) after the copy was issued: a stage rewritten while in use",
                         off + 16,
                         if other == MANY { "(several)".to_string() } else { other.to_string() },
                         self.barriers()

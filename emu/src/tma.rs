@@ -14,10 +14,12 @@
 //! its expected arrivals have arrived and its transaction count is back to
 //! zero; `test_wait.parity(p)` succeeds once the phase of parity `p` has
 //! completed, i.e. while the current phase's parity differs from `p`.
-//! Limits of the model: a wait whose phase no arrival made so far and no
-//! copy in flight can complete is a violation (a producer that arrives
-//! later, from another warp, is not modelled), and arrivals come only
-//! with a transaction count (`arrive.expect_tx`).
+//! A wait whose phase has not completed suspends the lane
+//! ([`crate::lane::mbar_wait`]) until another lane's arrival or copy
+//! completes it: a producer warp and consumer warps (warp specialisation)
+//! run as on the GPU. A workgroup whose every live lane waits and in which
+//! nothing happened over a whole round of the scheduler is deadlocked (a
+//! violation naming the mbarrier, its arrivals and bytes).
 
 use convgrad_types::params::TmaMap;
 use std::collections::HashMap;
@@ -31,8 +33,8 @@ pub(crate) struct Mbar {
     tx: i64,
     /// Phases completed.
     completed: u32,
-    /// Copies in flight: (LDS offset, 16 bytes).
-    pending: Vec<(usize, [u8; 16])>,
+    /// Copies in flight: (LDS offset, 16 bytes, the copy's issue number).
+    pending: Vec<(usize, [u8; 16], u32)>,
     pending_bytes: i64,
 }
 
@@ -71,28 +73,45 @@ impl Mbars {
         Ok(())
     }
 
+    /// `mbarrier.arrive`: one arrival, no transaction count.
+    pub fn arrive(&mut self, off: usize) -> Result<(), String> {
+        self.arrive_expect_tx(off, 0)
+    }
+
+    /// The state of `off`'s mbarrier, for a deadlock report.
+    pub fn describe(&self, off: usize) -> String {
+        match self.by_off.get(&off) {
+            Some(m) => format!(
+                "mbarrier at LDS byte {off}: {} phases completed, {} of {} arrivals, {} bytes expected and not landed",
+                m.completed, m.arrived, m.count, m.tx - m.pending_bytes
+            ),
+            None => format!("LDS byte {off}: no mbarrier"),
+        }
+    }
+
     /// A copy whose bytes complete on the mbarrier at `off`.
-    pub fn add_copy(&mut self, off: usize, chunks: Vec<(usize, [u8; 16])>) -> Result<(), String> {
+    pub fn add_copy(&mut self, off: usize, chunks: Vec<(usize, [u8; 16])>, issued: u32) -> Result<(), String> {
         let m = self.get(off, "cp.async.bulk.tensor's complete_tx")?;
         m.pending_bytes += 16 * chunks.len() as i64;
-        m.pending.extend(chunks);
+        m.pending.extend(chunks.into_iter().map(|(at, v)| (at, v, issued)));
         Ok(())
     }
 
     /// Lands the copies in flight on `off`'s mbarrier (through `land`) and
-    /// says whether the phase of parity `parity` has completed.
+    /// says whether the phase of parity `parity` has completed (`false`:
+    /// not yet, the waiting lane suspends).
     pub fn wait(
         &mut self,
         off: usize,
         parity: u32,
-        mut land: impl FnMut(usize, &[u8; 16]) -> Result<(), String>,
-    ) -> Result<(), String> {
+        mut land: impl FnMut(usize, &[u8; 16], u32) -> Result<(), String>,
+    ) -> Result<bool, String> {
         let m = self.get(off, "mbarrier.try_wait.parity")?;
         if m.completed & 1 != parity & 1 {
-            return Ok(());
+            return Ok(true);
         }
-        for (at, bytes) in std::mem::take(&mut m.pending) {
-            land(at, &bytes)?;
+        for (at, bytes, issued) in std::mem::take(&mut m.pending) {
+            land(at, &bytes, issued)?;
         }
         m.tx -= std::mem::take(&mut m.pending_bytes);
         m.try_complete();
@@ -102,13 +121,7 @@ impl Mbars {
                 -m.tx
             ));
         }
-        if m.completed & 1 != parity & 1 {
-            return Ok(());
-        }
-        Err(format!(
-            "mbarrier at LDS byte {off}: waiting for the phase of parity {parity}, which cannot complete ({} of {} arrivals, {} bytes expected and not in flight): a deadlock on the GPU",
-            m.arrived, m.count, m.tx
-        ))
+        Ok(m.completed & 1 != parity & 1)
     }
 }
 
@@ -256,21 +269,25 @@ mod tests {
         let mut b = Mbars::default();
         b.init(0, 1).unwrap();
         // Parity 1 before any phase completed: passes at once (PTX semantics).
-        b.wait(0, 1, |_, _| Ok(())).unwrap();
+        assert!(b.wait(0, 1, |_, _, _| Ok(())).unwrap());
+        // Phase 0 without its arrival: not yet (the lane would suspend).
+        assert!(!b.wait(0, 0, |_, _, _| Ok(())).unwrap());
         b.arrive_expect_tx(0, 32).unwrap();
-        b.add_copy(0, vec![(0, [1; 16]), (16, [2; 16])]).unwrap();
+        b.add_copy(0, vec![(0, [1; 16]), (16, [2; 16])], 1).unwrap();
         let mut landed = Vec::new();
-        b.wait(0, 0, |at, _| {
+        let done = b.wait(0, 0, |at, _, _| {
             landed.push(at);
             Ok(())
-        })
-        .unwrap();
+        });
+        assert!(done.unwrap());
         assert_eq!(landed, [0, 16]);
-        // Phase 1 has no arrival yet: a deadlock.
-        assert!(b.wait(0, 1, |_, _| Ok(())).is_err());
+        // Phase 1 has no arrival yet: not complete; a plain arrival completes it.
+        assert!(!b.wait(0, 1, |_, _, _| Ok(())).unwrap());
+        b.arrive(0).unwrap();
+        assert!(b.wait(0, 1, |_, _, _| Ok(())).unwrap());
         // Too few bytes expected.
         b.arrive_expect_tx(0, 16).unwrap();
-        b.add_copy(0, vec![(0, [1; 16]), (16, [2; 16])]).unwrap();
-        assert!(b.wait(0, 1, |_, _| Ok(())).is_err());
+        b.add_copy(0, vec![(0, [1; 16]), (16, [2; 16])], 1).unwrap();
+        assert!(b.wait(0, 0, |_, _, _| Ok(())).is_err());
     }
 }

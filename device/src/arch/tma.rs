@@ -18,6 +18,8 @@ mod imp {
         fn convgrad_mbar_init_fence();
         fn convgrad_mbar_expect_tx(bar: u32, bytes: u32);
         fn convgrad_mbar_wait(bar: u32, parity: u32);
+        fn convgrad_mbar_arrive(bar: u32);
+        fn convgrad_bar_sync(id: u32, threads: u32);
         fn convgrad_tma_load_3d(dst: u32, bar: u32, map: *const MapSlot, c0: i32, c1: i32, c2: i32);
     }
     #[inline(always)]
@@ -39,6 +41,14 @@ mod imp {
     #[inline(always)]
     pub unsafe fn mbar_wait(off: usize, parity: u32) {
         unsafe { convgrad_mbar_wait(smem(off), parity) }
+    }
+    #[inline(always)]
+    pub unsafe fn mbar_arrive(off: usize) {
+        unsafe { convgrad_mbar_arrive(smem(off)) }
+    }
+    #[inline(always)]
+    pub fn named_barrier(id: u32, threads: u32) {
+        unsafe { convgrad_bar_sync(id, threads) }
     }
     #[inline(always)]
     pub unsafe fn load(dst: usize, bar: usize, map: *const MapSlot, c: [i32; 3]) {
@@ -65,6 +75,14 @@ mod imp {
         lane::mbar_wait(off, parity)
     }
     #[inline(always)]
+    pub unsafe fn mbar_arrive(off: usize) {
+        lane::mbar_arrive(off)
+    }
+    #[inline(always)]
+    pub fn named_barrier(id: u32, threads: u32) {
+        lane::named_barrier(id, threads)
+    }
+    #[inline(always)]
     pub unsafe fn load(dst: usize, bar: usize, map: *const MapSlot, c: [i32; 3]) {
         lane::tma_load(dst, bar, map as *const u8, [c[0], c[1], c[2], 0, 0])
     }
@@ -84,6 +102,12 @@ mod imp {
         trap()
     }
     pub unsafe fn mbar_wait(_off: usize, _parity: u32) {
+        trap()
+    }
+    pub unsafe fn mbar_arrive(_off: usize) {
+        trap()
+    }
+    pub fn named_barrier(_id: u32, _threads: u32) {
         trap()
     }
     pub unsafe fn load(_dst: usize, _bar: usize, _map: *const MapSlot, _c: [i32; 3]) {
@@ -127,6 +151,25 @@ pub unsafe fn mbar_expect_tx(off: usize, bytes: u32) {
 #[inline(always)]
 pub unsafe fn mbar_wait(off: usize, parity: u32) {
     unsafe { imp::mbar_wait(off, parity) }
+}
+
+/// Arrives on the mbarrier at `off` without a transaction count (a consumer
+/// releasing a stage to the producer warp).
+///
+/// # Safety
+/// As [`mbar_expect_tx`].
+#[inline(always)]
+pub unsafe fn mbar_arrive(off: usize) {
+    unsafe { imp::mbar_arrive(off) }
+}
+
+/// `barrier.sync id, threads`: waits for `threads` threads (whole warps) at
+/// named barrier `id` (1 to 15), so the consumer warpgroups of a
+/// warp-specialised loop sync without the producer warp (the workgroup's
+/// [`crate::arch::barrier`] is barrier 0, all threads).
+#[inline(always)]
+pub fn named_barrier(id: u32, threads: u32) {
+    imp::named_barrier(id, threads)
 }
 
 /// Copies the box at coordinates `c` of the tensor map in `map` to LDS byte

@@ -40,6 +40,10 @@ pub fn wgmma_shim() -> String {
          call void asm sideeffect \"mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;\", \"r,r,~{memory}\"(i32 %b, i32 %n)\n  ret void\n}\n\
          define linkonce_odr hidden void @convgrad_mbar_wait(i32 %b, i32 %p) #0 {\n  \
          call void asm sideeffect \"{\\0A.reg .pred p;\\0AWAIT:\\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\\0A@!p bra WAIT;\\0A}\", \"r,r,~{memory}\"(i32 %b, i32 %p)\n  ret void\n}\n\
+         define linkonce_odr hidden void @convgrad_mbar_arrive(i32 %b) #0 {\n  \
+         call void asm sideeffect \"mbarrier.arrive.shared::cta.b64 _, [$0];\", \"r,~{memory}\"(i32 %b)\n  ret void\n}\n\
+         define linkonce_odr hidden void @convgrad_bar_sync(i32 %i, i32 %n) #0 {\n  \
+         call void asm sideeffect \"barrier.sync.aligned $0, $1;\", \"r,r,~{memory}\"(i32 %i, i32 %n)\n  ret void\n}\n\
          define linkonce_odr hidden void @convgrad_tma_load_3d(i32 %d, i32 %b, ptr %m, i32 %x, i32 %y, i32 %z) #0 {\n  \
          call void asm sideeffect \"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$2, {$3, $4, $5}], [$1];\", \"r,r,l,r,r,r,~{memory}\"(i32 %d, i32 %b, ptr %m, i32 %x, i32 %y, i32 %z)\n  ret void\n}\n\
          declare void @llvm.nvvm.wgmma.fence.sync.aligned()\n\
