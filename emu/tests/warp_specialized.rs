@@ -96,19 +96,14 @@ unsafe fn ring(args: *const u8) {
     unsafe { arch::st(out, tid, acc + other) };
 }
 
-/// Runs `ring` over `steps` steps of fresh values with `producer`: the
-/// expected and the downloaded outputs, or the violation's text.
-fn run(steps: usize, producer: Producer, seed: u64) -> Result<(Vec<f32>, Vec<f32>), String> {
-    let emu = emu(EmuArch::Sm90);
-    let mut rng = Rng(seed);
-    // Small integers: every sum is exact in f32, in any order.
-    let src: Vec<f32> = (0..32 * steps).map(|_| (rng.next() % 17) as f32 - 8.0).collect();
-    let src_at = upload(&emu, "src", &src);
+/// A 1-D map over `elems` f32 at `base` in boxes of 32 (one stage), as a
+/// filled argument-block slot uploaded to the emulator: its address.
+fn map_1d(emu: &convgrad_emu::Emulator, base: u64, elems: usize) -> u64 {
     let map = TmaMap {
         magic: TmaMap::MAGIC,
         rank: 1,
-        base: src_at,
-        dims: [(32 * steps) as u32, 1, 1, 1, 1],
+        base,
+        dims: [elems as u32, 1, 1, 1, 1],
         elem_bytes: 4,
         strides: [0; 4],
         boxes: [32, 1, 1, 1, 1],
@@ -117,7 +112,17 @@ fn run(steps: usize, producer: Producer, seed: u64) -> Result<(Vec<f32>, Vec<f32
     let mut slot = [0u64; 16];
     // SAFETY: a plain-data map into the 128-byte slot (it fits: asserted in convgrad_types).
     unsafe { std::ptr::copy_nonoverlapping((&raw const map).cast::<u8>(), slot.as_mut_ptr().cast::<u8>(), size_of::<TmaMap>()) };
-    let map_at = upload(&emu, "map", &slot);
+    upload(emu, "map", &slot)
+}
+
+/// Runs `ring` over `steps` steps of fresh values with `producer`: the
+/// expected and the downloaded outputs, or the violation's text.
+fn run(steps: usize, producer: Producer, seed: u64) -> Result<(Vec<f32>, Vec<f32>), String> {
+    let emu = emu(EmuArch::Sm90);
+    let mut rng = Rng(seed);
+    // Small integers: every sum is exact in f32, in any order.
+    let src: Vec<f32> = (0..32 * steps).map(|_| (rng.next() % 17) as f32 - 8.0).collect();
+    let map_at = map_1d(&emu, upload(&emu, "src", &src), src.len());
     let out = alloc::<f32>(&emu, "out", 64);
     let mode = match producer {
         Producer::Ok => 0,
@@ -206,21 +211,7 @@ fn a_read_of_a_stage_after_its_copy_was_issued_is_a_race() {
         }
     }
     let emu = emu(EmuArch::Sm90);
-    let src = upload(&emu, "src", &[2f32; 32]);
-    let map = TmaMap {
-        magic: TmaMap::MAGIC,
-        rank: 1,
-        base: src,
-        dims: [32, 1, 1, 1, 1],
-        elem_bytes: 4,
-        strides: [0; 4],
-        boxes: [32, 1, 1, 1, 1],
-        swizzle: 0,
-    };
-    let mut slot = [0u64; 16];
-    // SAFETY: as in `run`.
-    unsafe { std::ptr::copy_nonoverlapping((&raw const map).cast::<u8>(), slot.as_mut_ptr().cast::<u8>(), size_of::<TmaMap>()) };
-    let a = args(&emu, &[upload(&emu, "map", &slot)]);
+    let a = args(&emu, &[map_1d(&emu, upload(&emu, "src", &[2f32; 32]), 32)]);
     let v = violation(launch(&emu, "late_read", k, [1, 1, 1], 32, LDS, a));
     assert_what(&v, &["LDS data race: a TMA copy lands on bytes 0..16", "lane 0 read byte 0", "after the copy was issued"]);
 }
