@@ -501,14 +501,18 @@ impl Sched<'_> {
         // SAFETY: no lane is running.
         let lds = unsafe { &mut *self.w.lds.get() };
         let reader = lanes.start as u32;
+        let mut offs = Vec::with_capacity(256 + 16 * n);
         let read = wgmma::gather(op, warp, (&da, &db), &mut self.a[..256], &mut self.b[..16 * n], |off| {
             let mut v = 0u16;
+            offs.push(off as u32);
             lds.load(reader, off, (&raw mut v).cast(), 2, 2).map(|()| v)
         });
+        let wv = lanes.start / self.wave;
         if let Err(what) = read {
-            let wv = lanes.start / self.wave;
             return Err(self.violation(lanes.start, format!("warp {wv} (warpgroup warp {warp}): {what}")));
         }
+        // The operands stay in use until the warp's wgmma.wait_group.
+        lds.wgmma_hold(wv as u32, &offs);
         for (i, lane) in lanes.clone().enumerate() {
             let Some(Call::Wgmma(call)) = self.w.slots[lane].call.get() else { unreachable!() };
             // SAFETY: `lane::wgmma` checked the length; the lane is suspended inside it.

@@ -242,8 +242,8 @@ pub fn mma(op: MatrixOp, a: &[u16], b: &[u16], c: &[f32], d: &mut [f32]) {
 /// of the warp's first lane. Numerics as mma.sync: exact products, f32 sum
 /// `C + p_0 + ... + p_15` in that order.
 ///
-/// Violations: an arch without wgmma (only sm_90 has it), a workgroup that is not
-/// whole warpgroups (a multiple of 128 threads), a bad N, `c`/`d` not `n/2` long,
+/// Violations: an arch without wgmma (only sm_90 has it), a lane whose warpgroup
+/// the workgroup does not fill (128 threads), a bad N, `c`/`d` not `n/2` long,
 /// a swizzled or otherwise unsupported descriptor, lanes of one warp passing
 /// different ops or descriptors, a warp mixing it with [`mma`], a lane of the warp
 /// that never gets there, an LDS read out of bounds or of unwritten bytes.
@@ -252,10 +252,14 @@ pub fn wgmma(op: WgmmaOp, desc_a: u64, desc_b: u64, c: &[f32], d: &mut [f32]) {
     if !w.arch.has_wgmma() {
         raise(format!("{} is not an instruction of {} (wgmma needs sm_90)", op.mnemonic(), w.arch.name()))
     }
-    if !w.slots.len().is_multiple_of(128) {
+    // A warp-specialised workgroup may hold a partial warpgroup (a producer
+    // warp) that never issues wgmma: the issuing lane's warpgroup must be whole.
+    let group_end = (w.cur.get() as usize / 128 + 1) * 128;
+    if group_end > w.slots.len() {
         raise(format!(
-            "{}: the workgroup has {} threads; wgmma needs whole warpgroups (a multiple of 128 threads)",
+            "{}: lane {} is in a warpgroup the workgroup's {} threads do not fill; wgmma needs whole warpgroups (128 threads)",
             op.mnemonic(),
+            w.cur.get(),
             w.slots.len()
         ))
     }
@@ -288,17 +292,28 @@ pub fn wgmma_fence() {
     let _ = current();
 }
 
-/// `wgmma.commit_group.sync.aligned`: a no-op here (see [`wgmma_wait`]).
+/// `wgmma.commit_group.sync.aligned`: the warp's wgmmas since its last commit
+/// form a group, whose LDS operands stay held until [`wgmma_wait`] retires
+/// it (acted on by the warp's first lane; every lane calls it).
 pub fn wgmma_commit() {
-    let _ = current();
+    let w = current();
+    let lane = w.cur.get();
+    if lane % 32 == 0 {
+        lds_mut().wgmma_commit(lane / 32);
+    }
 }
 
-/// `wgmma.wait_group.sync.aligned pending`: a no-op here. The emulator executes
-/// each wgmma at issue time, so a kernel that overwrites the operands' LDS or
-/// reads the accumulators before waiting for its group is not caught here; the
-/// GPU runs catch it.
+/// `wgmma.wait_group.sync.aligned pending`: retires all but the `pending`
+/// newest groups of the warp. The emulator executes each wgmma at issue time
+/// but keeps its LDS operands held until here: a lane store or a TMA copy
+/// writing them before is a race. Reading the accumulators before the wait
+/// is not caught here (the GPU runs catch it).
 pub fn wgmma_wait(pending: u32) {
-    let _ = (current(), pending);
+    let w = current();
+    let lane = w.cur.get();
+    if lane % 32 == 0 {
+        lds_mut().wgmma_wait(lane / 32, pending);
+    }
 }
 
 /// Aborts the kernel with a violation naming this lane.

@@ -30,6 +30,22 @@ pub(crate) struct Lds {
     /// `issued` when each byte was last read: a copy landing on bytes read
     /// after it was issued overwrote a stage in use.
     r_issued: Vec<u32>,
+    /// `wgmma` operand reads not yet retired ([`Lds::wgmma_hold`]).
+    held: HeldReads,
+}
+
+/// LDS bytes `wgmma`s read that their warps have not yet retired with
+/// `wgmma.wait_group`. The emulator executes a `wgmma` when it is issued,
+/// but on the GPU it reads its operands any time until the wait: writing
+/// such a byte (a lane's store or a TMA copy) before the wait is a race.
+#[derive(Default)]
+struct HeldReads {
+    /// Per byte, the pending reads holding it.
+    count: Vec<u16>,
+    /// Per warp: element offsets (2 bytes each) of its uncommitted `wgmma`s.
+    open: std::collections::HashMap<u32, Vec<u32>>,
+    /// Per warp: its committed groups, oldest first.
+    groups: std::collections::HashMap<u32, std::collections::VecDeque<Vec<u32>>>,
 }
 
 /// The lane of tag `tag` if it is of epoch `e` and not lane `me`: another
@@ -50,7 +66,63 @@ impl Lds {
             mbars: Default::default(),
             issued: 0,
             r_issued: vec![0; bytes],
+            held: HeldReads { count: vec![0; bytes], ..Default::default() },
         }
+    }
+
+    /// Warp `warp`'s `wgmma` read the 2-byte elements at `offs` (already
+    /// checked by [`Lds::load`]): they stay held until the warp retires the
+    /// group they are committed in.
+    pub fn wgmma_hold(&mut self, warp: u32, offs: &[u32]) {
+        for &o in offs {
+            self.held.count[o as usize] += 1;
+            self.held.count[o as usize + 1] += 1;
+        }
+        self.held.open.entry(warp).or_default().extend_from_slice(offs);
+    }
+
+    /// `wgmma.commit_group` of warp `warp`: its open reads become a group.
+    pub fn wgmma_commit(&mut self, warp: u32) {
+        let open = self.held.open.remove(&warp).unwrap_or_default();
+        self.held.groups.entry(warp).or_default().push_back(open);
+    }
+
+    /// `wgmma.wait_group pending` of warp `warp`: all but its `pending`
+    /// newest groups are done reading, which counts as a read now (for the
+    /// TMA copies issued before: [`Lds::store_async`]).
+    pub fn wgmma_wait(&mut self, warp: u32, pending: u32) {
+        let Some(groups) = self.held.groups.get_mut(&warp) else { return };
+        while groups.len() > pending as usize {
+            let Some(g) = groups.pop_front() else { break };
+            for o in g {
+                for b in [o as usize, o as usize + 1] {
+                    self.held.count[b] -= 1;
+                    self.r_issued[b] = self.issued;
+                }
+            }
+        }
+    }
+
+    /// An error if a `wgmma` still reads byte `b` (the writer `who`).
+    fn check_held(&self, who: &str, off: usize, n: usize, b: usize) -> Result<(), String> {
+        if self.held.count[b] == 0 {
+            return Ok(());
+        }
+        let mut warps: Vec<u32> = self
+            .held
+            .groups
+            .iter()
+            .filter(|(_, gs)| gs.iter().any(|g| g.iter().any(|&o| (o as usize..o as usize + 2).contains(&b))))
+            .map(|(&w, _)| w)
+            .chain(self.held.open.iter().filter(|(_, g)| g.iter().any(|&o| (o as usize..o as usize + 2).contains(&b))).map(|(&w, _)| w))
+            .collect();
+        warps.sort_unstable();
+        let warps: Vec<String> = warps.iter().map(u32::to_string).collect();
+        Err(format!(
+            "LDS data race: {who} writes bytes {off}..{} while a wgmma of warp {} still reads byte {b} (its group not yet retired by wgmma.wait_group)",
+            off + n,
+            warps.join(", ")
+        ))
     }
 
     /// A TMA copy is issued: its number, which it lands with.
@@ -64,6 +136,12 @@ impl Lds {
         self.epoch += 1;
         self.start = self.epoch;
         self.mbars.clear();
+        // Reads of the last workgroup's wgmmas never waited for end with it.
+        let (open, groups) = (std::mem::take(&mut self.held.open), std::mem::take(&mut self.held.groups));
+        for o in open.into_values().chain(groups.into_values().flatten()).flatten() {
+            self.held.count[o as usize] = 0;
+            self.held.count[o as usize + 1] = 0;
+        }
     }
 
     /// A barrier released the workgroup: a new interval.
@@ -108,6 +186,7 @@ impl Lds {
     pub fn store(&mut self, lane: u32, off: usize, v: *const u8, n: usize, align: usize) -> Result<(), String> {
         let (e, me) = self.access("write", lane, off, n, align)?;
         for b in off..off + n {
+            self.check_held(&format!("lane {lane}"), off, n, b)?;
             if let Some(other) = other_lane(self.w[b], e, me) {
                 return Err(self.race(lane, "writes", off, n, b, "wrote", other));
             }
@@ -131,6 +210,7 @@ impl Lds {
     pub fn store_async(&mut self, off: usize, v: &[u8; 16], issued: u32) -> Result<(), String> {
         let (e, _) = self.access("TMA write", ASYNC as u32, off, 16, 16)?;
         for b in off..off + 16 {
+            self.check_held("a TMA copy", off, 16, b)?;
             let read_after = self.r_issued[b].wrapping_sub(issued) as i32 >= 0;
             for (tag, did, applies) in [(self.w[b], "wrote", true), (self.r[b], "read", read_after)] {
                 if let Some(other) = other_lane(tag, e, ASYNC).filter(|&o| o != ASYNC && applies) {

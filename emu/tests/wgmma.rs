@@ -163,7 +163,7 @@ fn base_offset_arch_shape_and_bounds_violations() {
     let v = run_plain(EmuArch::Sm80, 128, 0, desc(0, 128, 256));
     assert_what(&v, &["wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16", "is not an instruction of sm_80"]);
     let v = run_plain(EmuArch::Sm90, 64, 0, desc(0, 128, 256));
-    assert_what(&v, &["64 threads", "multiple of 128 threads"]);
+    assert_what(&v, &["64 threads do not fill", "whole warpgroups"]);
     // Warp 2 reads rows 32..47 of A: m-block 4 at 4*256 + ... lies past 1024 bytes.
     let v = run_plain(EmuArch::Sm90, 128, 1024, desc(0, 128, 256));
     assert_eq!(v.lane, 64);
@@ -233,4 +233,51 @@ fn operand_and_wave_violations() {
         &go("partial", partial),
         &["issued wgmma.mma_async", "lane 3 of the same wave has returned from the kernel"],
     );
+}
+
+/// A wgmma's LDS operands stay in use until its warp's `wgmma.wait_group`
+/// retires the group: a store to them before is a race even though the
+/// emulator executed the wgmma when it was issued. Args: LDS bytes, flags
+/// (1: wait for the group before the store, 2: a second group committed
+/// after, waited down to 1 pending: the first group retired).
+unsafe fn overwrite_operand(args: *const u8) {
+    let (lds, flags) = (word(args, 0) as usize, word(args, 1));
+    for i in (2 * lane::thread_id() as usize..lds).step_by(2 * 128) {
+        lane::lds_store(i, 0u16);
+    }
+    lane::barrier();
+    let d = desc(0, 128, 256);
+    let mut acc = [0f32; 4];
+    lane::wgmma_fence();
+    lane::wgmma(OP, d, d, &[0.0; 4], &mut acc);
+    lane::wgmma_commit();
+    if flags & 2 != 0 {
+        // The second group reads bytes 2048.. only (A and B at 2048).
+        let d2 = desc(2048, 128, 256);
+        lane::wgmma(OP, d2, d2, &[0.0; 4], &mut acc);
+        lane::wgmma_commit();
+        lane::wgmma_wait(1);
+    } else if flags & 1 != 0 {
+        lane::wgmma_wait(0);
+    }
+    lane::barrier();
+    if lane::thread_id() == 0 {
+        // Row 0 of A (read by warp 0's wgmma).
+        lane::lds_store(0, 1u16);
+    }
+    lane::wgmma_wait(0);
+}
+
+#[test]
+fn operands_are_held_until_wait_group() {
+    let emu = emu(EmuArch::Sm90);
+    let run = |flags: u64| {
+        let a = args(&emu, &[4096, flags]);
+        launch(&emu, "overwrite_operand", overwrite_operand, [1, 1, 1], 128, 4096, a)
+    };
+    let v = violation(run(0));
+    assert_eq!(v.lane, 0);
+    assert_what(&v, &["LDS data race: lane 0 writes bytes 0..2", "wgmma of warp 0", "wgmma.wait_group"]);
+    run(1).expect("the store after wgmma.wait_group 0 is ordered");
+    run(2).expect("wgmma.wait_group 1 retired the first group");
 }

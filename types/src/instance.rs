@@ -365,8 +365,8 @@ impl Instance {
         match self.atom {
             // The FMA atom is one thread: its "waves" are single threads.
             AtomKind::Fma => self.tile.waves_m * self.tile.waves_n,
-            // Its "waves" are warpgroups.
-            a if a.warpgroup() => self.tile.waves_m * self.tile.waves_n * 128,
+            // Its "waves" are warpgroups; a TMA tile has a producer warp too.
+            a if a.warpgroup() => self.tile.waves_m * self.tile.waves_n * 128 + if matches!(self.op, Op::BwdDataTma) { 32 } else { 0 },
             _ => self.tile.threads(family.wave()),
         }
     }
@@ -432,11 +432,11 @@ impl Instance {
                 let tile = self.tile.epilogue_bytes(self.atom) + 8 * self.tile.bm;
                 if main > tile { main } else { tile }
             }
-            // The stages (or the result tile and its row table), then one
-            // 8-byte mbarrier per stage.
+            // The stages (or the result tile and its row table), then two
+            // 8-byte mbarriers per stage (full, empty).
             Op::BwdDataTma => {
                 let elem = self.types.act().bytes() as u32;
-                self.tile.tma_mbar_offset(self.atom, elem) + 8 * self.tile.stages(self.atom)
+                self.tile.tma_mbar_offset(self.atom, elem) + 16 * self.tile.stages(self.atom)
             }
             _ => {
                 // Main loop (double-buffered A and B slabs) or the f32 result

@@ -189,7 +189,7 @@ pub unsafe fn store_tile<Tl: Tile, const FR: usize, const FC: usize>(
     acc: &Acc<Tl::At, FR, FC>,
     mut f: impl FnMut(usize, usize, [f32; RUN]),
 ) {
-    unsafe { store_tile_rows::<Tl, FR, FC, false>(acc, |_| 0, |m, n0, _, v| f(m, n0, v)) }
+    unsafe { store_tile_rows::<Tl, FR, FC, false, false>(acc, |_| 0, |m, n0, _, v| f(m, n0, v)) }
 }
 
 /// [`store_tile`] with a row context: `f(m, n0, row(m), values)`. With
@@ -199,11 +199,16 @@ pub unsafe fn store_tile<Tl: Tile, const FR: usize, const FC: usize>(
 /// was most of the epilogue's instructions: 16 runs share a row of a
 /// 128-wide tile).
 ///
+/// With `PRODUCER` (a warp-specialised main loop whose producer warp has
+/// left, [`crate::gemm::tma::run`]), the tile's threads sync on a named
+/// barrier of their own.
+///
 /// # Safety
-/// As [`store_tile`]; with `TABLE`, `TileConfig::epilogue_bytes + 8 * BM` of LDS.
+/// As [`store_tile`] (with `PRODUCER`: every thread of the tile); with
+/// `TABLE`, `TileConfig::epilogue_bytes + 8 * BM` of LDS.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn store_tile_rows<Tl: Tile, const FR: usize, const FC: usize, const TABLE: bool>(
+pub unsafe fn store_tile_rows<Tl: Tile, const FR: usize, const FC: usize, const TABLE: bool, const PRODUCER: bool>(
     acc: &Acc<Tl::At, FR, FC>,
     row: impl Fn(usize) -> u64,
     mut f: impl FnMut(usize, usize, u64, [f32; RUN]),
@@ -252,7 +257,7 @@ pub unsafe fn store_tile_rows<Tl: Tile, const FR: usize, const FC: usize, const 
             m += threads;
         }
     }
-    arch::barrier();
+    crate::gemm::tma::consumer_sync::<Tl>(PRODUCER);
     let per_row = Tl::BN / RUN;
     let mut idx = tid;
     while idx < Tl::BM * per_row {

@@ -9,10 +9,10 @@
 //! including the zeros past the tensor's edges, and writes the 128-byte
 //! swizzle `wgmma` reads ([`CoreTile`]).
 //!
-//! Per step `s`: wait for stage `s`'s mbarrier phase, issue its `BK / 16`
-//! instructions, wait for step `s - 1`'s, barrier (every warpgroup is done
-//! with step `s - 1`'s stage), and thread 0 refills that stage with step
-//! `s - 1 + STAGES`. Copies run `STAGES - 1` steps ahead.
+//! A producer warp beside the tile's warpgroups issues the copies; the
+//! warpgroups wait on a stage's `full` mbarrier, issue its `BK / 16`
+//! instructions and release the stage of the step before on its `empty`
+//! mbarrier ([`run`]).
 
 use super::warp::Acc;
 use super::warpgroup::slab;
@@ -62,55 +62,76 @@ impl TmaOperand {
     }
 }
 
-/// Runs the main loop for `r` and returns this thread's accumulators.
+/// Runs the main loop for `r` and returns this thread's accumulators; the
+/// producer warp (threads `Tl::THREADS..`, see below) gets `None` and
+/// must leave: the epilogue syncs the consumers only ([`consumer_sync`]).
+///
+/// Warp-specialised: the tile's warpgroups only consume, one extra warp
+/// produces. Per stage two mbarriers: `full` (count 1: the producer's
+/// `expect_tx`, completed when the copies land) and `empty` (one arrival
+/// per consumer warp once its `wgmma` reading the stage are done). The
+/// producer waits on `empty` before refilling a stage, so the consumers
+/// never wait for each other: the CTA barrier per step of the earlier
+/// loop held every warpgroup to the slowest (tuning log 2026-11-28e).
 ///
 /// # Safety
-/// All threads of the workgroup must call it; the launch provides
-/// `Instance::lds_bytes` of LDS; the maps describe the operands with the
-/// boxes of [`TmaOperand::box_rows`] x `BK`.
+/// All threads of the workgroup (`Tl::THREADS + 32`) must call it; the
+/// launch provides `Instance::lds_bytes` of LDS; the maps describe the
+/// operands with the boxes of [`TmaOperand::box_rows`] x `BK`.
 #[inline(always)]
 pub unsafe fn run<Tl: Tile, const FR: usize, const FC: usize>(
     a: &TmaOperand,
     b: &TmaOperand,
     r: BlockRange,
-) -> Acc<Tl::At, FR, FC> {
+) -> Option<Acc<Tl::At, FR, FC>> {
     // Only warpgroup tiles with 128-byte K lines have TMA instances; the
     // slice GEMM kernel instantiates this for every tile (a constant test).
     if !(Tl::At::FROM_LDS && FR == 1 && FC == 1 && Tl::BK * <Tl::In as Elem>::BYTES == 128) {
         arch::trap()
     }
     let (stages, stage, b_off) = (Tl::STAGES, Tl::STAGE_BYTES, Tl::B_OFFSET);
-    let bars = Tl::CONFIG.tma_mbar_offset(Tl::At::KIND, <Tl::In as Elem>::BYTES as u32) as usize;
+    let full = Tl::CONFIG.tma_mbar_offset(Tl::At::KIND, <Tl::In as Elem>::BYTES as u32) as usize;
+    let empty = full + 8 * stages;
+    let consumer_warps = (Tl::THREADS / 32) as u32;
     let tid = arch::thread_id() as usize;
-    let Place { wm, wn, .. } = Place::of::<Tl>(tid);
     if tid == 0 {
         let mut s = 0;
         while s < stages {
-            unsafe { tma::mbar_init(bars + 8 * s, 1) };
+            unsafe { tma::mbar_init(full + 8 * s, 1) };
+            unsafe { tma::mbar_init(empty + 8 * s, consumer_warps) };
             s += 1;
         }
         tma::mbar_init_fence();
     }
     arch::barrier();
     let steps = r.k_end.saturating_sub(r.k_begin).div_ceil(Tl::BK as u32);
-    // Thread 0: step `step`'s slabs into stage `s`.
-    let issue = |step: u32, s: usize| unsafe {
-        tma::mbar_expect_tx(bars + 8 * s, stage as u32);
-        let k = r.k_begin + step * Tl::BK as u32;
-        a.load::<Tl::SlabA, Tl::In>(s * stage, bars + 8 * s, r.m0, k);
-        b.load::<Tl::SlabB, Tl::In>(s * stage + b_off, bars + 8 * s, r.n0, k);
-    };
-    if tid == 0 {
-        let mut s = 0;
-        while s < stages && (s as u32) < steps {
-            issue(s as u32, s);
-            s += 1;
+    if tid >= Tl::THREADS {
+        // The producer: one thread issues every step's slabs, a stage at a
+        // time once its previous round's readers have released it.
+        if tid == Tl::THREADS {
+            let (mut s, mut round) = (0usize, 0u32);
+            for step in 0..steps {
+                if round > 0 {
+                    unsafe { tma::mbar_wait(empty + 8 * s, (round - 1) & 1) };
+                }
+                unsafe { tma::mbar_expect_tx(full + 8 * s, stage as u32) };
+                let k = r.k_begin + step * Tl::BK as u32;
+                unsafe { a.load::<Tl::SlabA, Tl::In>(s * stage, full + 8 * s, r.m0, k) };
+                unsafe { b.load::<Tl::SlabB, Tl::In>(s * stage + b_off, full + 8 * s, r.n0, k) };
+                s += 1;
+                if s == stages {
+                    s = 0;
+                    round += 1;
+                }
+            }
         }
+        return None;
     }
+    let Place { wm, wn, .. } = Place::of::<Tl>(tid);
     let mut acc: Acc<Tl::At, FR, FC> = [[Default::default(); FC]; FR];
     let (mut rd, mut phase) = (0usize, 0u32);
     for step in 0..steps {
-        unsafe { tma::mbar_wait(bars + 8 * rd, phase) };
+        unsafe { tma::mbar_wait(full + 8 * rd, phase) };
         let ta = slab::<Tl>(rd * stage, a.mn_major).offset(wm * Tl::TM, 0);
         let tb = slab::<Tl>(rd * stage + b_off, b.mn_major).offset(wn * Tl::TN, 0);
         arch::wgmma_fence();
@@ -120,13 +141,11 @@ pub unsafe fn run<Tl: Tile, const FR: usize, const FC: usize>(
             ks += Tl::At::K;
         }
         arch::wgmma_commit();
-        // Step - 1's instructions are done in this warpgroup; after the
-        // barrier in every warpgroup, and its stage can be refilled.
+        // Step - 1's instructions are done in this warp: release its stage.
         arch::wgmma_wait(1);
-        arch::barrier();
-        let prev = if rd == 0 { stages - 1 } else { rd - 1 };
-        if tid == 0 && step >= 1 && step - 1 + (stages as u32) < steps {
-            issue(step - 1 + stages as u32, prev);
+        if step >= 1 && tid % 32 == 0 {
+            let prev = if rd == 0 { stages - 1 } else { rd - 1 };
+            unsafe { tma::mbar_arrive(empty + 8 * prev) };
         }
         rd += 1;
         if rd == stages {
@@ -135,7 +154,16 @@ pub unsafe fn run<Tl: Tile, const FR: usize, const FC: usize>(
         }
     }
     arch::wgmma_wait(0);
-    // The epilogue reuses the stages (every copy issued has landed: each was waited for).
-    arch::barrier();
-    acc
+    // The epilogue reuses the stages: every copy issued has landed (each
+    // was waited for) and, after this, every consumer is done reading.
+    consumer_sync::<Tl>(true);
+    Some(acc)
+}
+
+/// The workgroup barrier of a tile's threads: with a producer warp beside
+/// them (`producer`), named barrier 1 for `Tl::THREADS` threads (the
+/// producer has left); else barrier 0.
+#[inline(always)]
+pub fn consumer_sync<Tl: Tile>(producer: bool) {
+    if producer { tma::named_barrier(1, Tl::THREADS as u32) } else { arch::barrier() }
 }

@@ -219,7 +219,10 @@ pub(crate) unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, 
     };
     let r = BlockRange { m0: tm * Tl::BM as u32, n0: tn * Tl::BN as u32, k_begin: 0, k_end: slice.gemm_k };
     let acc = if TMA {
-        unsafe { super::tma::mainloop::<Tl, FR, FC>(a, g, r) }
+        match unsafe { super::tma::mainloop::<Tl, FR, FC>(a, g, r) } {
+            Some(acc) => acc,
+            None => return,
+        }
     } else {
         unsafe { gemm::mainloop::<Tl, _, _, FR, FC>(&dy, &w, r) }
     };
@@ -260,9 +263,9 @@ pub(crate) unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, 
     let table = const { Tl::CONFIG.row_table_fits(Tl::At::KIND, <Tl::In as Elem>::BYTES as u32) };
     unsafe {
         if table {
-            epilogue::store_tile_rows::<Tl, FR, FC, true>(&acc, row, store)
+            epilogue::store_tile_rows::<Tl, FR, FC, true, TMA>(&acc, row, store)
         } else {
-            epilogue::store_tile_rows::<Tl, FR, FC, false>(&acc, row, store)
+            epilogue::store_tile_rows::<Tl, FR, FC, false, TMA>(&acc, row, store)
         }
     }
 }

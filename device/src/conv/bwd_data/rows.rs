@@ -225,5 +225,5 @@ unsafe fn store<Tl: Tile, Out: Elem>(a: &ConvArgs, g: u32, c0: u32, at: Place, a
         let o = o as usize + c as usize * xs[2] as usize;
         unsafe { store_run_at::<Out, 2>(a, a.x, xs, o, idx, a.c - c, v, &mut bias) }
     };
-    unsafe { epilogue::store_tile_rows::<Tl, 1, 1, true>(acc, row, store) }
+    unsafe { epilogue::store_tile_rows::<Tl, 1, 1, true, false>(acc, row, store) }
 }

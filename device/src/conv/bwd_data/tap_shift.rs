@@ -193,5 +193,5 @@ unsafe fn epilogue<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(
         let o = at as usize + gl as usize * xs[0] as usize + c0 as usize * xs[2] as usize;
         unsafe { store_run_at::<Out, 2>(a, a.x, xs, o, idx, a.c - c0, v, &mut bias) }
     };
-    unsafe { epilogue::store_tile_rows::<Tl, FR, FC, true>(acc, row, store) }
+    unsafe { epilogue::store_tile_rows::<Tl, FR, FC, true, false>(acc, row, store) }
 }

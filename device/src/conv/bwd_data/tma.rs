@@ -26,7 +26,8 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
     unsafe { super::gemm::run::<Tl, Out, FR, FC, true>(args) }
 }
 
-/// The main loop of group `g`'s tile `r`.
+/// The main loop of group `g`'s tile `r`: the accumulators, or `None` in
+/// the producer warp (which then leaves the kernel).
 ///
 /// # Safety
 /// As [`kernel`].
@@ -35,7 +36,7 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
     a: &ConvArgs,
     g: u32,
     r: BlockRange,
-) -> Acc<Tl::At, FR, FC> {
+) -> Option<Acc<Tl::At, FR, FC>> {
     let g = g as i32;
     let dy = TmaOperand { map: &a.tma[0], mn_major: false, base: [0, g, 0], row_dim: 2, k_dim: 0 };
     let w = TmaOperand { map: &a.tma[1], mn_major: true, base: [0, 0, g], row_dim: 0, k_dim: 1 };
