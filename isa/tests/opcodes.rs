@@ -696,7 +696,7 @@ fn edges(m: &mut M, i: &Inst, dom: Dom, rng: &mut Rng) {
                         }
                     }
                 }
-                Operand::Sgpr(r) if (r as usize + k) < 106 && rng.next() % 2 == 0 => m.w.sgpr[r as usize + k] = pick(rng),
+                Operand::Sgpr(r) if (r as usize + k) < 106 && rng.next() & 1 == 0 => m.w.sgpr[r as usize + k] = pick(rng),
                 _ => {}
             }
         }

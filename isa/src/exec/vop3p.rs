@@ -225,8 +225,8 @@ fn f64_to_f16(x: f64) -> u16 {
     sign | half::f16::from_f64(r).to_bits()
 }
 
-/// V_DOT2_F32_F16 (CDNA3 guide, "VOP3P Instructions"): D.f32 = S0.f16[0] * S1.f16[0]
-/// + S0.f16[1] * S1.f16[1] + S2.f32. The f16 products are exact in f64; the sum is
+/// V_DOT2_F32_F16 (CDNA3 guide, "VOP3P Instructions"):
+/// `D.f32 = S0.f16[0] * S1.f16[0] + S0.f16[1] * S1.f16[1] + S2.f32`. The f16 products are exact in f64; the sum is
 /// formed in f64 and rounded once to f32 (the hardware's internal rounding is not
 /// documented). Only the default source selection (op_sel 0, op_sel_hi 1 on S0/S1),
 /// no neg and no clamp: anything else is an error naming the instruction.
