@@ -9,6 +9,14 @@
 //! Instruction Set Architecture" (gfx1100, same chapters). A swap of two sources
 //! must change the reference on some lane for every non-commutative op.
 //!
+//! Every (encoding, modifier combination) an instance uses runs (issue #42): the
+//! reference applies VOP3P op_sel/op_sel_hi, GFX11 true16 op_sel, GFX9 SDWA source
+//! selects and integer clamp ([`modelled`]); a combination it does not implement
+//! fails naming it, and memory forms run per combination of cache bits. Every
+//! fourth round puts edge values (signed zeros, infinities, NaN, denormals, rounding
+//! ties, integer extremes) into some lanes; NaN results compare by NaN-ness only.
+//! `--nocapture` prints the inventory of combinations.
+//!
 //! Mnemonics without an observable effect in this model are in [`ALLOWED`] with the
 //! reason; any other used mnemonic without a case fails the test, except those in
 //! [`TODO_NO_CASE_YET`] (printed, not failed). Replay with `CONVGRAD_ISA_TEST_SEED`.
@@ -616,6 +624,93 @@ fn plain(i: &Inst, arch: Arch) -> bool {
         && !i.src.iter().any(|o| matches!(o, Operand::Special(249 | 250 | 233 | 234)))
 }
 
+/// Integer ops whose VOP3 clamp the reference implements: the guides' "clamp" on an
+/// integer add/subtract saturates the infinite-precision result to the unsigned range.
+const INT_CLAMP: &[&str] = &["v_add_u32", "v_add_nc_u32", "v_sub_u32", "v_sub_nc_u32"];
+
+/// Whether [`reference`] implements every modifier `i` sets: [`plain`], or besides
+/// that SDWA source selects with sign extension (GFX9; destination DWORD, no source
+/// abs/neg) and clamp on [`INT_CLAMP`] ops.
+fn modelled(i: &Inst, arch: Arch) -> bool {
+    let mut j = i.clone();
+    if let (Some(s), Variant::Sdwa) = (i.mods.sdwa, i.variant)
+        && s.dst_sel == 6
+        && s.dst_unused == 0
+        && !(s.src0_neg || s.src0_abs || s.src1_neg || s.src1_abs)
+    {
+        j.variant = Variant::E32;
+    }
+    if INT_CLAMP.contains(&i.name) {
+        j.mods.clamp = false;
+    }
+    plain(&j, arch)
+}
+
+/// SDWA_SRC_SEL (BYTE_0..3, WORD_0/1, DWORD) of a 32-bit source, zero- or sign-extended
+/// (GFX9 guide, "SDWA": `src0_sel`, `src0_sext`).
+fn sdwa_sel(v: u32, sel: u8, sext: bool) -> u32 {
+    let (sh, n) = match sel {
+        0..=3 => (8 * sel as u32, 8),
+        4 => (0, 16),
+        5 => (16, 16),
+        _ => return v,
+    };
+    let x = v >> sh & ((1u32 << n) - 1);
+    if sext && x >> (n - 1) & 1 != 0 { x | !((1u32 << n) - 1) } else { x }
+}
+
+/// Values the random inputs rarely reach: signed zeros, infinities, a quiet NaN,
+/// denormals, the largest finite, round-to-nearest-even ties for f32 -> f16
+/// (1 + 2^-11, 1 + 3 * 2^-11, 2^-25, 3 * 2^-25) and the f16 overflow edge (65519, 65520).
+const F32_EDGES: &[u32] = &[
+    0x0000_0000, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000, 0x0000_0001, 0x807f_ffff,
+    0x7f7f_ffff, 0x3f80_1000, 0x3f80_3000, 0x3300_0000, 0x3340_0000, 0x477f_ef00, 0x477f_f000,
+];
+/// f16 edges (each half of a 32-bit source): signed zeros, infinities, a quiet NaN,
+/// denormals (smallest, largest), the largest finite, one ulp above 1.
+const F16_EDGES: &[u32] = &[0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x0001, 0x83ff, 0x7bff, 0x3c01];
+
+/// Integer edges: zero, one, the signed and unsigned extremes (carries, saturation).
+const INT_EDGES: &[u32] = &[0, 1, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff];
+
+/// Puts edge values of `dom` into every third lane of each VGPR source of `i` and,
+/// every other time, into its SGPR sources (below VCC).
+fn edges(m: &mut M, i: &Inst, dom: Dom, rng: &mut Rng) {
+    let lanes = m.w.lanes;
+    let pick = |rng: &mut Rng| {
+        let p = |rng: &mut Rng, t: &[u32]| t[(rng.next() % t.len() as u64) as usize];
+        match dom {
+            F32 => p(rng, F32_EDGES),
+            F16 => p(rng, F16_EDGES) | p(rng, F16_EDGES) << 16,
+            Int => p(rng, INT_EDGES),
+        }
+    };
+    for o in i.src {
+        for k in 0..2 {
+            match o {
+                Operand::Vgpr(r) => {
+                    for l in (0..lanes).step_by(3) {
+                        let x = pick(rng);
+                        if let Some(v) = m.w.vgpr.get_mut((r as usize + k) * lanes + l) {
+                            *v = x;
+                        }
+                    }
+                }
+                Operand::Sgpr(r) if (r as usize + k) < 106 && rng.next() & 1 == 0 => m.w.sgpr[r as usize + k] = pick(rng),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A result both NaN (as f32, or in each f16 half) counts as equal: the NaN's payload
+/// is not modelled (README).
+fn both_nan(g: u32, w: u32) -> bool {
+    let h = |x: u32| x & 0x7c00 == 0x7c00 && x & 0x3ff != 0;
+    (f32::from_bits(g).is_nan() && f32::from_bits(w).is_nan())
+        || ((g & 0xffff == w & 0xffff || h(g) && h(w)) && (g >> 16 == w >> 16 || h(g >> 16) && h(w >> 16)))
+}
+
 /// Fills every register with random values of the op's domain (EXEC a random
 /// non-empty mask, VCC random, SCC random).
 fn randomize(m: &mut M, rng: &mut Rng, dom: Dom) {
@@ -701,8 +796,18 @@ fn reference(arch: Arch, i: &Inst, h: &Half, st: &State, out: &mut State, swap: 
                 let mut a = [0u64; 3];
                 for k in 0..n {
                     a[k] = st.src(src[k], l, op.src[k], op.dom, hi(k));
+                    if let (Some(s), Variant::Sdwa, 0..=1) = (i.mods.sdwa, i.variant, k) {
+                        let (sel, sext) = if k == 0 { (s.src0_sel, s.src0_sext) } else { (s.src1_sel, s.src1_sext) };
+                        let x = sdwa_sel(st.src(src[k], l, 32, op.dom, false) as u32, sel, sext);
+                        a[k] = if op.src[k] == 16 { x as u64 & 0xffff } else { x as u64 };
+                    }
                 }
-                let (v, cout) = (op.f)(&a, cin_mask >> l & 1 != 0);
+                let (mut v, cout) = (op.f)(&a, cin_mask >> l & 1 != 0);
+                if i.mods.clamp && INT_CLAMP.contains(&op.name) {
+                    // clamp: the unsigned result saturated instead of wrapped
+                    let (x, y) = (u(a[0]), u(a[1]));
+                    v = if op.name.contains("add") { x.saturating_add(y) } else { x.saturating_sub(y) } as u64;
+                }
                 mask |= (cout as u64) << l;
                 if op.shape != Cmp {
                     out.write(h.dst, l, op.dw, v, hi(3), gfx11);
@@ -828,6 +933,9 @@ fn alu_case(arch: Arch, i: &Inst, ops: &BTreeMap<&str, Op>, rng: &mut Rng) -> Re
                 _ => {}
             }
         }
+        if round % 4 == 2 {
+            edges(&mut m, i, xop.dom, rng);
+        }
         if round % 2 == 1 && xop.src.len() >= 2 && matches!(xop.shape, V | VIn | VOut | VInOut | Cmp | S | SCmp) {
             // equal operands in some lanes (compares' boundaries, borrows, carries)
             equalize(&mut m, i, xop.src[0].max(xop.src[1]), xop.dom);
@@ -891,7 +999,7 @@ fn alu_case(arch: Arch, i: &Inst, ops: &BTreeMap<&str, Op>, rng: &mut Rng) -> Re
             let lanes = st.lanes;
             for (k, (g, w)) in got.v.iter().zip(&want.v).enumerate() {
                 if g != w {
-                    let ok = halves.iter().any(|h| h.op.ulp > 0 && ulps(*g, *w) <= h.op.ulp);
+                    let ok = halves.iter().any(|h| (h.op.ulp > 0 && ulps(*g, *w) <= h.op.ulp) || (h.op.dom != Int && both_nan(*g, *w)));
                     if !ok {
                         let (reg, lane) = (k / lanes, k % lanes);
                         let srcs: Vec<String> = i.src.iter().map(|o| match o {
@@ -969,6 +1077,7 @@ fn every_used_mnemonic_has_a_case() {
         let co = common::load(arch);
         // mnemonic -> instances (as the code object encodes them)
         let mut used: BTreeMap<&'static str, Vec<(Inst, Vec<u8>)>> = BTreeMap::new();
+        let mut seen = std::collections::BTreeSet::new();
         for k in &co.kernels {
             for i in decode_all(arch, &k.code, k.entry).unwrap() {
                 let mut names = vec![i.name];
@@ -977,14 +1086,16 @@ fn every_used_mnemonic_has_a_case() {
                 }
                 for n in names {
                     let v = used.entry(n).or_default();
-                    if v.len() < 400 {
+                    // every modifier combination keeps an instance (issue #42)
+                    let new = seen.insert((n, common::combo(&i)));
+                    if v.len() < 400 || new {
                         let at = (i.addr - k.entry) as usize;
                         v.push((i.clone(), k.code[at..at + i.len as usize].to_vec()));
                     }
                 }
             }
         }
-        let (mut cases, mut allow, mut none, mut encodings) = (0, 0, Vec::new(), 0);
+        let (mut cases, mut allow, mut none, mut encodings, mut combos_run) = (0, 0, Vec::new(), 0, 0);
         for (name, insts) in &used {
             if allowed.contains_key(name) {
                 allow += 1;
@@ -998,7 +1109,18 @@ fn every_used_mnemonic_has_a_case() {
                 }
                 continue;
             }
-            if let Some(res) = misc_case(arch, &insts[0].0, &mut rng) {
+            if let Some(mut res) = misc_case(arch, &insts[0].0, &mut rng) {
+                // every modifier combination of the mnemonic (v_fma_mix_f32's op_sel/op_sel_hi)
+                let mut reps: BTreeMap<String, &Inst> = BTreeMap::new();
+                for x in insts.iter().skip(1) {
+                    reps.entry(common::combo(&x.0)).or_insert(&x.0);
+                }
+                reps.remove(&common::combo(&insts[0].0));
+                for i in reps.values() {
+                    res = res.and(misc_case(arch, i, &mut rng).expect("a misc mnemonic"));
+                    combos_run += 1;
+                }
+                combos_run += 1;
                 match res {
                     Ok(()) => cases += 1,
                     Err(e) => failures.push(format!("{arch} {name}: {e}")),
@@ -1008,9 +1130,14 @@ fn every_used_mnemonic_has_a_case() {
             if let Some(mo) = mem_op(name) {
                 // one instance of each form the kernels use: with and without SADDR,
                 // atomics with and without return (glc), no AccVGPR data, no GDS
-                let mut forms: BTreeMap<(bool, bool), &Inst> = BTreeMap::new();
-                for i in insts.iter().map(|x| &x.0).filter(|i| i.mods.acc == 0 && !i.mods.gds) {
-                    forms.entry((i.saddr != Operand::None, i.mods.glc)).or_insert(i);
+                // and every combination of cache bits (issue #42)
+                let mut forms: BTreeMap<(bool, String), &Inst> = BTreeMap::new();
+                for i in insts.iter().map(|x| &x.0) {
+                    if i.mods.acc != 0 || i.mods.gds {
+                        failures.push(format!("{arch} {name} [{}]: AccVGPR data or GDS: no case", common::combo(i)));
+                        continue;
+                    }
+                    forms.entry((i.saddr != Operand::None, common::combo(i))).or_insert(i);
                 }
                 let mut res = Ok(());
                 for i in forms.values() {
@@ -1031,20 +1158,24 @@ fn every_used_mnemonic_has_a_case() {
             // the best instance of each encoding the kernels use (e32 / e64 / VOPD ...)
             let ok_inst = |i: &Inst| {
                 let bx = i.name.replace("v_dual_", "v_");
-                plain(i, arch)
+                modelled(i, arch)
                     && ops.contains_key(bx.as_str())
                     && i.vopd_y.as_ref().is_none_or(|y| ops.contains_key(y.name.replace("v_dual_", "v_").as_str()))
             };
             let mut best: BTreeMap<String, &(Inst, Vec<u8>)> = BTreeMap::new();
+            let key = |i: &Inst| format!("{:?} {:?} [{}]", i.enc, i.variant, common::combo(i));
+            let all: std::collections::BTreeSet<String> = insts.iter().map(|x| key(&x.0)).collect();
             for x in insts.iter().filter(|x| ok_inst(&x.0)) {
-                let key = format!("{:?} {:?}", x.0.enc, x.0.variant);
+                let key = key(&x.0);
                 let sc = |i: &Inst| score(i, ops.get(i.name.replace("v_dual_", "v_").as_str()).unwrap());
                 if best.get(&key).is_none_or(|b| sc(&x.0) < sc(&b.0)) {
                     best.insert(key, x);
                 }
             }
+            for k in all.iter().filter(|k| !best.contains_key(*k)) {
+                failures.push(format!("{arch} {name} {k}: a modifier combination the reference does not implement (no case)"));
+            }
             if best.is_empty() {
-                failures.push(format!("{arch} {name}: no plain instance to test"));
                 continue;
             }
             let mut res = Ok(());
@@ -1059,6 +1190,7 @@ fn every_used_mnemonic_has_a_case() {
                     }
                 }
                 encodings += 1;
+                combos_run += 1;
                 res = res.and(r1);
             }
             match res {
@@ -1069,9 +1201,22 @@ fn every_used_mnemonic_has_a_case() {
                 failures.push(format!("{arch} {name}: has a case: remove it from TODO_NO_CASE_YET"));
             }
         }
+        // the inventory (issue #42): every combination with modifier or cache fields
+        let mut combos: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for k in &co.kernels {
+            for i in decode_all(arch, &k.code, k.entry).unwrap() {
+                let c = common::combo(&i);
+                if !c.is_empty() {
+                    *combos.entry((i.mnemonic(), c)).or_default() += 1;
+                }
+            }
+        }
+        for ((n, c), k) in &combos {
+            println!("{arch} combination: {n} [{c}] x{k}");
+        }
         let (todo, bad): (Vec<&str>, Vec<&str>) = none.iter().partition(|n| TODO_NO_CASE_YET.contains(n));
         println!(
-            "{arch}: {} used mnemonics: {cases} with a case ({encodings} ALU encodings and memory forms run), {allow} allow-listed, {} TODO_NO_CASE_YET {:?}, {} neither {:?}",
+            "{arch}: {} used mnemonics: {cases} with a case ({encodings} ALU encodings and memory forms run; {combos_run} ALU (encoding, modifier combination) cases), {allow} allow-listed, {} TODO_NO_CASE_YET {:?}, {} neither {:?}",
             used.len(),
             todo.len(),
             todo,
@@ -1525,6 +1670,11 @@ fn misc_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Option<Result<(), String>> 
                     if let Operand::Vgpr(r) = i.src[k] {
                         for l in 0..lanes {
                             m.w.vgpr[r as usize * lanes + l] = rng.value(F16);
+                        }
+                        // finite edges in every third lane: signed zeros, denormals, the largest
+                        for l in (0..lanes).step_by(3) {
+                            let e = |rng: &mut Rng| [0x0000, 0x8000, 0x0001, 0x83ff, 0x7bff, 0x3c01][(rng.next() % 6) as usize];
+                            m.w.vgpr[r as usize * lanes + l] = e(rng) | e(rng) << 16;
                         }
                     }
                 } else if let Operand::Vgpr(r) = i.src[k] {

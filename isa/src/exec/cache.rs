@@ -39,6 +39,7 @@
 //! in `stale_reads`, and a wrong result follows if the kernel depends on it. A plain
 //! store over bytes another workgroup stored, without that order, is a race (error).
 
+use super::war::{Read, Reads};
 use crate::arch::Arch;
 use std::collections::HashMap;
 
@@ -195,6 +196,8 @@ pub struct Cache {
     /// Reads that returned a stale line's value (bytes an atomic of another
     /// workgroup wrote, read without the order or invalidation that needs).
     pub stale_reads: u64,
+    /// Plain reads, for write-after-read races ([`super::war`]).
+    reads: Reads,
 }
 
 /// CUs of an MI210 (gfx90a), CUs per XCD and XCDs of an MI300X (gfx942), WGPs and
@@ -224,6 +227,7 @@ impl Cache {
             wb: HashMap::new(),
             sync: HashMap::new(),
             stale_reads: 0,
+            reads: Reads::default(),
         }
     }
 
@@ -268,6 +272,7 @@ impl Cache {
     pub fn begin(&mut self) {
         self.now += 1;
         self.cur = None;
+        self.reads.begin();
     }
 
     fn place(&self, uid: u32) -> Place {
@@ -396,18 +401,26 @@ impl Cache {
         None
     }
 
-    /// Checks a read of `out` at `base + off` (already filled from memory); bytes
-    /// an atomic wrote that would be stale get their launch-start value.
+    /// Checks a read of `out` at `base + off` of a buffer of `size` bytes (already
+    /// filled from memory); bytes an atomic wrote that would be stale get their
+    /// launch-start value. Plain reads are recorded for write-after-read races.
     pub fn read(
         &mut self,
         a: &Access,
-        base: u64,
-        off: usize,
+        (base, size, off): (u64, usize, usize),
         out: &mut [u8],
     ) -> Result<(), String> {
         if a.atomic {
             return Ok(());
         }
+        let read = Read {
+            wave: a.wave,
+            time: self.now,
+            pc: a.pc,
+            name: a.name,
+        };
+        let wg = self.place(a.wave).wg;
+        self.reads.record(read, wg, (base, size, off, out.len()));
         let Some(b) = self.bytes.get(&base) else {
             return Ok(());
         };
@@ -460,6 +473,25 @@ impl Cache {
         });
         let who = self.place(a.wave);
         if !a.atomic {
+            // Write after read: every other wave's read of these bytes ordered before.
+            let acq = &self.acq;
+            let ordered = |rwg: u32, t: u64| {
+                acq.get(&who.wg)
+                    .and_then(|h| h.get(&rwg))
+                    .is_some_and(|&h| h > t)
+            };
+            if let Err(r) = self.reads.store(a.wave, (base, off, n), ordered) {
+                let rp = self.place(r.read.wave);
+                let why = if r.wg == who.wg {
+                    "with no `s_barrier` of the workgroup between that read and this store"
+                } else {
+                    "with no release/acquire from the reading workgroup to this one (no returning atomic of this workgroup saw one the reader's made after the read)"
+                };
+                return Err(format!(
+                    "global write-after-read race (cache model): {who} stores byte {} of this access, which {rp} read with `{}` at 0x{:x} {why}: the store may land before that read",
+                    r.byte, r.read.name, r.read.pc
+                ));
+            }
             let b = &self.bytes[&base];
             for k in off..off + n {
                 let Some(ri) = b.rec[k].checked_sub(1) else {

@@ -27,10 +27,11 @@
 //! XDL from `VOP3PInstructions.td` (`is_gfx940_xdl`: the f16/bf16/i8 MFMAs, not the
 //! f32 ones). The table below is this crate's own transcription: one row per rule.
 //!
-//! Not modelled (no shipped kernel executes the writer or the reader): DGEMM
-//! (`v_mfma_f64_*`) rows, DOT (`v_dot*`) rows, DPP, `v_div_fmas` after a VCC write,
-//! `s_setreg`/`s_getreg`, M0 for `s_sendmsg`/GDS/LDS DMA, the gfx90a
-//! VALU-DGEMM-VMEM bug workaround. GFX11 (gfx1100) has no wait-state table: the
+//! Rows no shipped kernel hits, checked with hand-encoded sequences: DGEMM,
+//! `s_setreg`/`s_getreg` (in [`RULES`]), DOT results and M0 before its implicit
+//! readers ([`RULES_DOT_M0`]). Not modelled (no shipped kernel executes the writer
+//! or the reader): DPP (the decoder rejects it), `v_div_fmas` after a VCC write, the
+//! gfx90a VALU-DGEMM-VMEM bug workaround. GFX11 (gfx1100) has no wait-state table: the
 //! RDNA3 hardware interlocks VALU dependencies (LLVM: `hasNoDataDepHazard`, which
 //! skips all the counted checks), and `s_delay_alu` is a scheduling hint for
 //! performance: LLVM's `AMDGPUInsertDelayAlu.cpp` inserts it "to avoid stalls on
@@ -81,6 +82,8 @@ pub enum Writer {
     WideStore,
     /// `s_setreg_b32`/`s_setreg_imm32_b32` of a hardware register (its id).
     SetReg(u8),
+    /// A scalar ALU instruction writing M0.
+    SaluM0,
 }
 
 /// Writer classes of the table.
@@ -108,6 +111,10 @@ pub enum W {
     Dgemm,
     /// An `s_setreg` of a hardware register.
     SetReg,
+    /// A DOT VALU (`v_dot*`) writing a VGPR.
+    Dot,
+    /// A scalar ALU instruction writing M0.
+    SaluM0,
 }
 
 /// Reader (or later writer) classes of the table.
@@ -155,6 +162,14 @@ pub enum R {
     GetReg,
     /// `s_setreg` of the hardware register an `s_setreg` wrote.
     SetRegAgain,
+    /// The DOT opcode that wrote the VGPR, reading it as SrcA/SrcB.
+    DotSameSrcAB,
+    /// Any other VALU or VMEM/FLAT/DS instruction reading it (the same DOT opcode
+    /// reading it as SrcC needs none).
+    DotOtherRead,
+    /// An instruction reading M0 implicitly on GFX9: `s_sendmsg`, `s_ttracedata`,
+    /// GDS, `ds_*_addtid_b32`, `s_movrel*`, LDS DMA.
+    ReadM0,
 }
 
 /// Required wait states on one architecture.
@@ -469,6 +484,37 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
+/// Rows no instruction pair of the shipped objects hits (checked with hand-encoded
+/// sequences, `tests/hazard_rows.rs`): DOT results and M0 before its implicit readers.
+pub const RULES_DOT_M0: &[Rule] = &[
+    // LLVM checkMAIVALUHazards (hasGFX90AInsts: gfx90a and gfx940+), DOT writes a VGPR.
+    Rule {
+        id: "dot-same-srcab",
+        writer: W::Dot,
+        reader: R::DotSameSrcAB,
+        gfx90a: N(3),
+        gfx942: N(3),
+        source: "LLVM checkMAIVALUHazards DotWriteSameDotReadSrcAB",
+    },
+    Rule {
+        id: "dot-other-read",
+        writer: W::Dot,
+        reader: R::DotOtherRead,
+        gfx90a: N(3),
+        gfx942: N(3),
+        source: "LLVM checkMAIVALUHazards DotWriteDifferentVALURead (VALU and VMEM/FLAT/DS readers)",
+    },
+    // GFX9: SALU writes M0, then an instruction reading it implicitly.
+    Rule {
+        id: "salu-m0-read",
+        writer: W::SaluM0,
+        reader: R::ReadM0,
+        gfx90a: N(1),
+        gfx942: N(1),
+        source: "CDNA2/CDNA3 ISA 4.5 (S_MOV to M0 then GDS, S_SENDMSG, LDS add-TID, LDS DMA, S_MOVREL); LLVM checkReadM0Hazards (hasReadM0SendMsgHazard, hasReadM0LdsDmaHazard, hasReadM0MovRelInterpHazard: GFX9)",
+    },
+];
+
 impl Rule {
     fn need(&self, arch: Arch, passes: u8) -> u32 {
         let n = match arch {
@@ -506,6 +552,8 @@ impl W {
             (W::WideStore, Writer::WideStore) => Some(0),
             (W::Dgemm, Writer::Mfma(m)) if m.dgemm => Some(m.passes),
             (W::SetReg, Writer::SetReg(_)) => Some(0),
+            (W::Dot, Writer::Valu { dot: true, .. }) => Some(0),
+            (W::SaluM0, Writer::SaluM0) => Some(0),
             _ => None,
         }
     }
@@ -537,6 +585,8 @@ pub struct Hazard {
     dgemm: Option<Rec>,
     /// The last `s_setreg` per hardware register id.
     setreg: Vec<Option<Rec>>,
+    /// The last SALU write of M0.
+    m0: Option<Rec>,
     /// gfx1100's hazards ([`Gfx11`]).
     gfx11: Gfx11,
     /// Recent `s_nop`s: (clock before, wait states, address).
@@ -738,6 +788,7 @@ fn describe(w: Writer) -> String {
         ),
         Writer::WideStore => "VMEM store of more than 64 bits of data".into(),
         Writer::SetReg(id) => format!("s_setreg of hardware register {id}"),
+        Writer::SaluM0 => "SALU write of M0".into(),
     }
 }
 
@@ -861,6 +912,7 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
                     for r in b..b + n {
                         acc.push((r, R::MfmaSrcAB));
                         acc.push((r, R::MfmaAny));
+                        acc.push((r, R::DotOtherRead));
                     }
                 }
             }
@@ -888,6 +940,7 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
                         acc.push((r, R::Dgemm4x4SrcCSame));
                     }
                     acc.push((r, R::MfmaAny));
+                    acc.push((r, R::DotOtherRead));
                 }
             }
             acc.push((EXEC_LO, R::MfmaExec));
@@ -914,6 +967,9 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
             };
             for r in bits(&h.reads) {
                 if r < SGPR0 {
+                    if let Some(d) = dot_reader(i, h.valu[r], r) {
+                        acc.push((r, d));
+                    }
                     acc.push((r, R::ValuVgpr));
                     if rl {
                         acc.push((r, R::ReadlaneSrc0));
@@ -940,6 +996,7 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
         Unit::Vmem | Unit::Lds => {
             for r in bits(&h.reads) {
                 if r < SGPR0 {
+                    acc.push((r, R::DotOtherRead));
                     acc.push((r, R::MemVgpr));
                 } else if u == Unit::Vmem {
                     acc.push((r, R::VmemSgpr));
@@ -959,6 +1016,11 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
     ) && let Some(rec) = h.dgemm
     {
         extra.push((rec, R::Fma64, "the DGEMM pipeline".into()));
+    }
+    if reads_m0(i)
+        && let Some(rec) = h.m0
+    {
+        extra.push((rec, R::ReadM0, "M0 (read implicitly)".into()));
     }
     if let Some(id) = hwreg_of(i) {
         let reader = if i.name == "s_getreg_b32" {
@@ -983,7 +1045,11 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
         .chain(extra);
     for (rec, reader, what) in checks {
         {
-            for rule in RULES.iter().filter(|x| x.reader == reader) {
+            for rule in RULES
+                .iter()
+                .chain(RULES_DOT_M0)
+                .filter(|x| x.reader == reader)
+            {
                 let Some(passes) = rule.writer.matches(rec.w) else {
                     continue;
                 };
@@ -1115,6 +1181,13 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
             }
         }
         _ => {
+            let salu = matches!(i.enc, Enc::Sop1 | Enc::Sop2 | Enc::Sopk | Enc::Sopc);
+            if salu && bits(&h.writes).any(|r| r == SGPR0 + 124) {
+                h.m0 = Some(Rec {
+                    at,
+                    ..me(Writer::SaluM0)
+                });
+            }
             if let Some(id) = hwreg_of(i).filter(|_| i.name.starts_with("s_setreg")) {
                 h.setreg[id as usize] = Some(Rec {
                     at,
@@ -1132,6 +1205,31 @@ pub fn after(c: &mut Ctx, i: &Inst) -> Result<(), String> {
     }
     h.clock = at;
     Ok(())
+}
+
+/// The DOT reader class of VALU `i` reading VGPR `r` last written by `w`: the same
+/// DOT opcode reads it as SrcA/SrcB (SrcC: none), anything else reads a DOT result.
+fn dot_reader(i: &Inst, w: Option<Rec>, r: usize) -> Option<R> {
+    let same = w.is_some_and(|w| w.name == i.name);
+    if !same {
+        return Some(R::DotOtherRead);
+    }
+    let ab = [i.src[0], i.src[1]]
+        .into_iter()
+        .filter_map(|o| range(o, 1))
+        .any(|(b, n)| (b..b + n).contains(&r));
+    ab.then_some(R::DotSameSrcAB)
+}
+
+/// Whether `i` reads M0 implicitly on GFX9 (LLVM `isSendMsgTraceDataOrGDS`,
+/// `isSMovRel`, the `ds_*_addtid_b32`, `isLdsDma`).
+fn reads_m0(i: &Inst) -> bool {
+    i.name.starts_with("s_sendmsg")
+        || i.name.starts_with("s_ttracedata")
+        || i.name.starts_with("s_movrel")
+        || i.name.contains("_addtid_")
+        || i.name.contains("_lds_")
+        || (i.enc == Enc::Ds && i.mods.gds)
 }
 
 /// The hardware register id an `s_getreg`/`s_setreg` names (SIMM16 bits 5:0).

@@ -252,8 +252,8 @@ impl Memory {
         self.read(addr, out)?;
         let (base, off) = self.locate(addr, out.len())?;
         if let (Some(c), Some(a)) = (self.cache.as_mut(), self.access.as_ref()) {
-            let name = &self.bufs[&base].name;
-            c.read(a, base, off, out).map_err(|m| {
+            let (name, size) = (&self.bufs[&base].name, self.bufs[&base].data.len());
+            c.read(a, (base, size, off), out).map_err(|m| {
                 Fault::Cache(format!("{m} (0x{addr:x}, buffer `{name}` offset {off})"))
             })?;
         }

@@ -32,6 +32,7 @@ mod vop2;
 mod vop3;
 mod vop3p;
 mod vopc;
+mod war;
 
 use crate::arch::{Arch, Family};
 use crate::code_object::{Kernel, UserSgpr};

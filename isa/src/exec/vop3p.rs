@@ -225,7 +225,34 @@ fn f64_to_f16(x: f64) -> u16 {
     sign | half::f16::from_f64(r).to_bits()
 }
 
+/// V_DOT2_F32_F16 (CDNA3 guide, "VOP3P Instructions"):
+/// `D.f32 = S0.f16[0] * S1.f16[0] + S0.f16[1] * S1.f16[1] + S2.f32`. The f16 products are exact in f64; the sum is
+/// formed in f64 and rounded once to f32 (the hardware's internal rounding is not
+/// documented). Only the default source selection (op_sel 0, op_sel_hi 1 on S0/S1),
+/// no neg and no clamp: anything else is an error naming the instruction.
+fn dot2_f32_f16(c: &mut Ctx, i: &Inst) -> R {
+    let m = &i.mods;
+    if m.opsel != 0 || m.opsel_hi & 3 != 3 || m.neg != 0 || m.neg_hi != 0 || m.clamp {
+        return Err(format!(
+            "{}: op_sel/op_sel_hi other than the default, neg or clamp is not implemented",
+            i.mnemonic()
+        ));
+    }
+    c.uses((0..3).fold(mods::CLAMP, |a, k| {
+        a | mods::opsel(k) | mods::opsel_hi(k) | mods::neg(k) | mods::neg_hi(k)
+    }));
+    for l in c.active() {
+        let (a, b) = (c.v32(i.src[0], l, Ty::F16)?, c.v32(i.src[1], l, Ty::F16)?);
+        let d = f32::from_bits(c.v32(i.src[2], l, Ty::F32)?) as f64;
+        let h = |x: u32, k: u32| half::f16::from_bits((x >> (16 * k)) as u16).to_f64();
+        let s = h(a, 0) * h(b, 0) + h(a, 1) * h(b, 1) + d;
+        c.set_v32(i.dst, l, (s as f32).to_bits())?;
+    }
+    Ok(Flow::Next)
+}
+
 pub(super) const HANDLERS: &[(&str, Handler)] = &[
+    ("v_dot2_f32_f16", dot2_f32_f16),
     ("v_pk_fma_f32", |c, i| pk_f32(c, i, 3, f32::mul_add)),
     ("v_pk_mul_f32", |c, i| pk_f32(c, i, 2, |a, b, _| a * b)),
     ("v_pk_add_f32", |c, i| pk_f32(c, i, 2, |a, b, _| a + b)),

@@ -194,3 +194,56 @@ impl Machine {
         Ok(())
     }
 }
+
+/// The modifier and cache fields `i` sets away from their defaults, as a canonical
+/// text (issue #42's inventory of the combinations the shipped objects use): VOP3
+/// abs/neg/op_sel/clamp/omod, VOP3P neg_lo/neg_hi/op_sel/op_sel_hi (every packed or
+/// mixed op shows its op_sel_hi), MFMA cbsz/abid/blgp/acc_cd, SDWA selects, memory
+/// cache bits, GDS, AccVGPR data. Empty: none.
+pub fn combo(i: &convgrad_isa::decode::Inst) -> String {
+    use convgrad_isa::decode::{Enc, Variant};
+    let m = &i.mods;
+    let mfma = i.name.starts_with("v_mfma");
+    let matrix = mfma || i.name.starts_with("v_wmma");
+    let mut v = Vec::new();
+    let mut bits = |name: &str, x: u8, w: usize| {
+        if x != 0 {
+            v.push(format!("{name}:{x:0w$b}"));
+        }
+    };
+    bits("abs", m.abs, 3);
+    bits(if mfma { "blgp" } else { "neg" }, m.neg, 3);
+    bits(if mfma { "cbsz" } else { "neg_hi" }, m.neg_hi, 3);
+    bits(if mfma { "abid" } else { "op_sel" }, m.opsel, 4);
+    bits("acc", m.acc, 3);
+    if i.enc == Enc::Vop3p && !matrix {
+        v.push(format!("op_sel_hi:{:03b}", m.opsel_hi));
+    }
+    for (on, name) in [
+        (m.clamp, if mfma { "acc_cd" } else { "clamp" }),
+        (m.glc, "glc/sc0"),
+        (m.slc, "slc/nt"),
+        (m.dlc, "dlc/sc1"),
+        (m.gds, "gds"),
+    ] {
+        if on {
+            v.push(name.to_string());
+        }
+    }
+    if m.omod != 0 {
+        v.push(format!("omod:{}", m.omod));
+    }
+    if let (Some(s), Variant::Sdwa) = (m.sdwa, i.variant) {
+        let f = |sel: u8, sext: bool, neg: bool, abs: bool| {
+            format!("{sel}{}{}{}", if sext { "s" } else { "" }, if neg { "n" } else { "" }, if abs { "a" } else { "" })
+        };
+        v.push(format!(
+            "sdwa:dst{}/{},src0 {},src1 {}",
+            s.dst_sel,
+            s.dst_unused,
+            f(s.src0_sel, s.src0_sext, s.src0_neg, s.src0_abs),
+            f(s.src1_sel, s.src1_sext, s.src1_neg, s.src1_abs)
+        ));
+    }
+    v.join(" ")
+}
