@@ -298,7 +298,7 @@ pub fn wgmma_fence() {
 pub fn wgmma_commit() {
     let w = current();
     let lane = w.cur.get();
-    if lane % 32 == 0 {
+    if lane.is_multiple_of(32) {
         lds_mut().wgmma_commit(lane / 32);
     }
 }
@@ -311,7 +311,7 @@ pub fn wgmma_commit() {
 pub fn wgmma_wait(pending: u32) {
     let w = current();
     let lane = w.cur.get();
-    if lane % 32 == 0 {
+    if lane.is_multiple_of(32) {
         lds_mut().wgmma_wait(lane / 32, pending);
     }
 }
