@@ -143,7 +143,10 @@ pub unsafe fn run<Tl: Tile, const FR: usize, const FC: usize>(
         arch::wgmma_commit();
         // Step - 1's instructions are done in this warp: release its stage.
         arch::wgmma_wait(1);
-        if step >= 1 && tid % 32 == 0 {
+        // The first lane of each consumer warp arrives (the count is the warps).
+        #[allow(clippy::manual_is_multiple_of)]
+        let first_lane = tid % 32 == 0;
+        if step >= 1 && first_lane {
             let prev = if rd == 0 { stages - 1 } else { rd - 1 };
             unsafe { tma::mbar_arrive(empty + 8 * prev) };
         }
