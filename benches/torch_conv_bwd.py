@@ -5,8 +5,9 @@ a list of median milliseconds (one per shape, null where PyTorch cannot run it),
 timed like the project's anchors: channels_last, cudnn.benchmark on, TF32 off,
 CUDA events, median of `iters` after warm-up.
 
-The GPU is kept busy while a timed call is queued (a sleep kernel ahead of
-the start event), so the events measure the GPU time of PyTorch's kernels,
+The GPU is kept busy while a timed call is queued (a sleep kernel and a
+256 MiB fill ahead of the start event, the fill being the one our side
+queues, so both start on the same cache state), so the events measure the GPU time of PyTorch's kernels,
 not the host time PyTorch spends before launching them: on an idle GPU the
 start event fires at once and the interval also holds the 20-60 us of host
 work of `aten.convolution_backward`, which for small layers exceeds the
@@ -34,6 +35,14 @@ torch.backends.cudnn.allow_tf32 = False
 # About 0.5 ms at 1.98 GHz: longer than PyTorch's host work for one call.
 SLEEP_CYCLES = 1_000_000
 IDLE = os.environ.get("CONVGRAD_PEER_IDLE") == "1"
+# The same 256 MiB fill `cargo xtask bench` queues ahead of each of our calls
+# (xtask/src/bench.rs BUSY_BYTES), queued after the sleep: both sides start
+# with the caches in the same state (L2 evicted, holding the fill's dirty
+# lines), as in a training step where other layers ran in between. Before
+# 2026-11-28 (session 35) only our side had it and the peer ran on a warm L2.
+FILL_BYTES = 256 << 20
+# Calls queued back to back per timed interval (xtask/src/bench.rs BATCH_ENV).
+BATCH = int(os.environ.get("CONVGRAD_BENCH_BATCH", "1"))
 
 DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 OPS = ("bwd-weight", "bwd-data")
@@ -74,16 +83,19 @@ def time_one(s, iters):
         run()
     torch.cuda.synchronize()
     times = []
+    fill = None if IDLE else torch.empty(FILL_BYTES, device=dev, dtype=torch.uint8)
     for _ in range(iters):
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
         if not IDLE:
             torch.cuda._sleep(SLEEP_CYCLES)
+            fill.zero_()
         a.record()
-        run()
+        for _ in range(BATCH):
+            run()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b))
+        times.append(a.elapsed_time(b) / BATCH)
     times.sort()
     return times[len(times) // 2]
 

@@ -317,6 +317,7 @@ fn bwd_data_row_segments() {
 /// with tails in every GEMM dimension (pixels past the last 128-row tile,
 /// C past a 128-column tile and under one, K past a 64-deep slab and under
 /// one), groups (a 3-D map over dy's groups), 1-D and 3-D, f16 and bf16,
+/// both ring depths (wrapping around: 8 slabs),
 /// both channels-last layout families, rotating epilogues (dx aliased too).
 /// Forced on every case on the sm_90 model, whose emulator lands each box
 /// late (at the first wait on its mbarrier) with the 128-byte swizzle.
@@ -328,6 +329,8 @@ fn bwd_data_tma() {
         ("M, C, K tails", prob(&[2, 1, 2, 96, 160, 1, 1, 9, 10, 1, 1, 1, 1, 0, 0, 0, 0])),
         ("K=40 C=72 G=2", prob(&[2, 2, 3, 40, 72, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
         ("K=200 C=264", prob(&[2, 1, 1, 200, 264, 1, 1, 6, 6, 1, 1, 1, 1, 0, 0, 0, 0])),
+        // 8 slabs: every ring (3 and 6 stages) wraps around.
+        ("K=456 C=136 ring wraps", prob(&[2, 1, 2, 456, 136, 1, 1, 5, 7, 1, 1, 1, 1, 0, 0, 0, 0])),
         ("1d", prob(&[1, 1, 3, 64, 128, 1, 50, 1, 1, 0, 0])),
         ("3d", prob(&[3, 1, 2, 24, 64, 1, 1, 1, 3, 5, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0])),
     ];
@@ -337,10 +340,11 @@ fn bwd_data_tma() {
             return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
         }
         let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
-        let tma = convgrad::types::instance::INSTANCES
-            .iter()
-            .find(|i| i.op == Op::BwdDataTma && i.types == t)
-            .expect("a TMA instance per 16-bit type");
+        // Every ring depth in turn (3 stages, two workgroups per SM; 6, one).
+        let tmas: Vec<_> =
+            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdDataTma && i.types == t).collect();
+        assert!(tmas.len() >= 2, "a TMA instance per ring depth and 16-bit type");
+        let tma = at.pick(&tmas, 1, 1);
         let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(tma.name.into()), ..Default::default() };
         let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
         let o = case(*p, cfg, at.seed(9100, 41), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
@@ -364,6 +368,16 @@ fn bwd_data_tma() {
     let chosen = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance.op;
     assert_eq!(chosen(&one, Family::Hopper), Op::BwdDataTma);
     assert_ne!(chosen(&one, Family::Nvidia), Op::BwdDataTma);
+    // The ring: 6 stages where the grid holds at most one workgroup per SM
+    // (132 here), else 3. ResNet-50's layer4 1x1 512->2048 (N = 64, 7x7:
+    // 25 x 4 tiles) and layer3 256->1024 (14x14: 98 x 2).
+    let ring = |v: &[usize]| {
+        let i = plan(&prob(v), &cfg, Family::Hopper, 132).unwrap().main.instance;
+        assert_eq!(i.op, Op::BwdDataTma, "{v:?}");
+        i.tile.stages(i.atom)
+    };
+    assert_eq!(ring(&[2, 1, 64, 2048, 512, 1, 1, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0]), 6);
+    assert_eq!(ring(&[2, 1, 64, 1024, 256, 1, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0]), 3);
     assert_ne!(chosen(&[2, 1, 8, 64, 128, 1, 1, 14, 14, 2, 2, 1, 1, 0, 0, 0, 0], Family::Hopper), Op::BwdDataTma);
 }
 

@@ -36,26 +36,10 @@ fn access(wave: u32, name: &'static str, bits: Bits) -> Access {
     }
 }
 
-const NONE: Bits = Bits {
-    glc: false,
-    slc: false,
-    dlc: false,
-};
-const GLC: Bits = Bits {
-    glc: true,
-    slc: false,
-    dlc: false,
-};
-const SC1: Bits = Bits {
-    glc: false,
-    slc: false,
-    dlc: true,
-};
-const GLC_DLC: Bits = Bits {
-    glc: true,
-    slc: false,
-    dlc: true,
-};
+const NONE: Bits = Bits::NONE;
+const GLC: Bits = Bits::GLC;
+const SC1: Bits = Bits::DLC;
+const GLC_DLC: Bits = Bits::GLC_DLC;
 
 fn fence(m: &mut Memory, uid: u32, name: &'static str, bits: Bits) {
     m.set_access(Some(access(uid, name, bits)));

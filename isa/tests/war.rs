@@ -8,16 +8,8 @@ use convgrad_isa::exec::Memory;
 use convgrad_isa::exec::cache::{Access, Bits, Cache};
 use convgrad_isa::exec::memory::Fault;
 
-const NONE: Bits = Bits {
-    glc: false,
-    slc: false,
-    dlc: false,
-};
-const GLC: Bits = Bits {
-    glc: true,
-    slc: false,
-    dlc: false,
-};
+const NONE: Bits = Bits::NONE;
+const GLC: Bits = Bits::GLC;
 
 /// Workgroups 0 (waves uid 1 and 3) and 1 (uid 2), and an 8-byte buffer: a counter
 /// at 0, data at 4.

@@ -200,12 +200,20 @@ pub struct TileConfig {
     pub waves_m: u32,
     /// Waves along N.
     pub waves_n: u32,
+    /// Stages of the main loop where the instance sets them (0: the
+    /// atom's choice, [`TileConfig::stages`]): TMA tiles with a deeper ring
+    /// in one workgroup per SM for grids that do not fill two.
+    pub ring: u32,
 }
 
 impl TileConfig {
     /// The tile of a kernel's const parameters (`BM, BN, BK, WM, WN`).
     pub const fn of(bm: usize, bn: usize, bk: usize, waves_m: usize, waves_n: usize) -> TileConfig {
-        TileConfig { bm: bm as u32, bn: bn as u32, bk: bk as u32, waves_m: waves_m as u32, waves_n: waves_n as u32 }
+        TileConfig { bm: bm as u32, bn: bn as u32, bk: bk as u32, waves_m: waves_m as u32, waves_n: waves_n as u32, ring: 0 }
+    }
+    /// The tile with `stages` in its main loop's ring (0: the atom's choice).
+    pub const fn with_ring(self, stages: usize) -> TileConfig {
+        TileConfig { ring: stages as u32, ..self }
     }
     /// Threads per workgroup for a family's wave size.
     pub const fn threads(&self, wave: u32) -> u32 {
@@ -223,6 +231,9 @@ impl TileConfig {
     /// pipeline on NVIDIA (copies run `stages - 1` steps ahead), double
     /// buffering elsewhere.
     pub const fn stages(&self, atom: AtomKind) -> u32 {
+        if self.ring != 0 {
+            return self.ring;
+        }
         match atom {
             // Copies `stages - 2` steps ahead, plus the slab the instructions in
             // flight read: 96 k ahead on 32-deep slabs, 64 on 64-deep ones
@@ -586,6 +597,12 @@ macro_rules! for_each_instance {
         // Backward-data of 1x1 stride-1 layers as one GEMM on TMA loads.
         $m!($($extra,)* bwdd_f16_128x128x64_tma, [Hopper], BwdDataTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdd_bf16_128x128x64_tma, [Hopper], BwdDataTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16);
+        // The same with a ring of 6 stages (192 KiB, one workgroup per SM),
+        // for grids of at most one workgroup per SM: on the H200 0.75-0.83x
+        // the 3-stage tile's time on 50-100 workgroups, 1.2-1.4x on 196 and
+        // more (tuning-log 2026-11-28g).
+        $m!($($extra,)* bwdd_f16_128x128x64_tma_ring6, [Hopper], BwdDataTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
+        $m!($($extra,)* bwdd_bf16_128x128x64_tma_ring6, [Hopper], BwdDataTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);
@@ -594,7 +611,7 @@ macro_rules! for_each_instance {
 }
 
 macro_rules! table_entry {
-    ($v:ident, $name:ident, [$($fam:ident),*], $op:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
+    ($v:ident, $name:ident, [$($fam:ident),*], $op:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident $(, $ring:literal)?) => {
         $v[{
             let mut i = 0;
             while $v[i].is_some() {
@@ -606,13 +623,13 @@ macro_rules! table_entry {
             families: &[$(Family::$fam),*],
             op: Op::$op,
             types: TypeConfig::$ty,
-            tile: TileConfig { bm: $bm, bn: $bn, bk: $bk, waves_m: $wm, waves_n: $wn },
+            tile: TileConfig { bm: $bm, bn: $bn, bk: $bk, waves_m: $wm, waves_n: $wn, ring: 0 $(+ $ring)? },
             atom: AtomKind::$atom,
         });
     };
 }
 
-const MAX_INSTANCES: usize = 96;
+const MAX_INSTANCES: usize = 128;
 
 const TABLE: [Option<Instance>; MAX_INSTANCES] = {
     let mut v: [Option<Instance>; MAX_INSTANCES] = [None; MAX_INSTANCES];

@@ -399,6 +399,22 @@ impl BusyAhead {
     }
 }
 
+/// The environment variable that times `n` calls queued back to back per
+/// interval (the interval's time / `n`; default 1), on both sides: later
+/// calls find the operands in L2 and their launches overlap the calls before.
+const BATCH_ENV: &str = "CONVGRAD_BENCH_BATCH";
+
+/// Calls per timed interval ([`BATCH_ENV`]).
+fn batch_calls() -> Result<usize> {
+    match std::env::var(BATCH_ENV) {
+        Err(_) => Ok(1),
+        Ok(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=1000).contains(&n) => Ok(n),
+            _ => bail!("{BATCH_ENV}={v}: allowed a whole number of calls from 1 to 1000"),
+        },
+    }
+}
+
 /// Median of `iters` timed calls of `go` (ms), after up to 3 warm-up calls;
 /// on a GPU each call queued behind [`BusyAhead`]'s fill (GPU time only).
 fn median_ms(dev: &Device, iters: usize, go: impl Fn() -> Result<(), OpError>) -> Result<f64> {
@@ -406,23 +422,29 @@ fn median_ms(dev: &Device, iters: usize, go: impl Fn() -> Result<(), OpError>) -
         go()?;
     }
     let busy = BusyAhead::new(dev)?;
+    let batch = batch_calls()?;
     dev.synchronize()?;
     let mut ts = Vec::with_capacity(iters);
     for _ in 0..iters {
         busy.queue()?;
         let mut planned = None;
-        let ((), ms) = dev.time(|| match go() {
-            Err(OpError::Runtime(r)) => Err(r),
-            Err(other) => {
-                planned = Some(other);
-                Ok(())
+        let ((), ms) = dev.time(|| {
+            for _ in 0..batch {
+                match go() {
+                    Err(OpError::Runtime(r)) => return Err(r),
+                    Err(other) => {
+                        planned = Some(other);
+                        return Ok(());
+                    }
+                    Ok(()) => {}
+                }
             }
-            Ok(()) => Ok(()),
+            Ok(())
         })?;
         if let Some(e) = planned {
             return Err(e.into());
         }
-        ts.push(ms as f64);
+        ts.push(ms as f64 / batch as f64);
     }
     ts.sort_by(f64::total_cmp);
     Ok(ts[ts.len() / 2])

@@ -87,13 +87,28 @@ pub trait Tile {
     type SlabB: SlabShape;
 }
 
-/// The [`Tile`] of atom `At` and sizes `BM x BN x BK` on `WM x WN` waves.
-pub struct TileShape<At, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize>(
-    core::marker::PhantomData<At>,
-);
+/// The [`Tile`] of atom `At` and sizes `BM x BN x BK` on `WM x WN` waves,
+/// with `RING` stages in its main loop (0: the atom's choice,
+/// [`TileConfig::stages`]).
+pub struct TileShape<
+    At,
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const WM: usize,
+    const WN: usize,
+    const RING: usize = 0,
+>(core::marker::PhantomData<At>);
 
-impl<At: MmaAtom, const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize> Tile
-    for TileShape<At, BM, BN, BK, WM, WN>
+impl<
+    At: MmaAtom,
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const WM: usize,
+    const WN: usize,
+    const RING: usize,
+> Tile for TileShape<At, BM, BN, BK, WM, WN, RING>
 {
     type In = At::In;
     type At = At;
@@ -102,6 +117,7 @@ impl<At: MmaAtom, const BM: usize, const BN: usize, const BK: usize, const WM: u
     const BK: usize = BK;
     const WM: usize = WM;
     const WN: usize = WN;
+    const CONFIG: TileConfig = TileConfig::of(BM, BN, BK, WM, WN).with_ring(RING);
     type SlabA = SlabOf<BM, BK>;
     type SlabB = SlabOf<BN, BK>;
 }

@@ -29,18 +29,19 @@ macro_rules! atom_ty {
     (Fma, $t:ident) => { $crate::atom::fma::Fma };
 }
 
-/// The tile type of an instance: `TileShape<atom, BM, BN, BK, WM, WN>`.
+/// The tile type of an instance: `TileShape<atom, BM, BN, BK, WM, WN>`,
+/// with the instance's ring of stages where it sets one.
 macro_rules! tile_ty {
-    ($atom:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal) => {
-        $crate::gemm::TileShape<atom_ty!($atom, $ty), $bm, $bn, $bk, $wm, $wn>
+    ($atom:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal $(, $ring:literal)?) => {
+        $crate::gemm::TileShape<atom_ty!($atom, $ty), $bm, $bn, $bk, $wm, $wn $(, $ring)?>
     };
 }
 
 /// A call of `conv::$kernel::kernel` for the instance's tile, with the
 /// GEMM's atoms per wave ([`Tile::FR`](crate::gemm::Tile::FR), [`Tile::FC`](crate::gemm::Tile::FC)).
 macro_rules! tiled {
-    ($args:ident, $($kernel:ident)::+, $out:ty, $atom:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal) => {{
-        type Tl = tile_ty!($atom, $ty, $bm, $bn, $bk, $wm, $wn);
+    ($args:ident, $($kernel:ident)::+, $out:ty, $atom:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal $(, $ring:literal)?) => {{
+        type Tl = tile_ty!($atom, $ty, $bm, $bn, $bk, $wm, $wn $(, $ring)?);
         $crate::conv::$($kernel)::+::kernel::<
             Tl,
             $out,
@@ -81,8 +82,8 @@ macro_rules! body {
     ($args:ident, BwdDataTapShift, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::tap_shift, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };
-    ($args:ident, BwdDataTma, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
-        tiled!($args, bwd_data::tma, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
+    ($args:ident, BwdDataTma, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident $(, $ring:literal)?) => {
+        tiled!($args, bwd_data::tma, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn $(, $ring)?)
     };
     ($args:ident, BwdDataRows, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::rows, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
@@ -120,13 +121,13 @@ mod gpu {
 
     macro_rules! gpu_kernel {
         ($name:ident, [$($fam:ident),*], $op:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal,
-         $wm:literal, $wn:literal, $atom:ident) => {
+         $wm:literal, $wn:literal, $atom:ident $(, $ring:literal)?) => {
             $(
                 on_family!($fam,
                     /// Kernel entry point (see `convgrad_types::instance::INSTANCES`).
                     #[unsafe(no_mangle)]
                     pub unsafe extern "gpu-kernel" fn $name(args: *const ConvArgs) {
-                        unsafe { body!(args, $op, $ty, $bm, $bn, $bk, $wm, $wn, $atom) }
+                        unsafe { body!(args, $op, $ty, $bm, $bn, $bk, $wm, $wn, $atom $(, $ring)?) }
                     }
                 );
             )*

@@ -368,11 +368,27 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
     // takes: 1.17-1.60x faster than the cp.async warpgroup tile on all nine
     // ResNet-50 1x1 shapes (H100, 100 to 3136 workgroups; tuning-log 2026-11-28c).
     if choice.instance.op == Op::BwdData
-        && let Some(c) = first_fitting(Op::BwdDataTma, r)
+        && let Some(c) = tma_tile(r)
     {
         choice = c;
     }
     choice
+}
+
+/// The TMA tile for `r`: the deepest ring where the grid holds at most one
+/// workgroup per compute unit (nothing shares the SM, so the deeper ring
+/// hides more latency), else the shallowest, which keeps two workgroups
+/// per SM (one's epilogue overlaps the other's loads). H200, seven 1x1
+/// layers of 50 to 1568 x 2 workgroups: each on the side of the rule
+/// (tuning-log 2026-11-28g).
+fn tma_tile(r: &Request<'_>) -> Option<Choice> {
+    let one_per_cu = |i: &Instance| data_workgroups(r.p, i) <= r.compute_units as u64;
+    family_of(Op::BwdDataTma, r)
+        .filter_map(|i| fits(i, r).ok().map(|fit| Choice::rule(i, fit)))
+        .max_by_key(|c| {
+            let ring = c.instance.tile.stages(c.instance.atom);
+            if one_per_cu(c.instance) { ring } else { u32::MAX - ring }
+        })
 }
 
 /// Workgroups of backward-data's slice GEMM on tile `i`: per group and

@@ -99,6 +99,17 @@ pub struct Bits {
     pub dlc: bool,
 }
 
+impl Bits {
+    /// No cache bit.
+    pub const NONE: Bits = Bits { glc: false, slc: false, dlc: false };
+    /// `glc` / `sc0` alone.
+    pub const GLC: Bits = Bits { glc: true, slc: false, dlc: false };
+    /// `dlc` / gfx942 `sc1` alone.
+    pub const DLC: Bits = Bits { glc: false, slc: false, dlc: true };
+    /// `glc` and `dlc` (`sc0 sc1`).
+    pub const GLC_DLC: Bits = Bits { glc: true, slc: false, dlc: true };
+}
+
 /// The executing global-memory instruction, for the model.
 #[derive(Clone, Copy, Debug)]
 pub struct Access {
