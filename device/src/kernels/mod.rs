@@ -120,17 +120,24 @@ mod gpu {
     }
 
     macro_rules! gpu_kernel {
-        ($name:ident, [$($fam:ident),*], $op:ident, $ty:ident, $bm:literal, $bn:literal, $bk:literal,
-         $wm:literal, $wn:literal, $atom:ident $(, $ring:literal)?) => {
+        // The instance's tile and atom (and ring, where it sets one) go on
+        // as one token tree: a depth-0 variable may repeat with `$fam`.
+        ($name:ident, [$($fam:ident),*], $op:ident, $($rest:tt)*) => {
+            gpu_kernel!(@fams $name, $op, ($($rest)*), $($fam),*);
+        };
+        (@fams $name:ident, $op:ident, $rest:tt, $($fam:ident),*) => {
             $(
                 on_family!($fam,
                     /// Kernel entry point (see `convgrad_types::instance::INSTANCES`).
                     #[unsafe(no_mangle)]
                     pub unsafe extern "gpu-kernel" fn $name(args: *const ConvArgs) {
-                        unsafe { body!(args, $op, $ty, $bm, $bn, $bk, $wm, $wn, $atom $(, $ring)?) }
+                        unsafe { gpu_kernel!(@body args, $op, $rest) }
                     }
                 );
             )*
+        };
+        (@body $args:ident, $op:ident, ($($rest:tt)*)) => {
+            body!($args, $op, $($rest)*)
         };
     }
 
