@@ -78,7 +78,7 @@ fn suite(arch: EmuArch) {
     });
 }
 
-common::per_arch!(suite; bwd_data_gfx942_mfma => Gfx942, bwd_data_gfx1100_wmma => Gfx1100, bwd_data_sm90_mma_sync => Sm90);
+common::per_arch!(suite; bwd_data_gfx942_mfma => Gfx942, bwd_data_gfx1100_wmma => Gfx1100, bwd_data_gfx1200_wmma => Gfx1200, bwd_data_sm90_mma_sync => Sm90);
 
 /// Every bwd-data instance of every family runs and passes on a strided
 /// problem spanning several tiles in M and N, with a reduction tail.

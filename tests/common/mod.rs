@@ -115,10 +115,10 @@ pub fn sweep(
 }
 
 /// Every instance of the kernel kinds `ops` built for each model's family
-/// (gfx942, gfx1100, sm_90) runs `case(instance)` and passes, and the
+/// (gfx942, gfx1100, gfx1200, sm_90) runs `case(instance)` and passes, and the
 /// instance that ran is that one.
 pub fn every_instance<C: Check>(ops: &[Op], case: impl Fn(&Instance) -> C) {
-    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
+    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Gfx1200, EmuArch::Sm90] {
         let (dev, module) = device(arch);
         for inst in INSTANCES.iter().filter(|i| ops.contains(&i.op) && i.on(dev.family())) {
             let o = case(inst).check(&dev, &module, inst.name);
