@@ -81,6 +81,7 @@ unsafe fn lds_run(off: usize, out: &mut [u16]) {
         match out.len() {
             2 => out.copy_from_slice(&arch::lds_ld::<[u16; 2]>(off)),
             4 => out.copy_from_slice(&arch::lds_ld::<[u16; 4]>(off)),
+            8 => out.copy_from_slice(&arch::lds_ld::<[u16; 8]>(off)),
             16 => {
                 out[..8].copy_from_slice(&arch::lds_ld::<[u16; 8]>(off));
                 out[8..].copy_from_slice(&arch::lds_ld::<[u16; 8]>(off + 16));
