@@ -8,15 +8,24 @@ use super::Slot;
 
 /// `A[i][k]`: lane = i + 16*floor(k/8), element = k mod 8.
 pub(super) const fn a(i: u32, k: u32) -> Slot {
-    Slot { lane: i + 16 * (k / 8), elem: k % 8 }
+    Slot {
+        lane: i + 16 * (k / 8),
+        elem: k % 8,
+    }
 }
 /// `B[k][j]`: lane = j + 16*floor(k/8), element = k mod 8.
 pub(super) const fn b(k: u32, j: u32) -> Slot {
-    Slot { lane: j + 16 * (k / 8), elem: k % 8 }
+    Slot {
+        lane: j + 16 * (k / 8),
+        elem: k % 8,
+    }
 }
 /// `D[i][j]`: lane = j + 16*floor(i/8), element = i mod 8.
 pub(super) const fn d(i: u32, j: u32) -> Slot {
-    Slot { lane: j + 16 * (i / 8), elem: i % 8 }
+    Slot {
+        lane: j + 16 * (i / 8),
+        elem: i % 8,
+    }
 }
 
 #[cfg(test)]
@@ -28,13 +37,20 @@ mod tests {
     /// checks that the instruction computes the plain matrix product.
     #[test]
     fn gfx12_wmma_is_the_matrix_product() {
-        for op in [MatrixOp::Wmma16x16x16Gfx12F16, MatrixOp::Wmma16x16x16Gfx12Bf16] {
+        for op in [
+            MatrixOp::Wmma16x16x16Gfx12F16,
+            MatrixOp::Wmma16x16x16Gfx12Bf16,
+        ] {
             // Small integers: exact in f16, bf16 and f32.
             let am = |i: usize, k: usize| ((3 * i + 5 * k) % 7) as f32 - 3.0;
             let bm = |k: usize, j: usize| ((2 * k + 7 * j) % 5) as f32 - 2.0;
             let cm = |i: usize, j: usize| (i * 16 + j) as f32;
             let bits = |x: f32| {
-                if op.is_bf16() { (x.to_bits() >> 16) as u16 } else { half::f16::from_f32(x).to_bits() }
+                if op.is_bf16() {
+                    (x.to_bits() >> 16) as u16
+                } else {
+                    half::f16::from_f32(x).to_bits()
+                }
             };
             let (mut a, mut b, mut c) = (vec![0u16; 256], vec![0u16; 256], vec![0f32; 256]);
             for l in 0..32 {
@@ -51,7 +67,11 @@ mod tests {
                 for e in 0..8 {
                     let (i, j) = (8 * (l / 16) + e, l % 16);
                     let want = cm(i, j) + (0..16).map(|k| am(i, k) * bm(k, j)).sum::<f32>();
-                    assert_eq!(d[l * 8 + e], want, "{op:?} D[{i}][{j}] in lane {l} element {e}");
+                    assert_eq!(
+                        d[l * 8 + e],
+                        want,
+                        "{op:?} D[{i}][{j}] in lane {l} element {e}"
+                    );
                 }
             }
         }
