@@ -78,7 +78,7 @@ fn suite(arch: EmuArch) {
     });
 }
 
-common::per_arch!(suite; bwd_data_gfx942_mfma => Gfx942, bwd_data_gfx1100_wmma => Gfx1100, bwd_data_sm90_mma_sync => Sm90);
+common::per_arch!(suite; bwd_data_gfx942_mfma => Gfx942, bwd_data_gfx1100_wmma => Gfx1100, bwd_data_gfx1200_wmma => Gfx1200, bwd_data_sm90_mma_sync => Sm90);
 
 /// Every bwd-data instance of every family runs and passes on a strided
 /// problem spanning several tiles in M and N, with a reduction tail.
@@ -423,7 +423,8 @@ fn bwd_data_row_segment_choice() {
 fn bwd_data_tile_choice() {
     let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
     for family in Family::ALL {
-        let wide = if family == Family::Rdna3 { 64 } else { 128 };
+        let rdna = matches!(family, Family::Rdna3 | Family::Rdna4);
+        let wide = if rdna { 64 } else { 128 };
         let hopper = family == Family::Hopper;
         for (c, want, wgmma) in [
             (16, Some(32), false),
@@ -437,8 +438,8 @@ fn bwd_data_tile_choice() {
         ] {
             let p = prob(&[2, 32, 4, c, c, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
             let inst = plan(&p, &cfg, family, 132).unwrap().main.instance;
-            // 8 and 16 channels per group, stride 1: tap shifts (not on RDNA3 yet).
-            if (c == 8 || c == 16) && family != Family::Rdna3 {
+            // 8 and 16 channels per group, stride 1: tap shifts (not on RDNA3/RDNA4 yet).
+            if (c == 8 || c == 16) && !rdna {
                 assert_eq!(inst.op, Op::BwdDataTapShift, "{family:?} C=K={c}: chose {}", inst.name);
                 continue;
             }

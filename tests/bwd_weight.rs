@@ -69,7 +69,7 @@ fn suite(arch: EmuArch) {
     });
 }
 
-common::per_arch!(suite; bwd_weight_gfx942_mfma => Gfx942, bwd_weight_gfx1100_wmma => Gfx1100, bwd_weight_sm90_mma_sync => Sm90);
+common::per_arch!(suite; bwd_weight_gfx942_mfma => Gfx942, bwd_weight_gfx1100_wmma => Gfx1100, bwd_weight_gfx1200_wmma => Gfx1200, bwd_weight_sm90_mma_sync => Sm90);
 
 /// Every instance of every family runs and passes on a problem that spans
 /// several tiles in M and N, with a K tail.
@@ -368,7 +368,8 @@ fn bwd_weight_tap_shifts() {
         let strided = plan(&rx8_s2, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
         assert_eq!(strided.op, Op::BwdWeight, "{family:?} stride 2: {}", strided.name);
         let auto = plan(&rx16, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
-        assert_eq!(auto.op == Op::BwdWeightTapShift, family != Family::Rdna3, "{family:?}: {}", auto.name);
+        let rdna = matches!(family, Family::Rdna3 | Family::Rdna4);
+        assert_eq!(auto.op == Op::BwdWeightTapShift, !rdna, "{family:?}: {}", auto.name);
         let small = plan(&rx16_7, &BwdWeightConfig::default(), family, 132).unwrap().main.instance;
         assert_eq!(small.op, Op::BwdWeight, "{family:?} 7x7: {}", small.name);
         let det = BwdWeightConfig { deterministic: true, ..Default::default() };
@@ -384,7 +385,7 @@ fn bwd_weight_tap_shifts() {
 #[test]
 fn bwd_weight_tile_choice() {
     use convgrad::types::instance::Op;
-    for family in [Family::Cdna, Family::Rdna3, Family::Nvidia] {
+    for family in [Family::Cdna, Family::Rdna3, Family::Rdna4, Family::Nvidia] {
         for (k, want) in [(16, Some(16)), (32, Some(64)), (4, None)] {
             let p = prob(&[2, 32, 4, k, 16, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]);
             let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };

@@ -356,6 +356,7 @@ fn emulator_module_lists_kernels() {
     for (arch, family) in [
         (EmuArch::Gfx942, Family::Cdna),
         (EmuArch::Gfx1100, Family::Rdna3),
+        (EmuArch::Gfx1201, Family::Rdna4),
         (EmuArch::Sm90, Family::Hopper),
     ] {
         let d = emu(arch);
@@ -502,6 +503,8 @@ common::per_arch!(smoke_emulator;
     smoke_emulator_gfx942 => Gfx942,
     smoke_emulator_gfx90a => Gfx90a,
     smoke_emulator_gfx1100 => Gfx1100,
+    smoke_emulator_gfx1200 => Gfx1200,
+    smoke_emulator_gfx1201 => Gfx1201,
     smoke_emulator_sm_90 => Sm90,
     smoke_emulator_sm_80 => Sm80,
 );

@@ -51,6 +51,10 @@ pub enum EmuArch {
     Gfx942,
     /// RX 7900: wave32, 64 KiB LDS, WMMA.
     Gfx1100,
+    /// RX 9060: wave32, 64 KiB LDS, GFX12 WMMA.
+    Gfx1200,
+    /// RX 9070: wave32, 64 KiB LDS, GFX12 WMMA.
+    Gfx1201,
     /// A100: warp32, 164 KiB shared memory, mma.sync.
     Sm80,
     /// H100: warp32, 227 KiB shared memory, mma.sync and wgmma.
@@ -59,7 +63,8 @@ pub enum EmuArch {
 
 impl EmuArch {
     /// All models.
-    pub const ALL: [EmuArch; 5] = [EmuArch::Gfx90a, EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm80, EmuArch::Sm90];
+    pub const ALL: [EmuArch; 7] =
+        [EmuArch::Gfx90a, EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Gfx1200, EmuArch::Gfx1201, EmuArch::Sm80, EmuArch::Sm90];
     /// Threads per wave.
     pub const fn wave(self) -> u32 {
         self.family().wave()
@@ -67,7 +72,7 @@ impl EmuArch {
     /// Largest LDS (shared memory) per workgroup, bytes.
     pub const fn max_lds_bytes(self) -> usize {
         match self {
-            EmuArch::Gfx90a | EmuArch::Gfx942 | EmuArch::Gfx1100 => 64 * 1024,
+            EmuArch::Gfx90a | EmuArch::Gfx942 | EmuArch::Gfx1100 | EmuArch::Gfx1200 | EmuArch::Gfx1201 => 64 * 1024,
             EmuArch::Sm80 => 163 * 1024,
             EmuArch::Sm90 => 227 * 1024,
         }
@@ -81,15 +86,18 @@ impl EmuArch {
         match self {
             EmuArch::Gfx90a | EmuArch::Gfx942 => Family::Cdna,
             EmuArch::Gfx1100 => Family::Rdna3,
+            EmuArch::Gfx1200 | EmuArch::Gfx1201 => Family::Rdna4,
             EmuArch::Sm80 | EmuArch::Sm90 => Family::Nvidia,
         }
     }
-    /// Name as on command lines: `gfx90a`, `gfx942`, `gfx1100`, `sm_80`, `sm_90`.
+    /// Name as on command lines: `gfx90a`, `gfx942`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`.
     pub const fn name(self) -> &'static str {
         match self {
             EmuArch::Gfx90a => "gfx90a",
             EmuArch::Gfx942 => "gfx942",
             EmuArch::Gfx1100 => "gfx1100",
+            EmuArch::Gfx1200 => "gfx1200",
+            EmuArch::Gfx1201 => "gfx1201",
             EmuArch::Sm80 => "sm_80",
             EmuArch::Sm90 => "sm_90",
         }

@@ -13,6 +13,7 @@ mod mfma;
 mod mma_sync;
 pub(crate) mod wgmma;
 mod wmma;
+mod wmma_gfx12;
 
 pub use wgmma::WgmmaOp;
 
@@ -20,7 +21,7 @@ use convgrad_types::instance::Family;
 
 /// The emulated matrix instructions. Operand element counts per lane (a, b, c):
 /// MFMA 32x32x8: 4, 4, 16; MFMA 16x16x16: 4, 4, 4; WMMA 16x16x16: 16, 16, 8;
-/// mma.sync m16n8k16: 8, 4, 4.
+/// GFX12 WMMA 16x16x16: 8, 8, 8; mma.sync m16n8k16: 8, 4, 4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MatrixOp {
     /// `v_mfma_f32_32x32x8f16`.
@@ -35,6 +36,10 @@ pub enum MatrixOp {
     Wmma16x16x16F16,
     /// `v_wmma_f32_16x16x16_bf16`.
     Wmma16x16x16Bf16,
+    /// GFX12 (RDNA4) `v_wmma_f32_16x16x16_f16`.
+    Wmma16x16x16Gfx12F16,
+    /// GFX12 (RDNA4) `v_wmma_f32_16x16x16_bf16`.
+    Wmma16x16x16Gfx12Bf16,
     /// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`.
     Mma16x8x16F16,
     /// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`.
@@ -72,13 +77,15 @@ pub struct Regs {
 
 impl MatrixOp {
     /// All instructions.
-    pub const ALL: [MatrixOp; 8] = [
+    pub const ALL: [MatrixOp; 10] = [
         MatrixOp::Mfma32x32x8F16,
         MatrixOp::Mfma32x32x8Bf16,
         MatrixOp::Mfma16x16x16F16,
         MatrixOp::Mfma16x16x16Bf16,
         MatrixOp::Wmma16x16x16F16,
         MatrixOp::Wmma16x16x16Bf16,
+        MatrixOp::Wmma16x16x16Gfx12F16,
+        MatrixOp::Wmma16x16x16Gfx12Bf16,
         MatrixOp::Mma16x8x16F16,
         MatrixOp::Mma16x8x16Bf16,
     ];
@@ -89,6 +96,7 @@ impl MatrixOp {
         match self {
             Mfma32x32x8F16 | Mfma32x32x8Bf16 => (32, 32, 8),
             Mfma16x16x16F16 | Mfma16x16x16Bf16 | Wmma16x16x16F16 | Wmma16x16x16Bf16 => (16, 16, 16),
+            Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (16, 16, 16),
             Mma16x8x16F16 | Mma16x8x16Bf16 => (16, 8, 16),
         }
     }
@@ -99,6 +107,7 @@ impl MatrixOp {
             Mfma32x32x8F16 | Mfma32x32x8Bf16 => Regs { a: 4, b: 4, c: 16 },
             Mfma16x16x16F16 | Mfma16x16x16Bf16 => Regs { a: 4, b: 4, c: 4 },
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => Regs { a: 16, b: 16, c: 8 },
+            Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => Regs { a: 8, b: 8, c: 8 },
             Mma16x8x16F16 | Mma16x8x16Bf16 => Regs { a: 8, b: 4, c: 4 },
         }
     }
@@ -108,6 +117,7 @@ impl MatrixOp {
         match self {
             Mfma32x32x8F16 | Mfma32x32x8Bf16 | Mfma16x16x16F16 | Mfma16x16x16Bf16 => Family::Cdna,
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => Family::Rdna3,
+            Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => Family::Rdna4,
             Mma16x8x16F16 | Mma16x8x16Bf16 => Family::Nvidia,
         }
     }
@@ -118,7 +128,7 @@ impl MatrixOp {
     /// Whether A and B are bf16 (else f16).
     pub const fn is_bf16(self) -> bool {
         use MatrixOp::*;
-        matches!(self, Mfma32x32x8Bf16 | Mfma16x16x16Bf16 | Wmma16x16x16Bf16 | Mma16x8x16Bf16)
+        matches!(self, Mfma32x32x8Bf16 | Mfma16x16x16Bf16 | Wmma16x16x16Bf16 | Wmma16x16x16Gfx12Bf16 | Mma16x8x16Bf16)
     }
     /// FLOPs of one wave-wide instruction: `2*m*n*k`.
     pub const fn flops(self) -> u64 {
@@ -133,8 +143,8 @@ impl MatrixOp {
             Mfma32x32x8Bf16 => "v_mfma_f32_32x32x8bf16_1k",
             Mfma16x16x16F16 => "v_mfma_f32_16x16x16f16",
             Mfma16x16x16Bf16 => "v_mfma_f32_16x16x16bf16_1k",
-            Wmma16x16x16F16 => "v_wmma_f32_16x16x16_f16",
-            Wmma16x16x16Bf16 => "v_wmma_f32_16x16x16_bf16",
+            Wmma16x16x16F16 | Wmma16x16x16Gfx12F16 => "v_wmma_f32_16x16x16_f16",
+            Wmma16x16x16Bf16 | Wmma16x16x16Gfx12Bf16 => "v_wmma_f32_16x16x16_bf16",
             Mma16x8x16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
             Mma16x8x16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
         }
@@ -159,6 +169,7 @@ impl MatrixOp {
             Mfma32x32x8F16 | Mfma32x32x8Bf16 => (mfma::a32(r, c), mfma::b32(r, c), mfma::d32(r, c)),
             Mfma16x16x16F16 | Mfma16x16x16Bf16 => (mfma::a16(r, c), mfma::b16(r, c), mfma::d16(r, c)),
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => (wmma::a(r, c), wmma::b(r, c), wmma::d(r, c)),
+            Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (wmma_gfx12::a(r, c), wmma_gfx12::b(r, c), wmma_gfx12::d(r, c)),
             Mma16x8x16F16 | Mma16x8x16Bf16 => (mma_sync::a(r, c), mma_sync::b(r, c), mma_sync::d(r, c)),
         };
         match m {

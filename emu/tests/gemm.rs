@@ -50,6 +50,8 @@ fn gemm_on_every_matrix_instruction() {
         (EmuArch::Gfx942, MatrixOp::Mfma16x16x16Bf16),
         (EmuArch::Gfx1100, MatrixOp::Wmma16x16x16F16),
         (EmuArch::Gfx1100, MatrixOp::Wmma16x16x16Bf16),
+        (EmuArch::Gfx1200, MatrixOp::Wmma16x16x16Gfx12F16),
+        (EmuArch::Gfx1201, MatrixOp::Wmma16x16x16Gfx12Bf16),
         (EmuArch::Sm80, MatrixOp::Mma16x8x16F16),
         (EmuArch::Sm90, MatrixOp::Mma16x8x16Bf16),
     ];

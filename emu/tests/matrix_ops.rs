@@ -20,6 +20,8 @@ fn doc_a(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (l % 16, 4 * (l / 16) + e),
         // Row i in lanes i and i+16, k = element index.
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, e),
+        // GFX12: row l % 16, k = 8*(l/16) + e (GPUOpen's laneWrapped / laneGroup).
+        Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (l % 16, 8 * (l / 16) + e),
         // row = groupID for a0,a1,a4,a5, +8 for a2,a3,a6,a7; col = 2t + (e mod 2), +8 for a4..a7.
         Mma16x8x16F16 | Mma16x8x16Bf16 => {
             let (g, t) = (l >> 2, l % 4);
@@ -33,6 +35,7 @@ fn doc_b(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (4 * (l / 32) + e, l % 32),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (4 * (l / 16) + e, l % 16),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (e, l % 16),
+        Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (8 * (l / 16) + e, l % 16),
         // k = 2t + (e mod 2) for b0,b1, +8 for b2,b3; n = groupID.
         Mma16x8x16F16 | Mma16x8x16Bf16 => (2 * (l % 4) + e % 2 + if e >= 2 { 8 } else { 0 }, l >> 2),
     }
@@ -46,6 +49,8 @@ fn doc_d(op: MatrixOp, l: u32, g: u32) -> (u32, u32) {
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (4 * (l / 16) + g, l % 16),
         // Inverse: i = 2g + floor(lane/16), j = lane mod 16.
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (2 * g + l / 16, l % 16),
+        // GFX12: row 8*(l/16) + g, column l % 16 (no even/odd split).
+        Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (8 * (l / 16) + g, l % 16),
         // row = groupID for c0,c1, +8 for c2,c3; col = 2t + (e mod 2).
         Mma16x8x16F16 | Mma16x8x16Bf16 => ((l >> 2) + if g >= 2 { 8 } else { 0 }, 2 * (l % 4) + g % 2),
     }
@@ -55,6 +60,7 @@ fn arch_of(op: MatrixOp) -> EmuArch {
     match op.family() {
         convgrad_types::instance::Family::Cdna => EmuArch::Gfx942,
         convgrad_types::instance::Family::Rdna3 => EmuArch::Gfx1100,
+        convgrad_types::instance::Family::Rdna4 => EmuArch::Gfx1201,
         convgrad_types::instance::Family::Nvidia | convgrad_types::instance::Family::Hopper => EmuArch::Sm90,
     }
 }
@@ -246,6 +252,20 @@ fn explicit_entries_wmma() {
 }
 
 #[test]
+fn explicit_entries_wmma_gfx12() {
+    for op in [MatrixOp::Wmma16x16x16Gfx12F16, MatrixOp::Wmma16x16x16Gfx12Bf16] {
+        // A and B: lane = row (column) + 16*floor(k/8), element k mod 8; no replicas.
+        assert_eq!(op.a_slot(3, 9), s(19, 1));
+        assert_eq!(op.a_replica(3, 9), None);
+        assert_eq!(op.b_slot(4, 11), s(11, 4));
+        assert_eq!(op.b_replica(4, 11), None);
+        // D: lane = j + 16*floor(i/8), element i mod 8.
+        assert_eq!(op.d_slot(5, 7), s(7, 5));
+        assert_eq!(op.d_slot(14, 0), s(16, 6));
+    }
+}
+
+#[test]
 fn explicit_entries_mma_sync() {
     for op in [MatrixOp::Mma16x8x16F16, MatrixOp::Mma16x8x16Bf16] {
         // lane 6: groupID 1, t 2.
@@ -266,7 +286,7 @@ fn explicit_entries_mma_sync() {
 #[test]
 fn atom_c_slot_inverts_c_elem() {
     use convgrad_device::atom::MmaAtom;
-    use convgrad_device::atom::{fma, mfma, mma_sync, wgmma, wmma};
+    use convgrad_device::atom::{fma, mfma, mma_sync, wgmma, wmma, wmma_gfx12};
     use convgrad_device::elem::Bf16;
     fn check<At: MmaAtom>(name: &str) {
         let len = core::mem::size_of::<At::C>() / 4;
@@ -284,6 +304,7 @@ fn atom_c_slot_inverts_c_elem() {
     check::<mfma::Mfma16x16x16<Bf16>>("mfma16");
     check::<mma_sync::Mma16x8x16<Bf16>>("mma16x8");
     check::<wmma::Wmma16x16x16<Bf16>>("wmma16");
+    check::<wmma_gfx12::Wmma16x16x16Gfx12<Bf16>>("wmma12");
     check::<wgmma::Wgmma64x128x16<Bf16>>("wgmma64x128");
     check::<wgmma::Wgmma64x64x16<Bf16>>("wgmma64x64");
 }

@@ -115,10 +115,10 @@ pub fn sweep(
 }
 
 /// Every instance of the kernel kinds `ops` built for each model's family
-/// (gfx942, gfx1100, sm_90) runs `case(instance)` and passes, and the
+/// (gfx942, gfx1100, gfx1200, sm_90) runs `case(instance)` and passes, and the
 /// instance that ran is that one.
 pub fn every_instance<C: Check>(ops: &[Op], case: impl Fn(&Instance) -> C) {
-    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90] {
+    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Gfx1200, EmuArch::Sm90] {
         let (dev, module) = device(arch);
         for inst in INSTANCES.iter().filter(|i| ops.contains(&i.op) && i.on(dev.family())) {
             let o = case(inst).check(&dev, &module, inst.name);
@@ -283,13 +283,13 @@ pub fn tap_shift_problems(own: &[(&'static str, ConvProblem)]) -> Vec<(&'static 
 }
 
 /// The tap-shift instance of kind `op` for `t` on `dev`'s family. `None`
-/// only on RDNA3, which has no tap-shift kernels (they went to scratch
-/// there): a suite pointed at a gfx1100 device (`CONVGRAD_TEST_BACKEND`)
-/// says so.
+/// only on RDNA3 and RDNA4, which have no tap-shift kernels (they went to
+/// scratch on gfx1100): a suite pointed at such a device
+/// (`CONVGRAD_TEST_BACKEND`) says so.
 pub fn tap_shift_instance(op: Op, t: TypeConfig, dev: &Device) -> Option<&'static Instance> {
     let found = INSTANCES.iter().find(|i| i.op == op && i.types == t && i.on(dev.family()));
     if found.is_none() {
-        assert_eq!(dev.family(), Family::Rdna3, "no tap-shift kernel for {t:?} on {:?}", dev.family());
+        assert!(matches!(dev.family(), Family::Rdna3 | Family::Rdna4), "no tap-shift kernel for {t:?} on {:?}", dev.family());
     }
     found
 }

@@ -14,6 +14,8 @@ pub enum Family {
     Cdna,
     /// AMD RDNA3 (gfx1100): wave32, WMMA.
     Rdna3,
+    /// AMD RDNA4 (gfx1200, gfx1201): wave32, GFX12 WMMA (no operand replicas).
+    Rdna4,
     /// NVIDIA sm_80: warp32, mma.sync.
     Nvidia,
     /// NVIDIA sm_90 (Hopper): every [`Family::Nvidia`] kernel, plus warpgroup
@@ -23,12 +25,12 @@ pub enum Family {
 
 impl Family {
     /// All families.
-    pub const ALL: [Family; 4] = [Family::Cdna, Family::Rdna3, Family::Nvidia, Family::Hopper];
+    pub const ALL: [Family; 5] = [Family::Cdna, Family::Rdna3, Family::Rdna4, Family::Nvidia, Family::Hopper];
     /// Threads per wave (warp).
     pub const fn wave(self) -> u32 {
         match self {
             Family::Cdna => 64,
-            Family::Rdna3 | Family::Nvidia | Family::Hopper => 32,
+            Family::Rdna3 | Family::Rdna4 | Family::Nvidia | Family::Hopper => 32,
         }
     }
     /// The `convgrad_family` cfg value the device crate is built with.
@@ -36,6 +38,7 @@ impl Family {
         match self {
             Family::Cdna => "cdna",
             Family::Rdna3 => "rdna3",
+            Family::Rdna4 => "rdna4",
             Family::Nvidia | Family::Hopper => "nvidia",
         }
     }
@@ -45,15 +48,17 @@ impl Family {
             (self, other),
             (Family::Cdna, Family::Cdna)
                 | (Family::Rdna3, Family::Rdna3)
+                | (Family::Rdna4, Family::Rdna4)
                 | (Family::Nvidia, Family::Nvidia)
                 | (Family::Hopper, Family::Nvidia | Family::Hopper)
         )
     }
-    /// Family of a build architecture (`gfx90a`, `gfx942`, `gfx1100`, `sm_80`, `sm_90`).
+    /// Family of a build architecture (`gfx90a`, `gfx942`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`).
     pub fn of_arch(arch: &str) -> Option<Family> {
         match arch {
             "gfx90a" | "gfx942" => Some(Family::Cdna),
             "gfx1100" => Some(Family::Rdna3),
+            "gfx1200" | "gfx1201" => Some(Family::Rdna4),
             "sm_80" => Some(Family::Nvidia),
             "sm_90" => Some(Family::Hopper),
             _ => None,
@@ -139,6 +144,9 @@ pub enum AtomKind {
     Mfma16x16x16,
     /// `v_wmma_f32_16x16x16_{f16,bf16}`, wave32.
     Wmma16x16x16,
+    /// GFX12 (RDNA4) `v_wmma_f32_16x16x16_{f16,bf16}`, wave32: the same
+    /// instruction name with 8 operand elements a lane (no replicas).
+    Wmma16x16x16Gfx12,
     /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`, warp32.
     Mma16x8x16,
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.{f16,bf16}`: one warpgroup
@@ -156,7 +164,7 @@ impl AtomKind {
     pub const fn shape(self) -> (u32, u32, u32) {
         match self {
             AtomKind::Mfma32x32x8 => (32, 32, 8),
-            AtomKind::Mfma16x16x16 | AtomKind::Wmma16x16x16 => (16, 16, 16),
+            AtomKind::Mfma16x16x16 | AtomKind::Wmma16x16x16 | AtomKind::Wmma16x16x16Gfx12 => (16, 16, 16),
             AtomKind::Mma16x8x16 => (16, 8, 16),
             AtomKind::Wgmma64x128x16 => (64, 128, 16),
             AtomKind::Wgmma64x64x16 => (64, 64, 16),
@@ -177,7 +185,7 @@ impl AtomKind {
         match self {
             AtomKind::Mfma32x32x8 => Some("v_mfma_f32_32x32x8"),
             AtomKind::Mfma16x16x16 => Some("v_mfma_f32_16x16x16"),
-            AtomKind::Wmma16x16x16 => Some("v_wmma_f32_16x16x16"),
+            AtomKind::Wmma16x16x16 | AtomKind::Wmma16x16x16Gfx12 => Some("v_wmma_f32_16x16x16"),
             AtomKind::Mma16x8x16 => Some("mma.sync.aligned.m16n8k16"),
             AtomKind::Wgmma64x128x16 => Some("wgmma.mma_async.sync.aligned.m64n128k16"),
             AtomKind::Wgmma64x64x16 => Some("wgmma.mma_async.sync.aligned.m64n64k16"),
@@ -476,8 +484,11 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_bf16_64x64x32_mfma16, [Cdna], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mfma32, [Cdna], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdw_f16_64x64x32_wmma16, [Rdna3], BwdWeight, F16, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_f16_64x64x32_wmma12, [Rdna4], BwdWeight, F16, 64, 64, 32, 2, 2, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdw_bf16_64x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_bf16_64x64x32_wmma12, [Rdna4], BwdWeight, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdw_bf16f32_64x64x32_wmma16, [Rdna3], BwdWeight, Bf16F32, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_bf16f32_64x64x32_wmma12, [Rdna4], BwdWeight, Bf16F32, 64, 64, 32, 2, 2, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdw_f16_128x128x32_mma16x8, [Nvidia], BwdWeight, F16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdw_f16_64x64x32_mma16x8, [Nvidia], BwdWeight, F16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdw_bf16_128x128x32_mma16x8, [Nvidia], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
@@ -502,7 +513,9 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_f16_16x64x32_mfma16, [Cdna], BwdWeight, F16, 16, 64, 32, 1, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_bf16_16x64x32_mfma16, [Cdna], BwdWeight, Bf16, 16, 64, 32, 1, 2, Mfma16x16x16);
         $m!($($extra,)* bwdw_f16_16x64x32_wmma16, [Rdna3], BwdWeight, F16, 16, 64, 32, 1, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_f16_16x64x32_wmma12, [Rdna4], BwdWeight, F16, 16, 64, 32, 1, 2, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdw_bf16_16x64x32_wmma16, [Rdna3], BwdWeight, Bf16, 16, 64, 32, 1, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdw_bf16_16x64x32_wmma12, [Rdna4], BwdWeight, Bf16, 16, 64, 32, 1, 2, Wmma16x16x16Gfx12);
         // Backward-weight by tap shifts (`Op::BwdWeightTapShift`): 4 groups of at
         // most 16 channels; 224 grid rows per tile (one 14x14 image) on
         // NVIDIA, 128 on CDNA (64 KiB of LDS).
@@ -516,27 +529,29 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_halo_phased_f16_128x64x16_mfma16, [Cdna], BwdWeightTapShiftPhased, F16, 128, 64, 16, 1, 4, Mfma16x16x16);
         $m!($($extra,)* bwdw_halo_phased_bf16_128x64x16_mfma16, [Cdna], BwdWeightTapShiftPhased, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
-        $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
+        $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).
-        $m!($($extra,)* bwdw_direct_f32, [Cdna, Rdna3, Nvidia], BwdWeightDirect, F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_direct_f16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_direct_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_direct_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDirect, Bf16F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_direct_f32, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDirect, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_direct_f16, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDirect, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_direct_bf16, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDirect, Bf16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_direct_bf16f32, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDirect, Bf16F32, 256, 1, 1, 256, 1, Fma);
         // Backward-weight, depthwise by filter rows with a sliding window (f32 FMA, any family).
-        $m!($($extra,)* bwdw_depthwise_f32, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_depthwise_f16, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_depthwise_bf16, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_depthwise_bf16f32, [Cdna, Rdna3, Nvidia], BwdWeightDepthwise, Bf16F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_depthwise_f32, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDepthwise, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_depthwise_f16, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDepthwise, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_depthwise_bf16, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_depthwise_bf16f32, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDepthwise, Bf16F32, 256, 1, 1, 256, 1, Fma);
         // Backward-weight's pre-pass for small-C inputs, by element size (bf16f32 takes bf16's).
-        $m!($($extra,)* bwdw_unfold_f16, [Cdna, Rdna3, Nvidia], BwdWeightUnfold, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdw_unfold_bf16, [Cdna, Rdna3, Nvidia], BwdWeightUnfold, Bf16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_unfold_f16, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightUnfold, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdw_unfold_bf16, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightUnfold, Bf16, 256, 1, 1, 256, 1, Fma);
         // Backward-data (stride-residue slices in one launch), on the matrix units.
         $m!($($extra,)* bwdd_f16_128x128x32_mfma32, [Cdna], BwdData, F16, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdd_f16_64x64x32_mfma16, [Cdna], BwdData, F16, 64, 64, 32, 2, 2, Mfma16x16x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_mfma32, [Cdna], BwdData, Bf16, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdd_bf16_64x64x32_mfma16, [Cdna], BwdData, Bf16, 64, 64, 32, 2, 2, Mfma16x16x16);
         $m!($($extra,)* bwdd_f16_64x64x32_wmma16, [Rdna3], BwdData, F16, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdd_f16_64x64x32_wmma12, [Rdna4], BwdData, F16, 64, 64, 32, 2, 2, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdd_bf16_64x64x32_wmma16, [Rdna3], BwdData, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16);
+        $m!($($extra,)* bwdd_bf16_64x64x32_wmma12, [Rdna4], BwdData, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdd_f16_128x128x32_mma16x8, [Nvidia], BwdData, F16, 128, 128, 32, 2, 4, Mma16x8x16);
         $m!($($extra,)* bwdd_f16_64x64x32_mma16x8, [Nvidia], BwdData, F16, 64, 64, 32, 2, 2, Mma16x8x16);
         $m!($($extra,)* bwdd_bf16_128x128x32_mma16x8, [Nvidia], BwdData, Bf16, 128, 128, 32, 2, 4, Mma16x8x16);
@@ -562,23 +577,27 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_f16_128x16x32_mfma16, [Cdna], BwdData, F16, 128, 16, 32, 4, 1, Mfma16x16x16);
         $m!($($extra,)* bwdd_bf16_128x16x32_mfma16, [Cdna], BwdData, Bf16, 128, 16, 32, 4, 1, Mfma16x16x16);
         $m!($($extra,)* bwdd_f16_128x16x32_wmma16, [Rdna3], BwdData, F16, 128, 16, 32, 4, 1, Wmma16x16x16);
+        $m!($($extra,)* bwdd_f16_128x16x32_wmma12, [Rdna4], BwdData, F16, 128, 16, 32, 4, 1, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdd_bf16_128x16x32_wmma16, [Rdna3], BwdData, Bf16, 128, 16, 32, 4, 1, Wmma16x16x16);
+        $m!($($extra,)* bwdd_bf16_128x16x32_wmma12, [Rdna4], BwdData, Bf16, 128, 16, 32, 4, 1, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdd_f16_128x32x32_mfma16, [Cdna], BwdData, F16, 128, 32, 32, 4, 1, Mfma16x16x16);
         $m!($($extra,)* bwdd_bf16_128x32x32_mfma16, [Cdna], BwdData, Bf16, 128, 32, 32, 4, 1, Mfma16x16x16);
         $m!($($extra,)* bwdd_f16_128x32x32_wmma16, [Rdna3], BwdData, F16, 128, 32, 32, 4, 1, Wmma16x16x16);
+        $m!($($extra,)* bwdd_f16_128x32x32_wmma12, [Rdna4], BwdData, F16, 128, 32, 32, 4, 1, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdd_bf16_128x32x32_wmma16, [Rdna3], BwdData, Bf16, 128, 32, 32, 4, 1, Wmma16x16x16);
-        $m!($($extra,)* bwdd_f32_64x64x16_fma, [Cdna, Rdna3, Nvidia], BwdData, F32, 64, 64, 16, 16, 16, Fma);
+        $m!($($extra,)* bwdd_bf16_128x32x32_wmma12, [Rdna4], BwdData, Bf16, 128, 32, 32, 4, 1, Wmma16x16x16Gfx12);
+        $m!($($extra,)* bwdd_f32_64x64x16_fma, [Cdna, Rdna3, Rdna4, Nvidia], BwdData, F32, 64, 64, 16, 16, 16, Fma);
         // Backward-data, direct path (depthwise, small C and K).
-        $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdd_direct_f16, [Cdna, Rdna3, Nvidia], BwdDataDirect, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdd_direct_bf16, [Cdna, Rdna3, Nvidia], BwdDataDirect, Bf16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Rdna4, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_direct_f16, [Cdna, Rdna3, Rdna4, Nvidia], BwdDataDirect, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_direct_bf16, [Cdna, Rdna3, Rdna4, Nvidia], BwdDataDirect, Bf16, 256, 1, 1, 256, 1, Fma);
         // Backward-data, depthwise column strips. Not on CDNA yet: with its
         // epilogue inside the row walk, gfx90a/gfx942 spill 96-200 scalar
         // registers (64-bit lane masks and the epilogue's uniforms); CDNA keeps
         // the direct kernel for depthwise problems.
-        $m!($($extra,)* bwdd_depthwise_f32, [Rdna3, Nvidia], BwdDataDepthwise, F32, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdd_depthwise_f16, [Rdna3, Nvidia], BwdDataDepthwise, F16, 256, 1, 1, 256, 1, Fma);
-        $m!($($extra,)* bwdd_depthwise_bf16, [Rdna3, Nvidia], BwdDataDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_depthwise_f32, [Rdna3, Rdna4, Nvidia], BwdDataDepthwise, F32, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_depthwise_f16, [Rdna3, Rdna4, Nvidia], BwdDataDepthwise, F16, 256, 1, 1, 256, 1, Fma);
+        $m!($($extra,)* bwdd_depthwise_bf16, [Rdna3, Rdna4, Nvidia], BwdDataDepthwise, Bf16, 256, 1, 1, 256, 1, Fma);
         // Backward-data by tap shifts: 4 groups of at most 16 channels, a
         // halo of 224 + 64 rows (14x14 images: one image per tile). Not on
         // RDNA3 yet: gfx1100 put its accumulators in scratch (452 B).
@@ -606,6 +625,7 @@ macro_rules! for_each_instance {
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);
+        $m!($($extra,)* smoke_wmma12, [Rdna4], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16Gfx12);
         $m!($($extra,)* smoke_mma, [Nvidia], Smoke, F16, 16, 8, 16, 1, 1, Mma16x8x16);
     };
 }

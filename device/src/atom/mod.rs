@@ -12,6 +12,7 @@ pub mod mfma;
 pub mod mma_sync;
 pub mod wgmma;
 pub mod wmma;
+pub mod wmma_gfx12;
 
 use crate::arch;
 use crate::elem::Elem;

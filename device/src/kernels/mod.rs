@@ -23,6 +23,7 @@ macro_rules! atom_ty {
     (Mfma32x32x8, $t:ident) => { $crate::atom::mfma::Mfma32x32x8<in_ty!($t)> };
     (Mfma16x16x16, $t:ident) => { $crate::atom::mfma::Mfma16x16x16<in_ty!($t)> };
     (Wmma16x16x16, $t:ident) => { $crate::atom::wmma::Wmma16x16x16<in_ty!($t)> };
+    (Wmma16x16x16Gfx12, $t:ident) => { $crate::atom::wmma_gfx12::Wmma16x16x16Gfx12<in_ty!($t)> };
     (Mma16x8x16, $t:ident) => { $crate::atom::mma_sync::Mma16x8x16<in_ty!($t)> };
     (Wgmma64x128x16, $t:ident) => { $crate::atom::wgmma::Wgmma64x128x16<in_ty!($t)> };
     (Wgmma64x64x16, $t:ident) => { $crate::atom::wgmma::Wgmma64x64x16<in_ty!($t)> };
@@ -114,6 +115,7 @@ mod gpu {
     macro_rules! on_family {
         (Cdna, $i:item) => { #[cfg(convgrad_family = "cdna")] $i };
         (Rdna3, $i:item) => { #[cfg(convgrad_family = "rdna3")] $i };
+        (Rdna4, $i:item) => { #[cfg(convgrad_family = "rdna4")] $i };
         (Nvidia, $i:item) => { #[cfg(convgrad_family = "nvidia")] $i };
         // Hopper builds (sm_90a) are NVIDIA builds with the warpgroup kernels.
         (Hopper, $i:item) => { #[cfg(convgrad_wgmma)] $i };

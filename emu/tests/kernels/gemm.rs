@@ -38,6 +38,7 @@ fn a_run(op: MatrixOp, l: usize, r: usize) -> (usize, usize) {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (l % 32, 4 * (l / 32)),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (l % 16, 4 * (l / 16)),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, 0),
+        Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (l % 16, 8 * (l / 16)),
         // a0a1: (g, 2t), a2a3: (g+8, 2t), a4a5: (g, 2t+8), a6a7: (g+8, 2t+8).
         Mma16x8x16F16 | Mma16x8x16Bf16 => ((l >> 2) + 8 * (r % 2), 2 * (l % 4) + 8 * (r / 2)),
     }
@@ -49,6 +50,7 @@ fn b_run(op: MatrixOp, l: usize, r: usize) -> (usize, usize) {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (l % 32, 4 * (l / 32)),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (l % 16, 4 * (l / 16)),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, 0),
+        Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (l % 16, 8 * (l / 16)),
         // b0b1: k = 2t, b2b3: k = 2t+8; n = g.
         Mma16x8x16F16 | Mma16x8x16Bf16 => (l >> 2, 2 * (l % 4) + 8 * r),
     }
@@ -56,6 +58,7 @@ fn b_run(op: MatrixOp, l: usize, r: usize) -> (usize, usize) {
 fn run_len(op: MatrixOp) -> usize {
     match op.regs().a {
         4 => 4,
+        8 if op.regs().b == 8 => 8,
         16 => 16,
         _ => 2,
     }
@@ -67,6 +70,7 @@ fn d_ij(op: MatrixOp, l: usize, g: usize) -> (usize, usize) {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (g / 4) + 4 * (l / 32) + g % 4, l % 32),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (4 * (l / 16) + g, l % 16),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (2 * g + l / 16, l % 16),
+        Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (8 * (l / 16) + g, l % 16),
         Mma16x8x16F16 | Mma16x8x16Bf16 => ((l >> 2) + 8 * (g / 2), 2 * (l % 4) + g % 2),
     }
 }
@@ -77,6 +81,7 @@ unsafe fn lds_run(off: usize, out: &mut [u16]) {
         match out.len() {
             2 => out.copy_from_slice(&arch::lds_ld::<[u16; 2]>(off)),
             4 => out.copy_from_slice(&arch::lds_ld::<[u16; 4]>(off)),
+            8 => out.copy_from_slice(&arch::lds_ld::<[u16; 8]>(off)),
             16 => {
                 out[..8].copy_from_slice(&arch::lds_ld::<[u16; 8]>(off));
                 out[8..].copy_from_slice(&arch::lds_ld::<[u16; 8]>(off + 16));

@@ -15,6 +15,7 @@
 //! |--------|--------------|--------------|-------|
 //! | Cdna   | `smoke_mfma` | 32 x 32 x 8  | 64    |
 //! | Rdna3  | `smoke_wmma` | 16 x 16 x 16 | 32    |
+//! | Rdna4  | `smoke_wmma12` | 16 x 16 x 16 | 32  |
 //! | Nvidia | `smoke_mma`  | 16 x 8 x 16  | 32    |
 
 use super::error::Result;
@@ -47,6 +48,7 @@ pub fn spec(family: Family) -> SmokeSpec {
     let kernel = match family {
         Family::Cdna => "smoke_mfma",
         Family::Rdna3 => "smoke_wmma",
+        Family::Rdna4 => "smoke_wmma12",
         Family::Nvidia | Family::Hopper => "smoke_mma",
     };
     let inst =

@@ -141,7 +141,9 @@ fn geometry(arch: &str, wave: u32) -> Option<Geometry> {
             gfx9_sgprs: true,
             max_barriers: 16,
         }),
-        "gfx1100" => Some(Geometry {
+        // RDNA4 taken as RDNA3's WGP (LLVM gives gfx12 the same 1.5x VGPR
+        // file); not measured on hardware.
+        "gfx1100" | "gfx1200" | "gfx1201" => Some(Geometry {
             max_waves: 16,
             total_vgprs: if wave == 32 { 1536 } else { 768 },
             vgpr_granule: if wave == 32 { 24 } else { 12 },

@@ -1,14 +1,14 @@
 //! # `cargo xtask build-kernels`: the kernel build pipeline
 //!
 //! ```text
-//! cargo xtask build-kernels [--arch gfx90a,gfx942,gfx1100,sm_80,sm_90] [--release]
+//! cargo xtask build-kernels [--arch gfx90a,gfx942,gfx1100,gfx1200,gfx1201,sm_80,sm_90] [--release]
 //! ```
 //!
-//! For each architecture (default: all five):
+//! For each architecture (default: all of them):
 //!
 //! 1. **rustc** — `cargo rustc -p convgrad-device --lib --crate-type cdylib
 //!    --target <amdgcn-amd-amdhsa|nvptx64-nvidia-cuda> -Zbuild-std=core --profile kernels`
-//!    with `RUSTFLAGS=-Ctarget-cpu=<arch> --cfg convgrad_family="<cdna|rdna3|nvidia>"`
+//!    with `RUSTFLAGS=-Ctarget-cpu=<arch> --cfg convgrad_family="<cdna|rdna3|rdna4|nvidia>"`
 //!    and, for the device crate only, `--emit=llvm-bc -Clinker=<stub>`. Profile
 //!    `kernels` is fat LTO + `panic=abort`, so `deps/convgrad_device.bc` is the
 //!    whole program after rustc's LTO and optimisation, kernels exported, all else
@@ -88,14 +88,14 @@ pub enum Vendor {
 /// A build architecture.
 #[derive(Clone, Copy, Debug)]
 pub struct Arch {
-    /// `gfx90a`, `gfx942`, `gfx1100`, `sm_80`, `sm_90`.
+    /// `gfx90a`, `gfx942`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`.
     pub name: &'static str,
     /// Vendor.
     pub vendor: Vendor,
 }
 
 /// Every architecture `build-kernels` knows, in build order.
-pub const ARCHS: [Arch; 5] = [
+pub const ARCHS: [Arch; 7] = [
     Arch {
         name: "gfx90a",
         vendor: Vendor::Amd,
@@ -106,6 +106,14 @@ pub const ARCHS: [Arch; 5] = [
     },
     Arch {
         name: "gfx1100",
+        vendor: Vendor::Amd,
+    },
+    Arch {
+        name: "gfx1200",
+        vendor: Vendor::Amd,
+    },
+    Arch {
+        name: "gfx1201",
         vendor: Vendor::Amd,
     },
     Arch {
@@ -762,7 +770,7 @@ mod tests {
 
     #[test]
     fn parses_arch_lists() {
-        assert_eq!(parse_archs(None).unwrap().len(), 5);
+        assert_eq!(parse_archs(None).unwrap().len(), ARCHS.len());
         let a = parse_archs(Some("sm_90,gfx942 sm_90")).unwrap();
         assert_eq!(
             a.iter().map(|a| a.name).collect::<Vec<_>>(),
