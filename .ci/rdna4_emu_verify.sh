@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 fails=0
 v() {
   local out
-  out=$(cargo xtask verify "$@" --backend emu --seed 1 2>&1)
+  out=$(cargo xtask verify "$@" --backend emu 2>&1)
   printf '%-80s %s %s\n' "$*" "$(echo "$out" | grep -E '^kernel' | tr -s ' ')" "$(echo "$out" | tail -1)"
   [ "$(echo "$out" | tail -1)" = PASS ] || fails=$((fails + 1))
 }

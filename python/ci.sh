@@ -9,7 +9,7 @@
 #
 # Kernels: the host crate's build.rs embeds <repo>/target/kernels (after
 # `cargo xtask build-kernels`) or else the checked-in bundle host/kernels/, so
-# the wheel always carries all five architectures; this script checks that.
+# the wheel always carries all seven architectures; this script checks that.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -61,7 +61,7 @@ if not where.startswith(venv + os.sep):
 if "torch" in sys.modules:
     sys.exit("import convgrad_torch imported torch")
 archs = convgrad_torch.built_archs()
-want = ["gfx1100", "gfx90a", "gfx942", "sm_80", "sm_90"]
+want = ["gfx1100", "gfx1200", "gfx1201", "gfx90a", "gfx942", "sm_80", "sm_90"]
 if sorted(archs) != want:
     sys.exit(f"the wheel embeds {archs}, expected {want} (target/kernels holds fewer? "
              "run `cargo xtask build-kernels` or remove target/kernels to use the bundle host/kernels)")
