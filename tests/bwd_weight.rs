@@ -378,6 +378,72 @@ fn bwd_weight_tap_shifts() {
     }
 }
 
+/// Backward-weight of 1x1 layers on the TMA main loop (both operands
+/// MN-major boxes of the tensor maps): K, C and pixel tails, groups whose K
+/// ends inside a box, rings that wrap around, split-K atomic and
+/// deterministic (bitwise reproducible), the epilogues, both channels-last
+/// layout families, f16 and bf16, on the sm_90 model (boxes land late, at
+/// the first wait on their mbarrier). Problems the kernel cannot run are
+/// refused by name; the hand rules take it on Hopper only, in place of the
+/// `cp.async` tile of the same size.
+#[test]
+fn bwd_weight_tma() {
+    use convgrad::types::instance::Op;
+    let problems = [
+        ("K, C, pixel tails", prob(&[2, 1, 2, 96, 160, 1, 1, 9, 10, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("G=3 K=72 C=64", prob(&[2, 3, 3, 72, 64, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
+        // 7 slabs of 64 pixels: the 3-stage ring wraps twice unsplit.
+        ("K=C=128 ring wraps", prob(&[2, 1, 2, 128, 128, 1, 1, 13, 17, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("1d", prob(&[1, 1, 3, 64, 136, 1, 50, 1, 1, 0, 0])),
+        ("3d", prob(&[3, 1, 2, 80, 64, 1, 1, 1, 3, 5, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0])),
+    ];
+    let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true), (SplitK::Fixed(2), false)];
+    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
+        if !dev.family().runs(Family::Hopper) {
+            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
+        }
+        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
+        let tma = convgrad::types::instance::INSTANCES.iter().find(|i| i.op == Op::BwdWeightTma && i.types == t);
+        let tma = tma.expect("a TMA instance per 16-bit type");
+        let (split_k, deterministic) = at.pick(&splits, 1, 1);
+        let cfg = BwdWeightConfig {
+            layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1),
+            types: t,
+            epilogue: at.pick(&EPIS, 1, 2),
+            split_k,
+            deterministic,
+            instance: Some(tma.name.into()),
+        };
+        let case = case(*p, cfg.clone(), at.seed(9300, 43), at.pick(&INITS, 1, 1));
+        let o = case.check(dev, module, name);
+        let again = deterministic.then(|| case.check(dev, module, name).output_bytes);
+        let line = format!("{} -> {} kb={}: {}", label(&cfg), o.instance, o.k_batch, o.report.summary());
+        (line, o.passed() && again.is_none_or(|b| b == o.output_bytes))
+    });
+    let forced = BwdWeightConfig { instance: Some("bwdw_f16_128x128x64_tma".into()), ..Default::default() };
+    for (v, why) in [
+        (vec![2, 1, 2, 64, 128, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "1x1 filter"),
+        (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 2, 2, 1, 1, 0, 0, 0, 0], "stride 1, no padding"),
+        (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 1, 0], "stride 1, no padding"),
+        (vec![2, 1, 2, 64, 60, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "16-byte"),
+        (vec![2, 1, 2, 32, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "half the tile's rows"),
+        (vec![2, 1, 2, 64, 32, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "half the tile's columns"),
+    ] {
+        let e = plan(&prob(&v), &forced, Family::Hopper, 132).unwrap_err().to_string();
+        assert!(e.contains("bwdw_f16_128x128x64_tma does not apply") && e.contains(why), "{v:?}: {e}");
+    }
+    let one = [2, 1, 64, 1024, 256, 1, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0];
+    let nchw = BwdWeightConfig { layout: ConvLayout::NgchwGkcyxNgkhw, ..forced.clone() };
+    let e = plan(&prob(&one), &nchw, Family::Hopper, 132).unwrap_err().to_string();
+    assert!(e.contains("K contiguous in dy"), "{e}");
+    let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
+    let chosen = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance.op;
+    // ResNet-50's layer3 1x1 256->1024 at batch 64: the 128x128 tile.
+    assert_eq!(chosen(&one, Family::Hopper), Op::BwdWeightTma);
+    assert_ne!(chosen(&one, Family::Nvidia), Op::BwdWeightTma);
+    assert_ne!(chosen(&[2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], Family::Hopper), Op::BwdWeightTma);
+}
+
 /// The tile heuristic's measured decisions, per family: the 16-row tile only
 /// where K fits it (K = 16), 64 rows for K = 32 (faster than 16 or 32 rows on
 /// the H200), the direct kernel below 8 output channels per group; smaller

@@ -124,15 +124,27 @@ pub enum Op {
     /// `W` with `cp.async.bulk.tensor` into a ring of LDS stages, guarded by
     /// mbarriers; the warpgroups only wait and issue `wgmma`.
     BwdDataTma,
+    /// Backward-weight as one plain GEMM on TMA loads (Hopper; the
+    /// [`Op::BwdDataTma`] main loop): 1x1 filters, stride 1, no padding,
+    /// channels-last `dY` and `X` with evenly spaced pixels, so both
+    /// operands are plain `(channels, G, pixels)` tensors read as MN-major
+    /// boxes; split-K over the pixels like [`Op::BwdWeight`].
+    BwdWeightTma,
 }
 
 impl Op {
     /// The kernel families of backward-weight: the ones its selection and
     /// tuning consider (a new family adds itself here).
     pub const BWD_WEIGHT: &'static [Op] =
-        &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightTapShift, Op::BwdWeightTapShiftPhased, Op::BwdWeightDepthwise];
+        &[Op::BwdWeight, Op::BwdWeightDirect, Op::BwdWeightTapShift, Op::BwdWeightTapShiftPhased, Op::BwdWeightDepthwise, Op::BwdWeightTma];
     /// The kernel families of backward-data.
     pub const BWD_DATA: &'static [Op] = &[Op::BwdData, Op::BwdDataDirect, Op::BwdDataDepthwise, Op::BwdDataTapShift, Op::BwdDataRows, Op::BwdDataTma];
+
+    /// Whether its kernels run the TMA main loop (a producer warp beside
+    /// the warpgroups, tensor maps in the argument block, mbarriers in LDS).
+    pub const fn tma(self) -> bool {
+        matches!(self, Op::BwdDataTma | Op::BwdWeightTma)
+    }
 }
 
 /// Matrix atoms: one hardware matrix instruction (or the scalar FMA fallback).
@@ -385,7 +397,7 @@ impl Instance {
             // The FMA atom is one thread: its "waves" are single threads.
             AtomKind::Fma => self.tile.waves_m * self.tile.waves_n,
             // Its "waves" are warpgroups; a TMA tile has a producer warp too.
-            a if a.warpgroup() => self.tile.waves_m * self.tile.waves_n * 128 + if matches!(self.op, Op::BwdDataTma) { 32 } else { 0 },
+            a if a.warpgroup() => self.tile.waves_m * self.tile.waves_n * 128 + if self.op.tma() { 32 } else { 0 },
             _ => self.tile.threads(family.wave()),
         }
     }
@@ -453,7 +465,7 @@ impl Instance {
             }
             // The stages (or the result tile and its row table), then two
             // 8-byte mbarriers per stage (full, empty).
-            Op::BwdDataTma => {
+            Op::BwdDataTma | Op::BwdWeightTma => {
                 let elem = self.types.act().bytes() as u32;
                 self.tile.tma_mbar_offset(self.atom, elem) + 16 * self.tile.stages(self.atom)
             }
@@ -622,6 +634,10 @@ macro_rules! for_each_instance {
         // more (tuning-log 2026-11-28g).
         $m!($($extra,)* bwdd_f16_128x128x64_tma_ring6, [Hopper], BwdDataTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
         $m!($($extra,)* bwdd_bf16_128x128x64_tma_ring6, [Hopper], BwdDataTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
+        // Backward-weight of 1x1 stride-1 layers as one GEMM on TMA loads
+        // (both operands MN-major boxes), split-K over the pixels.
+        $m!($($extra,)* bwdw_f16_128x128x64_tma, [Hopper], BwdWeightTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdw_bf16_128x128x64_tma, [Hopper], BwdWeightTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

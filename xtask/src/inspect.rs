@@ -78,7 +78,7 @@ fn check(k: &KernelEntry, body: Option<&str>) -> (Vec<String>, String) {
         }
     };
     // TMA kernels: every slab a tensor-map box, no per-thread copies left.
-    let tma = convgrad_types::instance::find(&k.name).is_some_and(|i| i.op == convgrad_types::instance::Op::BwdDataTma);
+    let tma = convgrad_types::instance::find(&k.name).is_some_and(|i| i.op.tma());
     if let (true, Some(b)) = (tma, body) {
         let count = |w: &str| b.lines().filter(|l| l.trim_start().starts_with(w)).count();
         if count("cp.async.bulk.tensor") == 0 {

@@ -124,12 +124,22 @@ pub fn partials_len(a: &ConvArgs) -> usize {
 /// tile's first arrival.
 #[inline(always)]
 pub unsafe fn last_arrival(a: &ConvArgs, tile: u32) -> bool {
+    unsafe { last_arrival_synced(a, tile, arch::barrier) }
+}
+
+/// [`last_arrival`] with the workgroup barrier `sync` of the threads that
+/// take part (a TMA tile's, whose producer warp has left).
+///
+/// # Safety
+/// As [`last_arrival`], for every thread `sync` waits for.
+#[inline(always)]
+pub unsafe fn last_arrival_synced(a: &ConvArgs, tile: u32, sync: impl Fn()) -> bool {
     const FLAG: usize = 0;
     if mode(a) == PartialMode::Direct {
         return false;
     }
     arch::arrival_fence();
-    arch::barrier();
+    sync();
     if arch::thread_id() == 0 {
         let counters = (a.ws as *mut f32).wrapping_add(partials_len(a)) as *mut u32;
         let last = unsafe { arch::arrive(counters, tile as usize) } == a.gemm.k_batch - 1;
@@ -138,7 +148,7 @@ pub unsafe fn last_arrival(a: &ConvArgs, tile: u32) -> bool {
         }
         unsafe { arch::lds_st(FLAG, last as u32) };
     }
-    arch::barrier();
+    sync();
     let last = unsafe { arch::lds_ld::<u32>(FLAG) } != 0;
     if last {
         arch::arrival_fence();

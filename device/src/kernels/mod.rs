@@ -86,6 +86,9 @@ macro_rules! body {
     ($args:ident, BwdDataTma, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident $(, $ring:literal)?) => {
         tiled!($args, bwd_data::tma, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn $(, $ring)?)
     };
+    ($args:ident, BwdWeightTma, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident $(, $ring:literal)?) => {
+        tiled!($args, bwd_weight::tma, out_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn $(, $ring)?)
+    };
     ($args:ident, BwdDataRows, $ty:ident, $bm:literal, $bn:literal, $bk:literal, $wm:literal, $wn:literal, $atom:ident) => {
         tiled!($args, bwd_data::rows, in_ty!($ty), $atom, $ty, $bm, $bn, $bk, $wm, $wn)
     };

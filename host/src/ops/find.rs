@@ -139,7 +139,7 @@ pub fn candidates(op: Operation, types: TypeConfig, family: Family, splits: &[u3
     let mut out = vec![];
     for i in instance::INSTANCES.iter().filter(|i| ops.contains(&i.op) && i.types == types && i.on(family)) {
         out.push(Candidate { instance: i, split: None });
-        if i.op == Op::BwdWeight {
+        if matches!(i.op, Op::BwdWeight | Op::BwdWeightTma) {
             out.extend(splits.iter().map(|&s| Candidate { instance: i, split: Some(s) }));
         }
     }

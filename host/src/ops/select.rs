@@ -68,6 +68,7 @@ pub fn needs(op: Op) -> &'static str {
         Op::BwdWeightTapShiftPhased => weight::tap_shift::NEEDS_PHASED,
         Op::BwdDataRows => data::rows::NEEDS,
         Op::BwdDataTma => data::tma::NEEDS,
+        Op::BwdWeightTma => weight::tma::NEEDS,
         Op::BwdWeightDepthwise => weight::depthwise::NEEDS,
         Op::Smoke => "one atom tile (runtime self-test)",
         Op::BwdWeightUnfold => "backward-weight's small-C pre-pass (runs before the kernel the plan chose)",
@@ -86,6 +87,7 @@ pub fn fits(i: &Instance, r: &Request<'_>) -> Result<Fit, Reason> {
         Op::BwdDataTapShift => data::tap_shift::fits(r, &i.tile).map(Fit::TapShift),
         Op::BwdDataRows => data::rows::fits(r, &i.tile).map(Fit::Rows),
         Op::BwdDataTma => data::tma::fits(r, r.w, &i.tile).map(|()| Fit::Any),
+        Op::BwdWeightTma => weight::tma::fits(r, &i.tile).map(|()| Fit::Any),
         Op::BwdWeightDepthwise => weight::depthwise::fits(r).map(|_| Fit::Any),
         Op::Smoke => Err(Reason::NotConvolution("a runtime self-test, not a convolution kernel")),
         Op::BwdWeightUnfold => Err(Reason::NotConvolution("a pre-pass that copies x, not a convolution kernel")),
@@ -157,7 +159,18 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
         return Ok(c);
     }
     let inst = weight_gemm_or_direct(r)?;
+    if let Some(c) = weight_tma(inst, r) {
+        return Ok(c);
+    }
     Ok(weight_replacement(inst, r).unwrap_or(Choice::rule(inst, Fit::Any)))
+}
+
+/// The TMA GEMM in place of the `cp.async` warpgroup GEMM of the same
+/// 128x128 tile, where it fits (1x1 layers): same tiles and split, the
+/// copies by the tensor memory accelerator.
+fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
+    let same_tile = inst.op == Op::BwdWeight && inst.atom.warpgroup() && inst.tile.bm == 128 && inst.tile.bn == 128;
+    same_tile.then(|| first_fitting(Op::BwdWeightTma, r)).flatten()
 }
 
 /// Backward-weight's GEMM tile `M x N` pads the per-group GEMM to.

@@ -109,6 +109,17 @@ impl<T: Elem> Operand for XCols<'_, T> {
 /// Launch contract of the instance (grid, block, LDS) and a valid argument block.
 #[inline(always)]
 pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args: *const ConvArgs) {
+    unsafe { run::<Tl, Out, FR, FC, false>(args) }
+}
+
+/// The GEMM kernel with the implicit-GEMM main loop (`TMA = false`) or the
+/// TMA main loop (`conv::bwd_weight::tma`); the epilogue and split-K
+/// finish are the same.
+///
+/// # Safety
+/// As [`kernel`]; with `TMA`, the argument block's maps filled for the tile.
+#[inline(always)]
+pub(crate) unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, const TMA: bool>(args: *const ConvArgs) {
     let a = unsafe { load_args(args) };
     let at = splitk::coord(a, arch::block_id(), Tl::BM as u32, Tl::BN as u32);
     let g = at.g;
@@ -137,7 +148,15 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
         && a.input == a.output
         && pixels_flat(&a.x_strides, &a.input, a.n);
     let x = XCols { a, p: a.x as *const Tl::In, g_off: g * a.x_strides[0], flat: x_flat };
-    let acc = unsafe { gemm::mainloop::<Tl, _, _, FR, FC>(&dy, &x, at.range) };
+    let acc = if TMA {
+        match unsafe { super::tma::mainloop::<Tl, FR, FC>(a, g, at.range) } {
+            Some(acc) => acc,
+            // The producer warp: its copies are done, the rest is the tile's.
+            None => return,
+        }
+    } else {
+        unsafe { gemm::mainloop::<Tl, _, _, FR, FC>(&dy, &x, at.range) }
+    };
     let store = |i: usize, j0: usize, v: [f32; RUN]| {
         let (m, n0) = (at.range.m0 + i as u32, at.range.n0 + j0 as u32);
         if m >= a.gemm.m || n0 >= a.gemm.n {
@@ -158,9 +177,10 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
             _ => for_each_in_run(v, len, |e, x| unsafe { splitk::put(a, at.mode, at.kb, g, m, n0 + e, x) }),
         }
     };
-    unsafe { epilogue::store_tile::<Tl, FR, FC>(&acc, store) };
+    unsafe { epilogue::store_tile_rows::<Tl, FR, FC, false, TMA>(&acc, |_| 0, |m, n0, _, v| store(m, n0, v)) };
     // The result tile in LDS has been read.
-    if unsafe { splitk::last_arrival(a, g * a.gemm.tiles_m * a.gemm.tiles_n + arch::block_id()[0]) } {
+    let sync = || crate::gemm::tma::consumer_sync::<Tl>(TMA);
+    if unsafe { splitk::last_arrival_synced(a, g * a.gemm.tiles_m * a.gemm.tiles_n + arch::block_id()[0], sync) } {
         let (r, threads) = (at.range, Tl::THREADS as u32);
         unsafe { finish_tile::<Out>(a, g, [r.m0, r.n0], [Tl::BM as u32, Tl::BN as u32], threads) };
     }

@@ -8,6 +8,8 @@ use crate::ops::error::OpError;
 use crate::ops::workspace::{SplitKWorkspace, Workspace};
 use crate::runtime::{BufRef, Device, Kernel, Stream};
 use convgrad_types::epilogue::MAX_D;
+use convgrad_types::instance::Op;
+use convgrad_types::params::ConvArgs;
 
 /// The byte the arrival counters are filled with while the launches of a
 /// group range before its last add their partials: each counter then reads
@@ -122,7 +124,7 @@ unsafe fn launch_one(
     bufs: BwdWeightBuffers<'_>,
     ws: u64,
 ) -> Result<(), OpError> {
-    let args = plan.args(bufs.x, bufs.dw, bufs.dy, ws, bufs.ds);
+    let args = with_maps(dev, plan, plan.args(bufs.x, bufs.dw, bufs.dy, ws, bufs.ds))?;
     match (plan.unfold.as_ref().zip(plan.unfold_args(bufs.x, ws)), pre) {
         // SAFETY: the pre-pass reads x and writes x' into the workspace, both held by the contract.
         (Some((u, pre_args)), Some(k)) => unsafe { dev.launch_on(stream, k, u.launch.grid, u.launch.block, 0, &pre_args)? },
@@ -179,4 +181,25 @@ unsafe fn launch_parts(
         unsafe { launch_one(dev, stream, kernel, pre, &part.plan, pb, base)? };
     }
     Ok(())
+}
+
+/// `args` with the tensor maps of `plan`'s TMA kernel filled in (other
+/// kernels: unchanged). The maps describe the plan's own problem, which
+/// the TMA family never folds or unfolds (1x1 filters, 64 channels or
+/// more): a plan whose argument block says otherwise is refused.
+fn with_maps(dev: &Device, plan: &BwdWeightPlan, mut args: ConvArgs) -> Result<ConvArgs, OpError> {
+    if plan.main.instance.op != Op::BwdWeightTma {
+        return Ok(args);
+    }
+    let p = &plan.problem;
+    let pixels = p.n as u64 * p.output_pixels();
+    if (args.k, args.c, args.gemm.k as u64) != (p.k as u32, p.c as u32, pixels) {
+        return Err(OpError::Usage(format!("bwd-weight: the TMA plan's argument block does not match its problem {p:?}")));
+    }
+    let t = &plan.main.instance.tile;
+    let maps = crate::ops::family::bwd_weight::tma::maps(p, &plan.dy, &plan.x, t, args.dy, args.x).map_err(OpError::Usage)?;
+    for (slot, m) in args.tma.iter_mut().zip(&maps) {
+        *slot = dev.encode_tma(m)?;
+    }
+    Ok(args)
 }

@@ -10,3 +10,4 @@
 pub mod bwd_data;
 pub mod bwd_weight;
 pub mod tap_grid;
+pub mod tma;

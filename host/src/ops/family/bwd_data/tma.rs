@@ -12,6 +12,7 @@ use crate::ops::request::Request;
 use convgrad_types::instance::TileConfig;
 use convgrad_types::params::TmaMap;
 use convgrad_types::{ConvProblem, TensorDesc};
+use crate::ops::family::tma::{aligned16, channels_map, channels_plain, check_base};
 
 /// What the family needs of a problem, in a few words.
 pub const NEEDS: &str = "1x1 filter, stride 1, no padding, f16/bf16, K and C contiguous with 16-byte strides, dy's pixels evenly spaced";
@@ -19,33 +20,13 @@ pub const NEEDS: &str = "1x1 filter, stride 1, no padding, f16/bf16, K and C con
 /// The family in words (the subject of "needs").
 const KERNEL: &str = "TMA GEMM";
 
-/// Whether `d`'s pixels (`N` and the spatial axes) are one evenly spaced
-/// run: each axis's stride is the next inner one's times its length.
-fn pixels_even(d: &TensorDesc) -> bool {
-    let (l, s) = (&d.lengths, &d.strides);
-    // Inner to outer: W, H, D, then N.
-    let mut want = s[5];
-    for ax in [5, 4, 3, 1] {
-        if l[ax] > 1 && s[ax] != want {
-            return false;
-        }
-        want = want.saturating_mul(l[ax]);
-    }
-    true
-}
-
-/// Whether strides `s` of 2-byte elements are 16-byte multiples (TMA).
-fn aligned16(s: &[usize]) -> bool {
-    s.iter().all(|&v| (v * 2).is_multiple_of(16))
-}
-
 /// `Ok` where the tile runs the problem, else the first need not met.
 pub fn fits(r: &Request<'_>, w: &TensorDesc, t: &TileConfig) -> Result<(), Reason> {
     let p = r.p;
     let (dy, x) = (r.dy, r.x);
     let one = p.filter.iter().all(|&f| f == 1);
     let plain = p.strides.iter().all(|&s| s == 1) && p.lpads.iter().all(|&v| v == 0) && p.rpads.iter().all(|&v| v == 0);
-    let dy_ok = dy.strides[2] == 1 && aligned16(&[dy.strides[0], dy.strides[5]]) && pixels_even(dy);
+    let dy_ok = channels_plain(dy);
     let w_ok = w.strides[2] == 1 && aligned16(&[w.strides[0], w.strides[1]]);
     let m = p.n as u64 * p.input_pixels();
     Reason::first_unmet(KERNEL, &[
@@ -63,23 +44,10 @@ pub fn fits(r: &Request<'_>, w: &TensorDesc, t: &TileConfig) -> Result<(), Reaso
 /// for tile `t`, or what is wrong with the addresses (TMA reads from
 /// 16-byte aligned bases).
 pub fn maps(p: &ConvProblem, dy: &TensorDesc, w: &TensorDesc, t: &TileConfig, dy_addr: u64, w_addr: u64) -> Result<[TmaMap; 2], String> {
-    for (name, a) in [("dy", dy_addr), ("w", w_addr)] {
-        if !a.is_multiple_of(16) {
-            return Err(format!("{name} at {a:#x}: the TMA kernel reads from 16-byte aligned addresses"));
-        }
-    }
+    check_base("dy", dy_addr)?;
+    check_base("w", w_addr)?;
     let m = p.n as u64 * p.input_pixels();
-    let ds = &dy.strides;
-    let dy_map = TmaMap {
-        magic: TmaMap::MAGIC,
-        rank: 3,
-        base: dy_addr,
-        dims: [p.k as u32, p.g as u32, m as u32, 1, 1],
-        elem_bytes: 2,
-        strides: [2 * ds[0] as u64, 2 * ds[5] as u64, 0, 0],
-        boxes: [t.bk, 1, t.bm, 1, 1],
-        swizzle: 128,
-    };
+    let dy_map = channels_map(dy, dy_addr, m, [t.bk, 1, t.bm]);
     let ws = &w.strides;
     let w_map = TmaMap {
         magic: TmaMap::MAGIC,

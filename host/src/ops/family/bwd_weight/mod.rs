@@ -8,6 +8,7 @@ pub mod depthwise;
 pub mod direct;
 pub mod gemm;
 pub mod tap_shift;
+pub mod tma;
 pub mod unfold;
 
 use crate::ops::error::OpError;
