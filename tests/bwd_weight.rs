@@ -394,6 +394,8 @@ fn bwd_weight_tma() {
         ("G=3 K=72 C=64", prob(&[2, 3, 3, 72, 64, 1, 1, 7, 9, 1, 1, 1, 1, 0, 0, 0, 0])),
         // 7 slabs of 64 pixels: the 3-stage ring wraps twice unsplit.
         ("K=C=128 ring wraps", prob(&[2, 1, 2, 128, 128, 1, 1, 13, 17, 1, 1, 1, 1, 0, 0, 0, 0])),
+        // 14 slabs: the 6-stage ring (picked for odd problem places) wraps too.
+        ("K=C=128 ring6 wraps", prob(&[2, 1, 2, 128, 128, 1, 1, 20, 21, 1, 1, 1, 1, 0, 0, 0, 0])),
         ("1d", prob(&[1, 1, 3, 64, 136, 1, 50, 1, 1, 0, 0])),
         ("3d", prob(&[3, 1, 2, 80, 64, 1, 1, 1, 3, 5, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0])),
     ];
@@ -403,8 +405,11 @@ fn bwd_weight_tma() {
             return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
         }
         let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
-        let tma = convgrad::types::instance::INSTANCES.iter().find(|i| i.op == Op::BwdWeightTma && i.types == t);
-        let tma = tma.expect("a TMA instance per 16-bit type");
+        // Each ring depth in turn (3 stages on even problem places, 6 on odd).
+        let tmas: Vec<_> =
+            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdWeightTma && i.types == t).collect();
+        assert!(tmas.len() >= 2, "a TMA instance per ring depth and 16-bit type");
+        let tma = at.pick(&tmas, 1, 0);
         let (split_k, deterministic) = at.pick(&splits, 1, 1);
         let cfg = BwdWeightConfig {
             layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1),
@@ -438,8 +443,16 @@ fn bwd_weight_tma() {
     assert!(e.contains("K contiguous in dy"), "{e}");
     let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
     let chosen = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance.op;
-    // ResNet-50's layer3 1x1 256->1024 at batch 64: the 128x128 tile.
+    // ResNet-50's layer3 1x1 256->1024 at batch 64: the 128x128 tile, 16
+    // tiles, so the 6-stage ring (at most one workgroup per SM of 132).
     assert_eq!(chosen(&one, Family::Hopper), Op::BwdWeightTma);
+    let ring = |v: &[usize], cus| {
+        let i = plan(&prob(v), &cfg, Family::Hopper, cus).unwrap().main.instance;
+        assert_eq!(i.op, Op::BwdWeightTma, "{v:?}");
+        i.tile.stages(i.atom)
+    };
+    assert_eq!(ring(&one, 132), 6);
+    assert_eq!(ring(&one, 8), 3);
     assert_ne!(chosen(&one, Family::Nvidia), Op::BwdWeightTma);
     assert_ne!(chosen(&[2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], Family::Hopper), Op::BwdWeightTma);
 }

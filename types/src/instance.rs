@@ -414,9 +414,10 @@ impl Instance {
             if warps8 > self.min_blocks() { warps8 } else { self.min_blocks() }
         };
         match (family, self.atom, self.tile.bm, self.tile.bn, self.tile.bk) {
-            // Row-segment tiles hold their filter in LDS: as many as fit an
-            // SM's 227 KiB (1 KiB more each for the driver).
-            _ if matches!(self.op, Op::BwdDataRows) => {
+            // Row-segment tiles hold their filter in LDS, TMA tiles their
+            // ring: as many as fit an SM's 227 KiB (1 KiB more each for the
+            // driver).
+            _ if matches!(self.op, Op::BwdDataRows) || self.op.tma() => {
                 let fit = 227 * 1024 / (self.lds_bytes() + 1024);
                 if fit < floor { fit } else { floor }
             }
@@ -638,6 +639,10 @@ macro_rules! for_each_instance {
         // (both operands MN-major boxes), split-K over the pixels.
         $m!($($extra,)* bwdw_f16_128x128x64_tma, [Hopper], BwdWeightTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16);
         $m!($($extra,)* bwdw_bf16_128x128x64_tma, [Hopper], BwdWeightTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16);
+        // With a 6-stage ring (one workgroup per SM) for grids whose tiles
+        // alone fit one workgroup per SM (split-K then fills one round).
+        $m!($($extra,)* bwdw_f16_128x128x64_tma_ring6, [Hopper], BwdWeightTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
+        $m!($($extra,)* bwdw_bf16_128x128x64_tma_ring6, [Hopper], BwdWeightTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

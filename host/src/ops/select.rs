@@ -165,12 +165,28 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
     Ok(weight_replacement(inst, r).unwrap_or(Choice::rule(inst, Fit::Any)))
 }
 
-/// The TMA GEMM in place of the `cp.async` warpgroup GEMM of the same
-/// 128x128 tile, where it fits (1x1 layers): same tiles and split, the
-/// copies by the tensor memory accelerator.
+/// The TMA GEMM in place of a `cp.async` warpgroup GEMM tile, where it
+/// fits (1x1 layers of 64 channels or more). Its ring as backward-data's
+/// ([`tma_tile`]): the deepest where the tiles alone hold at most one
+/// workgroup per SM (split-K then fills one round), else the shallowest.
+/// H200, f16, the networks suite's 14 such layers (tuning-log
+/// 2026-11-28h): the 6-stage ring was faster than the 3-stage one on all,
+/// and than the tile the rules chose before (64x64 for short reductions,
+/// else 128x128) on 11, by up to 17-20% (ResNet-50 128->512 and 64->64,
+/// MobileNetV2 320->1280); 2-6% slower on three (64->256, EfficientNet
+/// 80->480, MobileNetV2 960->160).
 fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
-    let same_tile = inst.op == Op::BwdWeight && inst.atom.warpgroup() && inst.tile.bm == 128 && inst.tile.bn == 128;
-    same_tile.then(|| first_fitting(Op::BwdWeightTma, r)).flatten()
+    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup()) {
+        return None;
+    }
+    let p = r.p;
+    let tiles = |i: &Instance| p.g as u64 * (p.k as u64).div_ceil(i.tile.bm as u64) * (p.c as u64).div_ceil(i.tile.bn as u64);
+    family_of(Op::BwdWeightTma, r)
+        .filter_map(|i| fits(i, r).ok().map(|fit| Choice::rule(i, fit)))
+        .max_by_key(|c| {
+            let ring = c.instance.tile.stages(c.instance.atom);
+            if tiles(c.instance) <= r.compute_units as u64 { ring } else { u32::MAX - ring }
+        })
 }
 
 /// Backward-weight's GEMM tile `M x N` pads the per-group GEMM to.
