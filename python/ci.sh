@@ -61,7 +61,7 @@ if not where.startswith(venv + os.sep):
 if "torch" in sys.modules:
     sys.exit("import convgrad_torch imported torch")
 archs = convgrad_torch.built_archs()
-want = ["gfx1100", "gfx1200", "gfx1201", "gfx90a", "gfx942", "sm_80", "sm_90"]
+want = ["gfx1100", "gfx1200", "gfx1201", "gfx90a", "gfx942", "gfx950", "sm_80", "sm_90"]
 if sorted(archs) != want:
     sys.exit(f"the wheel embeds {archs}, expected {want} (target/kernels holds fewer? "
              "run `cargo xtask build-kernels` or remove target/kernels to use the bundle host/kernels)")

@@ -78,7 +78,7 @@ fn suite(arch: EmuArch) {
     });
 }
 
-common::per_arch!(suite; bwd_data_gfx942_mfma => Gfx942, bwd_data_gfx1100_wmma => Gfx1100, bwd_data_gfx1200_wmma => Gfx1200, bwd_data_sm90_mma_sync => Sm90);
+common::per_arch!(suite; bwd_data_gfx942_mfma => Gfx942, bwd_data_gfx1100_wmma => Gfx1100, bwd_data_gfx1200_wmma => Gfx1200, bwd_data_gfx950_mfma => Gfx950, bwd_data_sm90_mma_sync => Sm90);
 
 /// Every bwd-data instance of every family runs and passes on a strided
 /// problem spanning several tiles in M and N, with a reduction tail.
@@ -172,7 +172,7 @@ fn bwd_data_depthwise_strips() {
     let epis = epilogues();
     sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &problems, TYPES.len(), |dev, module, at, name, p| {
         let t = at.pick(&TYPES, 0, 1);
-        let strips = dev.family() != Family::Cdna;
+        let strips = !dev.family().runs(Family::Cdna);
         let strip_rows = at.pick(&[None, Some(1), Some(2), Some(4), Some(7)], 1, 1).filter(|_| strips);
         let (cfg, alias, _) = with_epilogue(BwdDataConfig { types: t, strip_rows, ..Default::default() }, at.pick(&epis, 1, 3));
         let o = case(*p, cfg.clone(), at.seed(6000, 29), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
@@ -191,7 +191,7 @@ fn bwd_data_depthwise_strips() {
     // Automatically: strips for a 3x3 depthwise problem, the direct kernel for 5x5.
     let auto = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
     for family in Family::ALL {
-        let want = if family == Family::Cdna { "bwdd_direct_f16" } else { "bwdd_depthwise_f16" };
+        let want = if family.runs(Family::Cdna) { "bwdd_direct_f16" } else { "bwdd_depthwise_f16" };
         assert_eq!(plan(&depthwise(3), &auto, family, 132).unwrap().main.instance.name, want);
         assert_eq!(plan(&depthwise(5), &auto, family, 132).unwrap().main.instance.name, "bwdd_direct_f16");
     }

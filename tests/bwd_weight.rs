@@ -69,7 +69,7 @@ fn suite(arch: EmuArch) {
     });
 }
 
-common::per_arch!(suite; bwd_weight_gfx942_mfma => Gfx942, bwd_weight_gfx1100_wmma => Gfx1100, bwd_weight_gfx1200_wmma => Gfx1200, bwd_weight_sm90_mma_sync => Sm90);
+common::per_arch!(suite; bwd_weight_gfx942_mfma => Gfx942, bwd_weight_gfx1100_wmma => Gfx1100, bwd_weight_gfx1200_wmma => Gfx1200, bwd_weight_gfx950_mfma => Gfx950, bwd_weight_sm90_mma_sync => Sm90);
 
 /// Every instance of every family runs and passes on a problem that spans
 /// several tiles in M and N, with a K tail.

@@ -351,10 +351,22 @@ fn embedded_code_objects_follow_the_abi() {
 
 // ---------------------------------------------------------------- emulator: modules, launch checks
 
+/// gfx950 has gfx942's kernels and its own double-k MFMA ones; gfx942 lacks those.
+#[test]
+fn gfx950_module_adds_double_k_kernels() {
+    let names = |a| emu(a).load_module().unwrap().kernel_names();
+    let (cdna3, cdna4) = (names(EmuArch::Gfx942), names(EmuArch::Gfx950));
+    assert!(cdna3.iter().all(|n| cdna4.contains(n)), "{cdna3:?} {cdna4:?}");
+    for k in ["bwdw_f16_64x64x32_mfma16k32", "bwdd_bf16_128x128x32_mfma32k16"] {
+        assert!(cdna4.iter().any(|n| n == k) && !cdna3.iter().any(|n| n == k), "{k}");
+    }
+}
+
 #[test]
 fn emulator_module_lists_kernels() {
     for (arch, family) in [
         (EmuArch::Gfx942, Family::Cdna),
+        (EmuArch::Gfx950, Family::Cdna4),
         (EmuArch::Gfx1100, Family::Rdna3),
         (EmuArch::Gfx1201, Family::Rdna4),
         (EmuArch::Sm90, Family::Hopper),
@@ -502,6 +514,7 @@ fn smoke_emulator(arch: EmuArch) {
 common::per_arch!(smoke_emulator;
     smoke_emulator_gfx942 => Gfx942,
     smoke_emulator_gfx90a => Gfx90a,
+    smoke_emulator_gfx950 => Gfx950,
     smoke_emulator_gfx1100 => Gfx1100,
     smoke_emulator_gfx1200 => Gfx1200,
     smoke_emulator_gfx1201 => Gfx1201,

@@ -195,7 +195,7 @@ pub fn lds_store<T: Copy>(off: usize, v: T) {
 /// have the lengths of [`MatrixOp::regs`].
 pub fn mma(op: MatrixOp, a: &[u16], b: &[u16], c: &[f32], d: &mut [f32]) {
     let w = current();
-    if op.family() != w.arch.family() {
+    if !w.arch.executes(op) {
         raise(format!(
             "{} is not an instruction of {} (it runs on {:?} GPUs)",
             op.mnemonic(),

@@ -49,6 +49,9 @@ pub enum EmuArch {
     Gfx90a,
     /// MI300: wave64, 64 KiB LDS, MFMA.
     Gfx942,
+    /// MI350/MI355 (CDNA4): gfx942 plus 160 KiB LDS and the double-k MFMAs
+    /// (`v_mfma_f32_32x32x16_*`, `v_mfma_f32_16x16x32_*`).
+    Gfx950,
     /// RX 7900: wave32, 64 KiB LDS, WMMA.
     Gfx1100,
     /// RX 9060: wave32, 64 KiB LDS, GFX12 WMMA.
@@ -63,8 +66,16 @@ pub enum EmuArch {
 
 impl EmuArch {
     /// All models.
-    pub const ALL: [EmuArch; 7] =
-        [EmuArch::Gfx90a, EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Gfx1200, EmuArch::Gfx1201, EmuArch::Sm80, EmuArch::Sm90];
+    pub const ALL: [EmuArch; 8] = [
+        EmuArch::Gfx90a,
+        EmuArch::Gfx942,
+        EmuArch::Gfx950,
+        EmuArch::Gfx1100,
+        EmuArch::Gfx1200,
+        EmuArch::Gfx1201,
+        EmuArch::Sm80,
+        EmuArch::Sm90,
+    ];
     /// Threads per wave.
     pub const fn wave(self) -> u32 {
         self.family().wave()
@@ -73,6 +84,8 @@ impl EmuArch {
     pub const fn max_lds_bytes(self) -> usize {
         match self {
             EmuArch::Gfx90a | EmuArch::Gfx942 | EmuArch::Gfx1100 | EmuArch::Gfx1200 | EmuArch::Gfx1201 => 64 * 1024,
+            // LLVM gives gfx950 `FeatureAddressableLocalMemorySize163840` (GCNProcessors.td).
+            EmuArch::Gfx950 => 160 * 1024,
             EmuArch::Sm80 => 163 * 1024,
             EmuArch::Sm90 => 227 * 1024,
         }
@@ -85,16 +98,23 @@ impl EmuArch {
     pub const fn family(self) -> Family {
         match self {
             EmuArch::Gfx90a | EmuArch::Gfx942 => Family::Cdna,
+            EmuArch::Gfx950 => Family::Cdna4,
             EmuArch::Gfx1100 => Family::Rdna3,
             EmuArch::Gfx1200 | EmuArch::Gfx1201 => Family::Rdna4,
             EmuArch::Sm80 | EmuArch::Sm90 => Family::Nvidia,
         }
     }
-    /// Name as on command lines: `gfx90a`, `gfx942`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`.
+    /// Whether it executes matrix instruction `op`: its family's, and on
+    /// gfx950 also gfx942's.
+    pub const fn executes(self, op: matrix::MatrixOp) -> bool {
+        self.family().runs(op.family())
+    }
+    /// Name as on command lines: `gfx90a`, `gfx942`, `gfx950`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`.
     pub const fn name(self) -> &'static str {
         match self {
             EmuArch::Gfx90a => "gfx90a",
             EmuArch::Gfx942 => "gfx942",
+            EmuArch::Gfx950 => "gfx950",
             EmuArch::Gfx1100 => "gfx1100",
             EmuArch::Gfx1200 => "gfx1200",
             EmuArch::Gfx1201 => "gfx1201",

@@ -10,6 +10,7 @@
 //! [`WgmmaOp`] and `lane::wgmma`.
 
 mod mfma;
+mod mfma_gfx950;
 mod mma_sync;
 pub(crate) mod wgmma;
 mod wmma;
@@ -21,7 +22,8 @@ use convgrad_types::instance::Family;
 
 /// The emulated matrix instructions. Operand element counts per lane (a, b, c):
 /// MFMA 32x32x8: 4, 4, 16; MFMA 16x16x16: 4, 4, 4; WMMA 16x16x16: 16, 16, 8;
-/// GFX12 WMMA 16x16x16: 8, 8, 8; mma.sync m16n8k16: 8, 4, 4.
+/// GFX12 WMMA 16x16x16: 8, 8, 8; mma.sync m16n8k16: 8, 4, 4; gfx950 MFMA
+/// 32x32x16: 8, 8, 16; gfx950 MFMA 16x16x32: 8, 8, 4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MatrixOp {
     /// `v_mfma_f32_32x32x8f16`.
@@ -44,6 +46,14 @@ pub enum MatrixOp {
     Mma16x8x16F16,
     /// `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`.
     Mma16x8x16Bf16,
+    /// gfx950 `v_mfma_f32_32x32x16_f16`.
+    Mfma32x32x16F16,
+    /// gfx950 `v_mfma_f32_32x32x16_bf16`.
+    Mfma32x32x16Bf16,
+    /// gfx950 `v_mfma_f32_16x16x32_f16`.
+    Mfma16x16x32F16,
+    /// gfx950 `v_mfma_f32_16x16x32_bf16`.
+    Mfma16x16x32Bf16,
 }
 
 /// Where one matrix element lives: lane of the wave and element index in that
@@ -77,7 +87,7 @@ pub struct Regs {
 
 impl MatrixOp {
     /// All instructions.
-    pub const ALL: [MatrixOp; 10] = [
+    pub const ALL: [MatrixOp; 14] = [
         MatrixOp::Mfma32x32x8F16,
         MatrixOp::Mfma32x32x8Bf16,
         MatrixOp::Mfma16x16x16F16,
@@ -88,6 +98,10 @@ impl MatrixOp {
         MatrixOp::Wmma16x16x16Gfx12Bf16,
         MatrixOp::Mma16x8x16F16,
         MatrixOp::Mma16x8x16Bf16,
+        MatrixOp::Mfma32x32x16F16,
+        MatrixOp::Mfma32x32x16Bf16,
+        MatrixOp::Mfma16x16x32F16,
+        MatrixOp::Mfma16x16x32Bf16,
     ];
 
     /// `(m, n, k)`: D is m x n, the reduction is k deep.
@@ -98,6 +112,8 @@ impl MatrixOp {
             Mfma16x16x16F16 | Mfma16x16x16Bf16 | Wmma16x16x16F16 | Wmma16x16x16Bf16 => (16, 16, 16),
             Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (16, 16, 16),
             Mma16x8x16F16 | Mma16x8x16Bf16 => (16, 8, 16),
+            Mfma32x32x16F16 | Mfma32x32x16Bf16 => (32, 32, 16),
+            Mfma16x16x32F16 | Mfma16x16x32Bf16 => (16, 16, 32),
         }
     }
     /// Operand element counts per lane.
@@ -109,6 +125,8 @@ impl MatrixOp {
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => Regs { a: 16, b: 16, c: 8 },
             Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => Regs { a: 8, b: 8, c: 8 },
             Mma16x8x16F16 | Mma16x8x16Bf16 => Regs { a: 8, b: 4, c: 4 },
+            Mfma32x32x16F16 | Mfma32x32x16Bf16 => Regs { a: 8, b: 8, c: 16 },
+            Mfma16x16x32F16 | Mfma16x16x32Bf16 => Regs { a: 8, b: 8, c: 4 },
         }
     }
     /// The GPU family that has this instruction.
@@ -119,6 +137,7 @@ impl MatrixOp {
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => Family::Rdna3,
             Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => Family::Rdna4,
             Mma16x8x16F16 | Mma16x8x16Bf16 => Family::Nvidia,
+            Mfma32x32x16F16 | Mfma32x32x16Bf16 | Mfma16x16x32F16 | Mfma16x16x32Bf16 => Family::Cdna4,
         }
     }
     /// Lanes that execute it together (wave64 for MFMA, 32 otherwise).
@@ -128,7 +147,16 @@ impl MatrixOp {
     /// Whether A and B are bf16 (else f16).
     pub const fn is_bf16(self) -> bool {
         use MatrixOp::*;
-        matches!(self, Mfma32x32x8Bf16 | Mfma16x16x16Bf16 | Wmma16x16x16Bf16 | Wmma16x16x16Gfx12Bf16 | Mma16x8x16Bf16)
+        matches!(
+            self,
+            Mfma32x32x8Bf16
+                | Mfma16x16x16Bf16
+                | Wmma16x16x16Bf16
+                | Wmma16x16x16Gfx12Bf16
+                | Mma16x8x16Bf16
+                | Mfma32x32x16Bf16
+                | Mfma16x16x32Bf16
+        )
     }
     /// FLOPs of one wave-wide instruction: `2*m*n*k`.
     pub const fn flops(self) -> u64 {
@@ -147,6 +175,10 @@ impl MatrixOp {
             Wmma16x16x16Bf16 | Wmma16x16x16Gfx12Bf16 => "v_wmma_f32_16x16x16_bf16",
             Mma16x8x16F16 => "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
             Mma16x8x16Bf16 => "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+            Mfma32x32x16F16 => "v_mfma_f32_32x32x16_f16",
+            Mfma32x32x16Bf16 => "v_mfma_f32_32x32x16_bf16",
+            Mfma16x16x32F16 => "v_mfma_f32_16x16x32_f16",
+            Mfma16x16x32Bf16 => "v_mfma_f32_16x16x32_bf16",
         }
     }
     /// Where `A[i][k]` lives (for WMMA: the primary copy, lane i < 16).
@@ -171,6 +203,9 @@ impl MatrixOp {
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => (wmma::a(r, c), wmma::b(r, c), wmma::d(r, c)),
             Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (wmma_gfx12::a(r, c), wmma_gfx12::b(r, c), wmma_gfx12::d(r, c)),
             Mma16x8x16F16 | Mma16x8x16Bf16 => (mma_sync::a(r, c), mma_sync::b(r, c), mma_sync::d(r, c)),
+            // gfx950: own A/B tables, C/D as 32x32x8 resp. 16x16x16.
+            Mfma32x32x16F16 | Mfma32x32x16Bf16 => (mfma_gfx950::a32(r, c), mfma_gfx950::b32(r, c), mfma::d32(r, c)),
+            Mfma16x16x32F16 | Mfma16x16x32Bf16 => (mfma_gfx950::a16(r, c), mfma_gfx950::b16(r, c), mfma::d16(r, c)),
         };
         match m {
             Operand::A => a,
@@ -209,7 +244,7 @@ pub struct OperandError {
     pub what: String,
 }
 
-// Largest operand matrices of any op: A 32x16, B 16x32, D 32x32 elements.
+// Largest operand matrices of any op: A 32x16 (16x32), B 16x32 (32x16), D 32x32 elements.
 const MAX_A: usize = 32 * 16;
 const MAX_D: usize = 32 * 32;
 
@@ -251,6 +286,8 @@ pub fn execute(op: MatrixOp, a: &[u16], b: &[u16], c: &[f32], d: &mut [f32]) -> 
         (32, 32, 8) => product::<32, 32, 8>(&am, &bm, &mut dm),
         (16, 16, 16) => product::<16, 16, 16>(&am, &bm, &mut dm),
         (16, 8, 16) => product::<16, 8, 16>(&am, &bm, &mut dm),
+        (32, 32, 16) => product::<32, 32, 16>(&am, &bm, &mut dm),
+        (16, 16, 32) => product::<16, 16, 32>(&am, &bm, &mut dm),
         _ => unreachable!(),
     }
     for (&x, &i) in dm.iter().zip(t.d.iter()) {

@@ -54,6 +54,10 @@ fn gemm_on_every_matrix_instruction() {
         (EmuArch::Gfx1201, MatrixOp::Wmma16x16x16Gfx12Bf16),
         (EmuArch::Sm80, MatrixOp::Mma16x8x16F16),
         (EmuArch::Sm90, MatrixOp::Mma16x8x16Bf16),
+        (EmuArch::Gfx950, MatrixOp::Mfma32x32x16F16),
+        (EmuArch::Gfx950, MatrixOp::Mfma32x32x16Bf16),
+        (EmuArch::Gfx950, MatrixOp::Mfma16x16x32F16),
+        (EmuArch::Gfx950, MatrixOp::Mfma16x16x32Bf16),
     ];
     for (arch, op) in cases {
         run(arch, op, 128, 64, 96);

@@ -18,6 +18,9 @@ fn doc_a(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
         // A[i][k]: lane = i + 32*floor(k/4), element = k mod 4.
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (l % 32, 4 * (l / 32) + e),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (l % 16, 4 * (l / 16) + e),
+        // gfx950: lane = i + 32*floor(k/8) resp. i + 16*floor(k/8), element = k mod 8.
+        Mfma32x32x16F16 | Mfma32x32x16Bf16 => (l % 32, 8 * (l / 32) + e),
+        Mfma16x16x32F16 | Mfma16x16x32Bf16 => (l % 16, 8 * (l / 16) + e),
         // Row i in lanes i and i+16, k = element index.
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, e),
         // GFX12: row l % 16, k = 8*(l/16) + e (GPUOpen's laneWrapped / laneGroup).
@@ -34,6 +37,8 @@ fn doc_b(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
     match op {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (4 * (l / 32) + e, l % 32),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (4 * (l / 16) + e, l % 16),
+        Mfma32x32x16F16 | Mfma32x32x16Bf16 => (8 * (l / 32) + e, l % 32),
+        Mfma16x16x32F16 | Mfma16x16x32Bf16 => (8 * (l / 16) + e, l % 16),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (e, l % 16),
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (8 * (l / 16) + e, l % 16),
         // k = 2t + (e mod 2) for b0,b1, +8 for b2,b3; n = groupID.
@@ -47,6 +52,9 @@ fn doc_d(op: MatrixOp, l: u32, g: u32) -> (u32, u32) {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (g / 4) + 4 * (l / 32) + g % 4, l % 32),
         // Inverse: i = 4*floor(lane/16) + g; j = lane mod 16.
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (4 * (l / 16) + g, l % 16),
+        // gfx950's double-k shapes keep the C/D layout of 32x32x8 resp. 16x16x16.
+        Mfma32x32x16F16 | Mfma32x32x16Bf16 => (8 * (g / 4) + 4 * (l / 32) + g % 4, l % 32),
+        Mfma16x16x32F16 | Mfma16x16x32Bf16 => (4 * (l / 16) + g, l % 16),
         // Inverse: i = 2g + floor(lane/16), j = lane mod 16.
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (2 * g + l / 16, l % 16),
         // GFX12: row 8*(l/16) + g, column l % 16 (no even/odd split).
@@ -59,6 +67,7 @@ fn doc_d(op: MatrixOp, l: u32, g: u32) -> (u32, u32) {
 fn arch_of(op: MatrixOp) -> EmuArch {
     match op.family() {
         convgrad_types::instance::Family::Cdna => EmuArch::Gfx942,
+        convgrad_types::instance::Family::Cdna4 => EmuArch::Gfx950,
         convgrad_types::instance::Family::Rdna3 => EmuArch::Gfx1100,
         convgrad_types::instance::Family::Rdna4 => EmuArch::Gfx1201,
         convgrad_types::instance::Family::Nvidia | convgrad_types::instance::Family::Hopper => EmuArch::Sm90,
@@ -239,6 +248,37 @@ fn explicit_entries_mfma_16x16x16() {
 }
 
 #[test]
+fn explicit_entries_mfma_gfx950() {
+    for op in [MatrixOp::Mfma32x32x16F16, MatrixOp::Mfma32x32x16Bf16] {
+        // A[i][k]: lane = i + 32*floor(k/8); element = k mod 8.
+        assert_eq!(op.a_slot(7, 6), s(7, 6));
+        assert_eq!(op.a_slot(7, 13), s(39, 5));
+        assert_eq!(op.b_slot(15, 31), s(63, 7));
+        // D as 32x32x8.
+        assert_eq!(op.d_slot(13, 5), s(37, 5));
+    }
+    for op in [MatrixOp::Mfma16x16x32F16, MatrixOp::Mfma16x16x32Bf16] {
+        // A[i][k]: lane = i + 16*floor(k/8); element = k mod 8.
+        assert_eq!(op.a_slot(3, 9), s(19, 1));
+        assert_eq!(op.a_slot(15, 31), s(63, 7));
+        assert_eq!(op.b_slot(20, 2), s(34, 4));
+        // D as 16x16x16.
+        assert_eq!(op.d_slot(9, 3), s(35, 1));
+    }
+}
+
+/// The double-k MFMAs are gfx950's alone; gfx950 keeps gfx942's.
+#[test]
+fn gfx950_shapes_only_on_gfx950() {
+    for op in [MatrixOp::Mfma32x32x16F16, MatrixOp::Mfma16x16x32Bf16] {
+        assert!(EmuArch::Gfx950.executes(op));
+        assert!(!EmuArch::Gfx942.executes(op) && !EmuArch::Gfx90a.executes(op));
+    }
+    assert!(EmuArch::Gfx950.executes(MatrixOp::Mfma16x16x16F16));
+    assert!(!EmuArch::Gfx950.executes(MatrixOp::Wmma16x16x16F16));
+}
+
+#[test]
 fn explicit_entries_wmma() {
     for op in [MatrixOp::Wmma16x16x16F16, MatrixOp::Wmma16x16x16Bf16] {
         assert_eq!(op.a_slot(3, 9), s(3, 9));
@@ -286,7 +326,7 @@ fn explicit_entries_mma_sync() {
 #[test]
 fn atom_c_slot_inverts_c_elem() {
     use convgrad_device::atom::MmaAtom;
-    use convgrad_device::atom::{fma, mfma, mma_sync, wgmma, wmma, wmma_gfx12};
+    use convgrad_device::atom::{fma, mfma, mfma_gfx950, mma_sync, wgmma, wmma, wmma_gfx12};
     use convgrad_device::elem::Bf16;
     fn check<At: MmaAtom>(name: &str) {
         let len = core::mem::size_of::<At::C>() / 4;
@@ -302,6 +342,8 @@ fn atom_c_slot_inverts_c_elem() {
     check::<fma::Fma>("fma");
     check::<mfma::Mfma32x32x8<Bf16>>("mfma32");
     check::<mfma::Mfma16x16x16<Bf16>>("mfma16");
+    check::<mfma_gfx950::Mfma32x32x16<Bf16>>("mfma32k16");
+    check::<mfma_gfx950::Mfma16x16x32<Bf16>>("mfma16k32");
     check::<mma_sync::Mma16x8x16<Bf16>>("mma16x8");
     check::<wmma::Wmma16x16x16<Bf16>>("wmma16");
     check::<wmma_gfx12::Wmma16x16x16Gfx12<Bf16>>("wmma12");

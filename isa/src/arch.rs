@@ -1,4 +1,4 @@
-//! The three AMD targets whose code objects this crate runs.
+//! The AMD targets whose code objects this crate runs.
 
 use std::fmt;
 
@@ -9,6 +9,9 @@ pub enum Arch {
     Gfx90a,
     /// CDNA3 (MI300): GFX9 encodings with the gfx940 changes, wave64, MFMA, AccVGPRs.
     Gfx942,
+    /// CDNA4 (MI350/MI355): gfx942's encodings and memory model, plus the
+    /// double-k MFMAs and a few VALU ops (`v_bitop3_*`, `v_cvt_pk_f16_f32`).
+    Gfx950,
     /// RDNA3 (RX 7900): GFX11 encodings, wave32 (our kernels), WMMA.
     Gfx1100,
 }
@@ -16,7 +19,7 @@ pub enum Arch {
 /// Instruction-encoding family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
-    /// GFX9 / CDNA (gfx90a, gfx942).
+    /// GFX9 / CDNA (gfx90a, gfx942, gfx950).
     Gfx9,
     /// GFX11 / RDNA3.
     Gfx11,
@@ -24,13 +27,14 @@ pub enum Family {
 
 impl Arch {
     /// All architectures, in the order the project lists them.
-    pub const ALL: [Arch; 3] = [Arch::Gfx90a, Arch::Gfx942, Arch::Gfx1100];
+    pub const ALL: [Arch; 4] = [Arch::Gfx90a, Arch::Gfx942, Arch::Gfx950, Arch::Gfx1100];
 
     /// The LLVM processor name (`--mcpu`).
     pub fn name(self) -> &'static str {
         match self {
             Arch::Gfx90a => "gfx90a",
             Arch::Gfx942 => "gfx942",
+            Arch::Gfx950 => "gfx950",
             Arch::Gfx1100 => "gfx1100",
         }
     }
@@ -45,9 +49,15 @@ impl Arch {
     /// Encoding family.
     pub fn family(self) -> Family {
         match self {
-            Arch::Gfx90a | Arch::Gfx942 => Family::Gfx9,
+            Arch::Gfx90a | Arch::Gfx942 | Arch::Gfx950 => Family::Gfx9,
             Arch::Gfx1100 => Family::Gfx11,
         }
+    }
+
+    /// gfx942 or gfx950: the gfx940 family's encodings, cache model and
+    /// MFMA wait-state columns (gfx950 extends gfx942).
+    pub fn gfx94(self) -> bool {
+        matches!(self, Arch::Gfx942 | Arch::Gfx950)
     }
 
     /// Whether the architecture has AccVGPRs and MFMA (CDNA).
@@ -60,6 +70,8 @@ impl Arch {
         match self {
             Arch::Gfx90a => 0x03f,
             Arch::Gfx942 => 0x04c,
+            // EF_AMDGPU_MACH_AMDGCN_GFX950 (LLVM AMDGPUUsage, ELF header table).
+            Arch::Gfx950 => 0x04f,
             Arch::Gfx1100 => 0x041,
         }
     }

@@ -115,12 +115,14 @@ pub fn sweep(
 }
 
 /// Every instance of the kernel kinds `ops` built for each model's family
-/// (gfx942, gfx1100, gfx1200, sm_90) runs `case(instance)` and passes, and the
-/// instance that ran is that one.
+/// (gfx942, gfx950, gfx1100, gfx1200, sm_90) runs `case(instance)` and passes,
+/// and the instance that ran is that one. gfx950 runs only its own (gfx942's
+/// ran on gfx942).
 pub fn every_instance<C: Check>(ops: &[Op], case: impl Fn(&Instance) -> C) {
-    for arch in [EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Gfx1200, EmuArch::Sm90] {
+    for arch in [EmuArch::Gfx942, EmuArch::Gfx950, EmuArch::Gfx1100, EmuArch::Gfx1200, EmuArch::Sm90] {
         let (dev, module) = device(arch);
-        for inst in INSTANCES.iter().filter(|i| ops.contains(&i.op) && i.on(dev.family())) {
+        let own = |i: &Instance| arch != EmuArch::Gfx950 || !i.on(Family::Cdna);
+        for inst in INSTANCES.iter().filter(|i| ops.contains(&i.op) && i.on(dev.family()) && own(i)) {
             let o = case(inst).check(&dev, &module, inst.name);
             assert_eq!(o.instance, inst.name);
             assert!(o.passed(), "{} on {}: {}", inst.name, dev.arch(), o.report.summary());

@@ -12,6 +12,10 @@ use crate::dtype::TypeConfig;
 pub enum Family {
     /// AMD CDNA2/CDNA3 (gfx90a, gfx942): wave64, MFMA.
     Cdna,
+    /// AMD CDNA4 (gfx950): every [`Family::Cdna`] kernel, plus kernels on the
+    /// double-k MFMAs only gfx950 has (`v_mfma_f32_32x32x16_*`,
+    /// `v_mfma_f32_16x16x32_*`; built with `convgrad_cdna4`).
+    Cdna4,
     /// AMD RDNA3 (gfx1100): wave32, WMMA.
     Rdna3,
     /// AMD RDNA4 (gfx1200, gfx1201): wave32, GFX12 WMMA (no operand replicas).
@@ -25,38 +29,41 @@ pub enum Family {
 
 impl Family {
     /// All families.
-    pub const ALL: [Family; 5] = [Family::Cdna, Family::Rdna3, Family::Rdna4, Family::Nvidia, Family::Hopper];
+    pub const ALL: [Family; 6] = [Family::Cdna, Family::Cdna4, Family::Rdna3, Family::Rdna4, Family::Nvidia, Family::Hopper];
     /// Threads per wave (warp).
     pub const fn wave(self) -> u32 {
         match self {
-            Family::Cdna => 64,
+            Family::Cdna | Family::Cdna4 => 64,
             Family::Rdna3 | Family::Rdna4 | Family::Nvidia | Family::Hopper => 32,
         }
     }
     /// The `convgrad_family` cfg value the device crate is built with.
     pub const fn cfg(self) -> &'static str {
         match self {
-            Family::Cdna => "cdna",
+            Family::Cdna | Family::Cdna4 => "cdna",
             Family::Rdna3 => "rdna3",
             Family::Rdna4 => "rdna4",
             Family::Nvidia | Family::Hopper => "nvidia",
         }
     }
-    /// Whether a kernel built for `other` runs here (Hopper runs NVIDIA's).
+    /// Whether a kernel built for `other` runs here (Hopper runs NVIDIA's,
+    /// CDNA4 runs CDNA's).
     pub const fn runs(self, other: Family) -> bool {
         matches!(
             (self, other),
             (Family::Cdna, Family::Cdna)
+                | (Family::Cdna4, Family::Cdna | Family::Cdna4)
                 | (Family::Rdna3, Family::Rdna3)
                 | (Family::Rdna4, Family::Rdna4)
                 | (Family::Nvidia, Family::Nvidia)
                 | (Family::Hopper, Family::Nvidia | Family::Hopper)
         )
     }
-    /// Family of a build architecture (`gfx90a`, `gfx942`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`).
+    /// Family of a build architecture (`gfx90a`, `gfx942`, `gfx950`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`).
     pub fn of_arch(arch: &str) -> Option<Family> {
         match arch {
             "gfx90a" | "gfx942" => Some(Family::Cdna),
+            "gfx950" => Some(Family::Cdna4),
             "gfx1100" => Some(Family::Rdna3),
             "gfx1200" | "gfx1201" => Some(Family::Rdna4),
             "sm_80" => Some(Family::Nvidia),
@@ -154,6 +161,10 @@ pub enum AtomKind {
     Mfma32x32x8,
     /// `v_mfma_f32_16x16x16{f16,bf16_1k}`, wave64.
     Mfma16x16x16,
+    /// gfx950 `v_mfma_f32_32x32x16_{f16,bf16}`, wave64 (8 operand elements a lane).
+    Mfma32x32x16,
+    /// gfx950 `v_mfma_f32_16x16x32_{f16,bf16}`, wave64 (8 operand elements a lane).
+    Mfma16x16x32,
     /// `v_wmma_f32_16x16x16_{f16,bf16}`, wave32.
     Wmma16x16x16,
     /// GFX12 (RDNA4) `v_wmma_f32_16x16x16_{f16,bf16}`, wave32: the same
@@ -176,6 +187,8 @@ impl AtomKind {
     pub const fn shape(self) -> (u32, u32, u32) {
         match self {
             AtomKind::Mfma32x32x8 => (32, 32, 8),
+            AtomKind::Mfma32x32x16 => (32, 32, 16),
+            AtomKind::Mfma16x16x32 => (16, 16, 32),
             AtomKind::Mfma16x16x16 | AtomKind::Wmma16x16x16 | AtomKind::Wmma16x16x16Gfx12 => (16, 16, 16),
             AtomKind::Mma16x8x16 => (16, 8, 16),
             AtomKind::Wgmma64x128x16 => (64, 128, 16),
@@ -187,6 +200,11 @@ impl AtomKind {
     pub const fn warpgroup(self) -> bool {
         matches!(self, AtomKind::Wgmma64x128x16 | AtomKind::Wgmma64x64x16)
     }
+    /// gfx950's double-k MFMAs: twice the k of gfx942's per instruction, so
+    /// the tile heuristics take them before an equal gfx942 tile.
+    pub const fn double_k(self) -> bool {
+        matches!(self, AtomKind::Mfma32x32x16 | AtomKind::Mfma16x16x32)
+    }
     /// NVIDIA's tensor-core atoms (mma.sync, wgmma): multistage main loops,
     /// accumulators held in column pairs.
     pub const fn nvidia(self) -> bool {
@@ -197,6 +215,8 @@ impl AtomKind {
         match self {
             AtomKind::Mfma32x32x8 => Some("v_mfma_f32_32x32x8"),
             AtomKind::Mfma16x16x16 => Some("v_mfma_f32_16x16x16"),
+            AtomKind::Mfma32x32x16 => Some("v_mfma_f32_32x32x16"),
+            AtomKind::Mfma16x16x32 => Some("v_mfma_f32_16x16x32"),
             AtomKind::Wmma16x16x16 | AtomKind::Wmma16x16x16Gfx12 => Some("v_wmma_f32_16x16x16"),
             AtomKind::Mma16x8x16 => Some("mma.sync.aligned.m16n8k16"),
             AtomKind::Wgmma64x128x16 => Some("wgmma.mma_async.sync.aligned.m64n128k16"),
@@ -492,9 +512,13 @@ macro_rules! for_each_instance {
     ($m:ident $(, $extra:tt)*) => {
         // Backward-weight, f16 and bf16 on the matrix units.
         $m!($($extra,)* bwdw_f16_128x128x32_mfma32, [Cdna], BwdWeight, F16, 128, 128, 32, 2, 4, Mfma32x32x8);
+        $m!($($extra,)* bwdw_f16_128x128x32_mfma32k16, [Cdna4], BwdWeight, F16, 128, 128, 32, 2, 4, Mfma32x32x16);
         $m!($($extra,)* bwdw_f16_64x64x32_mfma16, [Cdna], BwdWeight, F16, 64, 64, 32, 2, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdw_f16_64x64x32_mfma16k32, [Cdna4], BwdWeight, F16, 64, 64, 32, 2, 2, Mfma16x16x32);
         $m!($($extra,)* bwdw_bf16_128x128x32_mfma32, [Cdna], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mfma32x32x8);
+        $m!($($extra,)* bwdw_bf16_128x128x32_mfma32k16, [Cdna4], BwdWeight, Bf16, 128, 128, 32, 2, 4, Mfma32x32x16);
         $m!($($extra,)* bwdw_bf16_64x64x32_mfma16, [Cdna], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdw_bf16_64x64x32_mfma16k32, [Cdna4], BwdWeight, Bf16, 64, 64, 32, 2, 2, Mfma16x16x32);
         $m!($($extra,)* bwdw_bf16f32_128x128x32_mfma32, [Cdna], BwdWeight, Bf16F32, 128, 128, 32, 2, 4, Mfma32x32x8);
         $m!($($extra,)* bwdw_f16_64x64x32_wmma16, [Rdna3], BwdWeight, F16, 64, 64, 32, 2, 2, Wmma16x16x16);
         $m!($($extra,)* bwdw_f16_64x64x32_wmma12, [Rdna4], BwdWeight, F16, 64, 64, 32, 2, 2, Wmma16x16x16Gfx12);
@@ -558,9 +582,13 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_unfold_bf16, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightUnfold, Bf16, 256, 1, 1, 256, 1, Fma);
         // Backward-data (stride-residue slices in one launch), on the matrix units.
         $m!($($extra,)* bwdd_f16_128x128x32_mfma32, [Cdna], BwdData, F16, 128, 128, 32, 2, 4, Mfma32x32x8);
+        $m!($($extra,)* bwdd_f16_128x128x32_mfma32k16, [Cdna4], BwdData, F16, 128, 128, 32, 2, 4, Mfma32x32x16);
         $m!($($extra,)* bwdd_f16_64x64x32_mfma16, [Cdna], BwdData, F16, 64, 64, 32, 2, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdd_f16_64x64x32_mfma16k32, [Cdna4], BwdData, F16, 64, 64, 32, 2, 2, Mfma16x16x32);
         $m!($($extra,)* bwdd_bf16_128x128x32_mfma32, [Cdna], BwdData, Bf16, 128, 128, 32, 2, 4, Mfma32x32x8);
+        $m!($($extra,)* bwdd_bf16_128x128x32_mfma32k16, [Cdna4], BwdData, Bf16, 128, 128, 32, 2, 4, Mfma32x32x16);
         $m!($($extra,)* bwdd_bf16_64x64x32_mfma16, [Cdna], BwdData, Bf16, 64, 64, 32, 2, 2, Mfma16x16x16);
+        $m!($($extra,)* bwdd_bf16_64x64x32_mfma16k32, [Cdna4], BwdData, Bf16, 64, 64, 32, 2, 2, Mfma16x16x32);
         $m!($($extra,)* bwdd_f16_64x64x32_wmma16, [Rdna3], BwdData, F16, 64, 64, 32, 2, 2, Wmma16x16x16);
         $m!($($extra,)* bwdd_f16_64x64x32_wmma12, [Rdna4], BwdData, F16, 64, 64, 32, 2, 2, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdd_bf16_64x64x32_wmma16, [Rdna3], BwdData, Bf16, 64, 64, 32, 2, 2, Wmma16x16x16);

@@ -44,7 +44,7 @@ struct Cli {
 enum Cmd {
     /// Build the device crate into code objects (AMD) and PTX (NVIDIA) under target/kernels.
     BuildKernels {
-        /// Architectures, comma separated: gfx90a, gfx942, gfx1100, gfx1200, gfx1201, sm_80, sm_90 (default: all).
+        /// Architectures, comma separated: gfx90a, gfx942, gfx950, gfx1100, gfx1200, gfx1201, sm_80, sm_90 (default: all).
         #[arg(long)]
         arch: Option<String>,
         /// Optimise the linked module with `opt -O3` / `llc -O3` (default: -O2; rustc's part is

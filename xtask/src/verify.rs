@@ -31,7 +31,7 @@ pub struct VerifyArgs {
     /// auto (HIP, then CUDA, then the emulator), hip, cuda, emu or isa (the real AMD code objects on the CPU).
     #[arg(long, default_value = "auto")]
     pub backend: String,
-    /// Emulated GPU: gfx942, gfx90a, gfx1100, gfx1200, gfx1201, sm_80, sm_90 (isa: gfx90a, gfx942, gfx1100).
+    /// Emulated GPU: gfx942, gfx90a, gfx950, gfx1100, gfx1200, gfx1201, sm_80, sm_90 (isa: gfx90a, gfx942, gfx1100).
     #[arg(long)]
     pub emu_arch: Option<String>,
     /// f32, f16, bf16, bf16-f32 (bf16 activations, f32 weight gradient; bwd-weight only).

@@ -9,6 +9,7 @@
 
 pub mod fma;
 pub mod mfma;
+pub mod mfma_gfx950;
 pub mod mma_sync;
 pub mod wgmma;
 pub mod wmma;

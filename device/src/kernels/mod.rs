@@ -22,6 +22,8 @@ macro_rules! out_ty {
 macro_rules! atom_ty {
     (Mfma32x32x8, $t:ident) => { $crate::atom::mfma::Mfma32x32x8<in_ty!($t)> };
     (Mfma16x16x16, $t:ident) => { $crate::atom::mfma::Mfma16x16x16<in_ty!($t)> };
+    (Mfma32x32x16, $t:ident) => { $crate::atom::mfma_gfx950::Mfma32x32x16<in_ty!($t)> };
+    (Mfma16x16x32, $t:ident) => { $crate::atom::mfma_gfx950::Mfma16x16x32<in_ty!($t)> };
     (Wmma16x16x16, $t:ident) => { $crate::atom::wmma::Wmma16x16x16<in_ty!($t)> };
     (Wmma16x16x16Gfx12, $t:ident) => { $crate::atom::wmma_gfx12::Wmma16x16x16Gfx12<in_ty!($t)> };
     (Mma16x8x16, $t:ident) => { $crate::atom::mma_sync::Mma16x8x16<in_ty!($t)> };
@@ -117,6 +119,8 @@ mod gpu {
 
     macro_rules! on_family {
         (Cdna, $i:item) => { #[cfg(convgrad_family = "cdna")] $i };
+        // gfx950 builds (CDNA4) are CDNA builds with the double-k MFMA kernels.
+        (Cdna4, $i:item) => { #[cfg(convgrad_cdna4)] $i };
         (Rdna3, $i:item) => { #[cfg(convgrad_family = "rdna3")] $i };
         (Rdna4, $i:item) => { #[cfg(convgrad_family = "rdna4")] $i };
         (Nvidia, $i:item) => { #[cfg(convgrad_family = "nvidia")] $i };

@@ -37,6 +37,9 @@ fn a_run(op: MatrixOp, l: usize, r: usize) -> (usize, usize) {
     match op {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (l % 32, 4 * (l / 32)),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (l % 16, 4 * (l / 16)),
+        // gfx950: lane = i + 32*floor(k/8) resp. i + 16*floor(k/8), 8 elements.
+        Mfma32x32x16F16 | Mfma32x32x16Bf16 => (l % 32, 8 * (l / 32)),
+        Mfma16x16x32F16 | Mfma16x16x32Bf16 => (l % 16, 8 * (l / 16)),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, 0),
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (l % 16, 8 * (l / 16)),
         // a0a1: (g, 2t), a2a3: (g+8, 2t), a4a5: (g, 2t+8), a6a7: (g+8, 2t+8).
@@ -49,6 +52,9 @@ fn b_run(op: MatrixOp, l: usize, r: usize) -> (usize, usize) {
     match op {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (l % 32, 4 * (l / 32)),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (l % 16, 4 * (l / 16)),
+        // gfx950: lane = i + 32*floor(k/8) resp. i + 16*floor(k/8), 8 elements.
+        Mfma32x32x16F16 | Mfma32x32x16Bf16 => (l % 32, 8 * (l / 32)),
+        Mfma16x16x32F16 | Mfma16x16x32Bf16 => (l % 16, 8 * (l / 16)),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (l % 16, 0),
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (l % 16, 8 * (l / 16)),
         // b0b1: k = 2t, b2b3: k = 2t+8; n = g.
@@ -69,6 +75,8 @@ fn d_ij(op: MatrixOp, l: usize, g: usize) -> (usize, usize) {
     match op {
         Mfma32x32x8F16 | Mfma32x32x8Bf16 => (8 * (g / 4) + 4 * (l / 32) + g % 4, l % 32),
         Mfma16x16x16F16 | Mfma16x16x16Bf16 => (4 * (l / 16) + g, l % 16),
+        Mfma32x32x16F16 | Mfma32x32x16Bf16 => (8 * (g / 4) + 4 * (l / 32) + g % 4, l % 32),
+        Mfma16x16x32F16 | Mfma16x16x32Bf16 => (4 * (l / 16) + g, l % 16),
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (2 * g + l / 16, l % 16),
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (8 * (l / 16) + g, l % 16),
         Mma16x8x16F16 | Mma16x8x16Bf16 => ((l >> 2) + 8 * (g / 2), 2 * (l % 4) + g % 2),

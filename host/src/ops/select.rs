@@ -213,7 +213,7 @@ fn weight_tiles(r: &Request<'_>) -> Vec<&'static Instance> {
         let waste = padded(i).saturating_sub(m * n);
         if waste * 8 / padded(i).max(1) >= 1 { waste } else { 0 }
     };
-    tiles.sort_by_key(|i| (over(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup()));
+    tiles.sort_by_key(|i| (over(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup(), !i.atom.double_k()));
     // A short reduction (at most 4096 products: ResNet-50's layer4 at batch
     // 64, a 3-D U-Net's 8^3 level, ConvNeXt's last downsampling) cannot fill
     // the GPU by split-K without each split's fixed costs (pipeline fill,
@@ -344,7 +344,9 @@ fn data_tiles(r: &Request<'_>) -> Vec<&'static Instance> {
         let padded = n.div_ceil(cols(i)) * cols(i);
         (padded - n) * 100 / padded
     };
-    let order = |i: &&Instance| (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup());
+    let order = |i: &&Instance| {
+        (waste(i) > 20, waste(i), u32::MAX - i.tile.bm * i.tile.bn, !i.atom.warpgroup(), !i.atom.double_k())
+    };
     tiles.sort_by_key(order);
     // Backward-data has no split-K: where that tile leaves over half the
     // compute units idle, a smaller tile padding C no more that fills

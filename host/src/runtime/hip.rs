@@ -315,7 +315,7 @@ pub(crate) fn open(index: usize) -> Result<HipDriver> {
 }
 
 /// AMD architectures convgrad builds code objects for.
-pub(crate) const SUPPORTED: [&str; 5] = ["gfx90a", "gfx942", "gfx1100", "gfx1200", "gfx1201"];
+pub(crate) const SUPPORTED: [&str; 6] = ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1200", "gfx1201"];
 
 impl HipDriver {
     fn select(&self) -> Result<()> {

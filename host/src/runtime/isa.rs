@@ -21,7 +21,7 @@ pub(crate) fn arch_names() -> String {
 }
 
 /// Every architecture the executor runs.
-pub(crate) const ALL: [Arch; 3] = [Arch::Gfx90a, Arch::Gfx942, Arch::Gfx1100];
+pub(crate) const ALL: [Arch; 4] = [Arch::Gfx90a, Arch::Gfx942, Arch::Gfx950, Arch::Gfx1100];
 
 /// Compute units reported for `arch` (the plans' split-K counts depend on it):
 /// those of the GPU the architecture is best known by (MI210, MI300X, RX 7900 XTX).
@@ -29,6 +29,8 @@ fn compute_units(arch: Arch) -> u32 {
     match arch {
         Arch::Gfx90a => 104,
         Arch::Gfx942 => 304,
+        // MI355X.
+        Arch::Gfx950 => 256,
         Arch::Gfx1100 => 96,
     }
 }

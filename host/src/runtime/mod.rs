@@ -501,7 +501,7 @@ impl Device {
 }
 
 /// Every architecture convgrad has kernels for.
-pub const SUPPORTED_ARCHS: [&str; 7] = ["gfx90a", "gfx942", "gfx1100", "gfx1200", "gfx1201", "sm_80", "sm_90"];
+pub const SUPPORTED_ARCHS: [&str; 8] = ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1200", "gfx1201", "sm_80", "sm_90"];
 
 /// A point in a device's stream, for timing.
 pub struct Event {

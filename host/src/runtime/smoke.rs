@@ -46,7 +46,7 @@ pub struct SmokeSpec {
 /// The smoke kernel of `family` and how it is launched (from the instance table).
 pub fn spec(family: Family) -> SmokeSpec {
     let kernel = match family {
-        Family::Cdna => "smoke_mfma",
+        Family::Cdna | Family::Cdna4 => "smoke_mfma",
         Family::Rdna3 => "smoke_wmma",
         Family::Rdna4 => "smoke_wmma12",
         Family::Nvidia | Family::Hopper => "smoke_mma",

@@ -73,6 +73,7 @@ const DS: Tables = Tables {
         (254, "ds_read_b96"),
         (255, "ds_read_b128"),
     ],
+    gfx950: &[],
     gfx11: &[
         (13, "ds_store_b32"),
         (14, "ds_store_2addr_b32"),

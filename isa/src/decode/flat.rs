@@ -66,6 +66,7 @@ const FLAT: Tables = Tables {
         (0x6b, "atomic_inc_x2"),
         (0x6c, "atomic_dec_x2"),
     ],
+    gfx950: &[],
     gfx11: &[
         (0x10, "load_u8"),
         (0x11, "load_i8"),

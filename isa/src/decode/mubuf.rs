@@ -31,6 +31,7 @@ const MUBUF: Tables = Tables {
         (0x3f, "buffer_wbinvl1_vol"),
     ],
     gfx942: &[(0x29, "buffer_inv")],
+    gfx950: &[],
     gfx11: &[
         (0x10, "buffer_load_u8"),
         (0x11, "buffer_load_i8"),

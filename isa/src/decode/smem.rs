@@ -31,6 +31,7 @@ const SMEM: Tables = Tables {
         (36, "s_memtime"),
         (37, "s_memrealtime"),
     ],
+    gfx950: &[],
     gfx11: &[
         (0, "s_load_b32"),
         (1, "s_load_b64"),

@@ -64,6 +64,7 @@ const SOP2: Tables = Tables {
         (48, "s_lshl3_add_u32"),
         (49, "s_lshl4_add_u32"),
     ],
+    gfx950: &[],
     gfx11: &[
         (6, "s_absdiff_i32"),
         (8, "s_lshl_b32"),
@@ -137,6 +138,7 @@ const SOPK: Tables = Tables {
         (20, "s_setreg_imm32_b32"),
         (21, "s_call_b64"),
     ],
+    gfx950: &[],
     gfx11: &[
         (1, "s_version"),
         (2, "s_cmovk_i32"),
@@ -221,6 +223,7 @@ const SOP1: Tables = Tables {
         (54, "s_andn2_wrexec_b64"),
         (55, "s_bitreplicate_b64_b32"),
     ],
+    gfx950: &[],
     gfx11: &[
         (4, "s_brev_b32"),
         (5, "s_brev_b64"),
@@ -312,6 +315,7 @@ const SOPC: Tables = Tables {
         (18, "s_cmp_eq_u64"),
         (19, "s_cmp_lg_u64"),
     ],
+    gfx950: &[],
     gfx11: &[(16, "s_cmp_eq_u64"), (17, "s_cmp_lg_u64")],
     ..Tables::NONE
 };
@@ -349,6 +353,7 @@ const SOPP: Tables = Tables {
         (28, "s_set_gpr_idx_off"),
         (29, "s_set_gpr_idx_mode"),
     ],
+    gfx950: &[],
     gfx11: &[
         (1, "s_setkill"),
         (2, "s_sethalt"),

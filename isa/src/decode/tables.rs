@@ -20,6 +20,8 @@ pub(crate) struct Tables {
     pub gfx9: Table,
     pub gfx90a: Table,
     pub gfx942: Table,
+    /// gfx950's own, on top of gfx942's.
+    pub gfx950: Table,
     pub gfx11: Table,
 }
 
@@ -30,15 +32,17 @@ impl Tables {
         gfx9: &[],
         gfx90a: &[],
         gfx942: &[],
+        gfx950: &[],
         gfx11: &[],
     };
 
     /// The mnemonic of `op` on `arch`.
     pub fn find(&self, arch: Arch, op: u32) -> Option<&'static str> {
-        let own: [Table; 2] = match arch {
-            Arch::Gfx90a => [self.gfx90a, self.gfx9],
-            Arch::Gfx942 => [self.gfx942, self.gfx9],
-            Arch::Gfx1100 => [self.gfx11, &[]],
+        let own: [Table; 3] = match arch {
+            Arch::Gfx90a => [self.gfx90a, self.gfx9, &[]],
+            Arch::Gfx942 => [self.gfx942, self.gfx9, &[]],
+            Arch::Gfx950 => [self.gfx950, self.gfx942, self.gfx9],
+            Arch::Gfx1100 => [self.gfx11, &[], &[]],
         };
         own.into_iter().chain([self.both]).find_map(|t| find(t, op))
     }

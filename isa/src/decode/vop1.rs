@@ -90,6 +90,7 @@ pub(super) const VOP1: Tables = Tables {
     ],
     // gfx942 additions: `v_mov_b64` took opcode 56.
     gfx942: &[(56, "v_mov_b64")],
+    gfx950: &[],
     gfx11: &[
         (12, "v_cvt_nearest_i32_f32"),
         (13, "v_cvt_floor_i32_f32"),

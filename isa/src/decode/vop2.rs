@@ -68,6 +68,7 @@ pub(super) const VOP2: Tables = Tables {
         (59, "v_fmac_f32"),
         (61, "v_xnor_b32"),
     ],
+    gfx950: &[],
     gfx11: &[
         (1, "v_cndmask_b32"),
         (2, "v_dot2acc_f32_f16"),

@@ -117,6 +117,8 @@ const VOP3: Tables = Tables {
     // Not on MI300 (CDNA3 guide), as VOP2's v_mac_f32.
     gfx90a: &[(0x1c0, "v_mad_legacy_f32"), (0x1c1, "v_mad_f32")],
     gfx942: &[(0x208, "v_lshl_add_u64")],
+    // gfx950 only (LLVM's gfx950 disassembly of our objects: `D234...`).
+    gfx950: &[(0x233, "v_bitop3_b16"), (0x234, "v_bitop3_b32"), (0x267, "v_cvt_pk_f16_f32")],
     gfx11: &[
         (0x209, "v_fma_dx9_zero_f32"),
         (0x20a, "v_mad_i32_i24"),

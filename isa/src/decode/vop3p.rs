@@ -103,6 +103,14 @@ const VOP3P: Tables = Tables {
         (0x6e, "v_mfma_f64_16x16x4_f64"),
         (0x6f, "v_mfma_f64_4x4x4_4b_f64"),
     ],
+    // gfx950's double-k MFMAs (opcodes as LLVM's gfx950 disassembler decodes
+    // our code objects: `D3D4...` etc.).
+    gfx950: &[
+        (0x35, "v_mfma_f32_16x16x32_bf16"),
+        (0x37, "v_mfma_f32_32x32x16_bf16"),
+        (0x54, "v_mfma_f32_16x16x32_f16"),
+        (0x55, "v_mfma_f32_32x32x16_f16"),
+    ],
     gfx11: &[
         (0x13, "v_dot2_f32_f16"),
         (0x40, "v_wmma_f32_16x16x16_f16"),

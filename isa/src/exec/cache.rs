@@ -56,7 +56,7 @@ impl Level {
     fn of(arch: Arch) -> &'static [Level] {
         match arch {
             Arch::Gfx90a => &[Level::L1],
-            Arch::Gfx942 => &[Level::L1, Level::L2],
+            Arch::Gfx942 | Arch::Gfx950 => &[Level::L1, Level::L2],
             Arch::Gfx1100 => &[Level::L0, Level::Gl1],
         }
     }
@@ -81,7 +81,7 @@ impl Level {
     fn bypassed(self, arch: Arch, b: Bits) -> bool {
         match (arch, self) {
             (Arch::Gfx90a, Level::L1) | (Arch::Gfx1100, Level::L0) => b.glc,
-            (Arch::Gfx942, _) | (Arch::Gfx1100, Level::Gl1) => b.dlc,
+            (Arch::Gfx942 | Arch::Gfx950, _) | (Arch::Gfx1100, Level::Gl1) => b.dlc,
             _ => false,
         }
     }
@@ -249,7 +249,7 @@ impl Cache {
         self.dispatched += 1;
         match self.arch {
             Arch::Gfx90a => [k % CUS_90A, 0],
-            Arch::Gfx942 => {
+            Arch::Gfx942 | Arch::Gfx950 => {
                 let x = wg % XCDS;
                 let n = self.per_xcd[x as usize];
                 self.per_xcd[x as usize] += 1;
@@ -308,9 +308,9 @@ impl Cache {
         let levels = Level::of(self.arch);
         let hit: Vec<usize> = match (self.arch, name) {
             (Arch::Gfx90a, "buffer_wbinvl1_vol" | "buffer_wbinvl1") => vec![0],
-            (Arch::Gfx942, "buffer_inv") if b.dlc => vec![0, 1],
-            (Arch::Gfx942, "buffer_inv") if b.glc => vec![0],
-            (Arch::Gfx942, "buffer_wbl2") if b.dlc => {
+            (Arch::Gfx942 | Arch::Gfx950, "buffer_inv") if b.dlc => vec![0, 1],
+            (Arch::Gfx942 | Arch::Gfx950, "buffer_inv") if b.glc => vec![0],
+            (Arch::Gfx942 | Arch::Gfx950, "buffer_wbl2") if b.dlc => {
                 self.wb.entry(p.dom[1]).or_default().push((self.now, uid));
                 vec![]
             }
@@ -543,7 +543,7 @@ impl Cache {
                     issue: self.now,
                     done: if a.immediate { self.now } else { NEVER },
                     atomic: a.atomic,
-                    through: self.arch == Arch::Gfx942 && a.bits.dlc,
+                    through: self.arch.gfx94() && a.bits.dlc,
                     pc: a.pc,
                     name: a.name,
                 });

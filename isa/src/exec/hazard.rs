@@ -519,7 +519,10 @@ impl Rule {
     fn need(&self, arch: Arch, passes: u8) -> u32 {
         let n = match arch {
             Arch::Gfx90a => self.gfx90a,
-            Arch::Gfx942 => self.gfx942,
+            // gfx950 on gfx942's column: a floor. LLVM's GCNHazardRecognizer adds
+            // a state to some XDL rows on gfx950 (`hasGFX950Insts`) that this
+            // table does not carry yet, so a gfx950 shortfall by one may pass.
+            Arch::Gfx942 | Arch::Gfx950 => self.gfx942,
             _ => No,
         };
         match n {
@@ -684,7 +687,12 @@ pub fn mfma_kind(arch: Arch, name: &str) -> (u8, bool, bool) {
         return (if m == 4 { 4 } else { 8 }, false, true);
     }
     match arch {
-        Arch::Gfx942 => {
+        // gfx950's double-k f16/bf16 MFMAs (16x16x32, 32x32x16) fall in the
+        // m = 16 -> 4 / m = 32 -> 8 pass rows below, as gfx942's 16x16x16 and
+        // 32x32x8: CDNA4 doubles k at the same rate. (Inferred, not from a
+        // table: LLVM's gfx950 code puts 12 states between a 32x32x16 XDL
+        // write and a DS read of it, enough for 8 passes (11), not 16 (19).)
+        Arch::Gfx942 | Arch::Gfx950 => {
             let passes = match m {
                 4 => 2,
                 16 if !name.contains("xf32") && matches!(k, 1 | 4) => 8,
@@ -724,9 +732,12 @@ fn mfma_widths(name: &str) -> (usize, usize) {
     } else {
         4
     };
-    // f32 inputs: one register; f16/bf16 (4 values) and f64: two.
+    // f32 inputs: one register; f16/bf16 (4 values) and f64: two; gfx950's
+    // double-k f16/bf16 (8 values): four.
     let ab = if name.ends_with("f32") && !name.contains("xf32") {
         1
+    } else if name.contains("16x16x32_") || name.contains("32x32x16_") {
+        4
     } else {
         2
     };

@@ -26,6 +26,10 @@ fn table(n: &str) -> Option<MatrixOp> {
         } else {
             Wmma16x16x16F16
         }
+    } else if n.contains("32x32x16_") {
+        if bf { Mfma32x32x16Bf16 } else { Mfma32x32x16F16 }
+    } else if n.contains("16x16x32_") {
+        if bf { Mfma16x16x32Bf16 } else { Mfma16x16x32F16 }
     } else if n.contains("32x32x8") {
         if bf { Mfma32x32x8Bf16 } else { Mfma32x32x8F16 }
     } else if n.contains("16x16x16") {
@@ -81,7 +85,12 @@ const ALL_OPSEL: u32 = mods::opsel(0) | mods::opsel(1) | mods::opsel(2) | mods::
 
 fn mfma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
     let n = i.name;
-    let (mn, k, ty) = if n.contains("32x32x8") {
+    let bf = if n.contains("bf16") { In::Bf16 } else { In::F16 };
+    let (mn, k, ty) = if n.contains("32x32x16_") {
+        (32, 16, bf)
+    } else if n.contains("16x16x32_") {
+        (16, 32, bf)
+    } else if n.contains("32x32x8") {
         (
             32,
             8,
@@ -279,6 +288,10 @@ fn wmma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
 }
 
 pub(super) const HANDLERS: &[(&str, Handler)] = &[
+    ("v_mfma_f32_32x32x16_f16", mfma),
+    ("v_mfma_f32_32x32x16_bf16", mfma),
+    ("v_mfma_f32_16x16x32_f16", mfma),
+    ("v_mfma_f32_16x16x32_bf16", mfma),
     ("v_mfma_f32_32x32x8f16", mfma),
     ("v_mfma_f32_32x32x8_f16", mfma),
     ("v_mfma_f32_16x16x16f16", mfma),

@@ -22,6 +22,7 @@ pub mod wave;
 mod data;
 mod ds;
 mod flat;
+mod gfx950;
 mod matrix;
 mod mubuf;
 mod smem;
@@ -293,6 +294,7 @@ fn registry() -> &'static HashMap<&'static str, Handler> {
             vop1::HANDLERS,
             vop2::HANDLERS,
             vop3::HANDLERS,
+            gfx950::HANDLERS,
             vopc::HANDLERS,
             vop3p::HANDLERS,
             matrix::HANDLERS,

@@ -108,9 +108,10 @@ pub fn read_back(arch: Arch, elf: &[u8]) -> Result<ArchReport> {
 /// Figures follow LLVM's `AMDGPUBaseInfo.cpp` (`getTotalNumVGPRs`,
 /// `getVGPRAllocGranule`, `getMaxWavesPerEU`, `getEUsPerCU`,
 /// `getMaxWorkGroupsPerCU`) and AMDGPUUsage:
-/// - gfx90a/gfx942 (CDNA2/3): one unified 512-entry VGPR file per SIMD lane
+/// - gfx90a/gfx942/gfx950 (CDNA2/3/4): one unified 512-entry VGPR file per SIMD lane
 ///   shared by ArchVGPRs and AGPRs, allocation granule 8, at most 8 waves per
-///   SIMD; 4 SIMDs and 64 KiB LDS per CU; SGPRs limit occupancy below 8 only
+///   SIMD; 4 SIMDs and 64 KiB LDS per CU (gfx950: 160 KiB, LLVM
+///   `FeatureAddressableLocalMemorySize163840`); SGPRs limit occupancy below 8 only
 ///   past 100 (gfx9 rule: <=80 -> 10, <=88 -> 9, <=100 -> 8, else 7).
 /// - gfx1100 (RDNA3, Navi31, `FeatureGFX11FullVGPRs` / 1.5x VGPRs): 1536 VGPRs
 ///   per SIMD lane in wave32 (768 in wave64), granule 24 (12), at most 16 waves
@@ -132,12 +133,12 @@ struct Geometry {
 
 fn geometry(arch: &str, wave: u32) -> Option<Geometry> {
     match arch {
-        "gfx90a" | "gfx942" => Some(Geometry {
+        "gfx90a" | "gfx942" | "gfx950" => Some(Geometry {
             max_waves: 8,
             total_vgprs: 512,
             vgpr_granule: 8,
             simds: 4,
-            lds_bytes: 64 << 10,
+            lds_bytes: if arch == "gfx950" { 160 << 10 } else { 64 << 10 },
             gfx9_sgprs: true,
             max_barriers: 16,
         }),
@@ -407,6 +408,8 @@ mod tests {
         assert_eq!(occupancy("gfx90a", 64, 512, 20, 0, 256).0, 1);
         // LDS: 40 KiB per 4-wave workgroup -> 1 workgroup per CU -> 1 wave per SIMD.
         assert_eq!(occupancy("gfx942", 64, 64, 20, 40 << 10, 256), (1, "lds"));
+        // gfx950 has 160 KiB: four such workgroups fit.
+        assert_eq!(occupancy("gfx950", 64, 64, 20, 40 << 10, 256), (4, "lds"));
         // gfx1100 wave32: 96 VGPRs -> 16 waves; 97 -> 120 -> 12.
         assert_eq!(occupancy("gfx1100", 32, 96, 20, 0, 256).0, 16);
         assert_eq!(occupancy("gfx1100", 32, 97, 20, 0, 256).0, 12);

@@ -1,7 +1,7 @@
 //! # `cargo xtask build-kernels`: the kernel build pipeline
 //!
 //! ```text
-//! cargo xtask build-kernels [--arch gfx90a,gfx942,gfx1100,gfx1200,gfx1201,sm_80,sm_90] [--release]
+//! cargo xtask build-kernels [--arch gfx90a,gfx942,gfx950,gfx1100,gfx1200,gfx1201,sm_80,sm_90] [--release]
 //! ```
 //!
 //! For each architecture (default: all of them):
@@ -88,20 +88,24 @@ pub enum Vendor {
 /// A build architecture.
 #[derive(Clone, Copy, Debug)]
 pub struct Arch {
-    /// `gfx90a`, `gfx942`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`.
+    /// `gfx90a`, `gfx942`, `gfx950`, `gfx1100`, `gfx1200`, `gfx1201`, `sm_80`, `sm_90`.
     pub name: &'static str,
     /// Vendor.
     pub vendor: Vendor,
 }
 
 /// Every architecture `build-kernels` knows, in build order.
-pub const ARCHS: [Arch; 7] = [
+pub const ARCHS: [Arch; 8] = [
     Arch {
         name: "gfx90a",
         vendor: Vendor::Amd,
     },
     Arch {
         name: "gfx942",
+        vendor: Vendor::Amd,
+    },
+    Arch {
+        name: "gfx950",
         vendor: Vendor::Amd,
     },
     Arch {
@@ -376,6 +380,9 @@ fn rustc_step(arch: Arch, stub: &Path) -> Result<(PathBuf, Vec<PathBuf>)> {
     ];
     if arch.family() == Family::Hopper {
         rustflags.extend(["--cfg".into(), "convgrad_wgmma".into()]);
+    }
+    if arch.family() == Family::Cdna4 {
+        rustflags.extend(["--cfg".into(), "convgrad_cdna4".into()]);
     }
     rustflags.extend(unroll_args(arch).iter().map(|a| format!("-Cllvm-args={a}")));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
