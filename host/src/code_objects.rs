@@ -13,7 +13,7 @@
 //! 1. `CONVGRAD_KERNEL_DIR=/path/to/target/kernels` (any `cargo xtask build-kernels` output);
 //! 2. the workspace's own `target/kernels`, when it holds code objects (a developer of
 //!    convgrad who just rebuilt the kernels; the next `cargo build` re-embeds them);
-//! 3. the kernel bundle checked in beside the host crate (`host/kernels/`: all seven
+//! 3. the kernel bundle checked in beside the host crate (`host/kernels/`: all eight
 //!    architectures and the manifest, zstd-compressed, about 4.8 MB, with an index of
 //!    each object's size and SHA-256 and the pinned toolchain they were built with).
 //!    It is part of the package, so a git, path or registry dependent on stable Rust,
@@ -88,7 +88,7 @@ pub fn code_object(arch: &str) -> Option<&'static [u8]> {
 
 /// The architectures with an embedded code object, sorted by name.
 ///
-/// All seven (`gfx1100`, `gfx1200`, `gfx1201`, `gfx90a`, `gfx942`, `sm_80`, `sm_90`) when the checked-in
+/// All eight (`gfx1100`, `gfx1200`, `gfx1201`, `gfx90a`, `gfx942`, `gfx950`, `sm_80`, `sm_90`) when the checked-in
 /// bundle is embedded, as in any dependent of a convgrad checkout or package; in the
 /// convgrad workspace, those in `target/kernels` once `cargo xtask build-kernels` has
 /// run (a partial `--arch` build embeds only those); or those of `CONVGRAD_KERNEL_DIR`.

@@ -1518,13 +1518,24 @@ fn matrix_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Result<(), String> {
     let lanes = m.w.lanes;
     m.w.set_exec(m.w.lane_mask());
     let bf16 = i.name.contains("bf16");
-    let (mm, nn, kk) = if i.name.contains("32x32x8") { (32, 32, 8) } else { (16, 16, 16) };
+    let (mm, nn, kk) = if i.name.contains("32x32x8") {
+        (32, 32, 8)
+    } else if i.name.contains("32x32x16") {
+        (32, 32, 16)
+    } else if i.name.contains("16x16x32") {
+        (16, 16, 32)
+    } else {
+        (16, 16, 16)
+    };
+    // 16-bit elements per lane and operand: 8 in gfx950's double-k MFMAs
+    // (k groups of 8 along the lane blocks), else 4.
+    let kw = if kk * mm == 512 { 8 } else { 4 };
     let wmma = i.name.starts_with("v_wmma");
     let half_of = |w: &Wave, o: Operand, e: usize, lane: usize| -> u32 { mreg(w, o, e / 2, lane) >> (16 * (e % 2)) & 0xffff };
     let elem_val = |h: u32| -> f64 { if bf16 { f32::from_bits(h << 16) as f64 } else { h2f(h) as f64 } };
     let rnd16 = |rng: &mut Rng| -> u32 { if bf16 { rng.f32_bits() >> 16 } else { rng.f16() } };
     // fill A and B with 16-bit values (WMMA: lanes 16..31 copy lanes 0..15)
-    let regs = if wmma { 8 } else { 2 };
+    let regs = if wmma { 8 } else { kw / 2 };
     for o in [i.src[0], i.src[1]] {
         for g in 0..regs {
             for l in 0..lanes {
@@ -1543,10 +1554,10 @@ fn matrix_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Result<(), String> {
     let (a, b, cop, d) = (i.src[0], i.src[1], i.src[2], i.dst);
     // A[i][k], B[k][j]: (lane, element)
     let a_at = |r: usize, k: usize| -> (usize, usize) {
-        if wmma { (r, k) } else { (r + mm * (k / 4), k % 4) }
+        if wmma { (r, k) } else { (r + mm * (k / kw), k % kw) }
     };
     let b_at = |k: usize, c: usize| -> (usize, usize) {
-        if wmma { (c, k) } else { (c + nn * (k / 4), k % 4) }
+        if wmma { (c, k) } else { (c + nn * (k / kw), k % kw) }
     };
     // D[i][j] -> (register, lane)
     let d_at = |r: usize, c: usize| -> (usize, usize) {
