@@ -51,7 +51,10 @@ const ALLOWED: &[(&str, &str)] = &[
 ];
 
 /// Used mnemonics without a case yet: printed, not failed.
-const TODO_NO_CASE_YET: &[&str] = &[];
+/// gfx950's `v_bitop3_*` take their truth table from modifier bits that the
+/// ALU harness does not drive yet; they run in CI's gfx950 isa verifies
+/// (`.ci/gfx950_emu_verify.sh isa`, float64 reference) meanwhile.
+const TODO_NO_CASE_YET: &[&str] = &["v_bitop3_b16", "v_bitop3_b32"];
 
 // ---------------------------------------------------------------- random numbers
 
@@ -344,6 +347,8 @@ fn table() -> Vec<Op> {
         op("v_cvt_u32_f32", V, F32, w1, 32, |s, _| r(fl(s[0]) as u32), true),
         op("v_cvt_f32_f16", V, F16, &[16], 32, |s, _| (bits(h2f(s[0] as u32)), false), true),
         op("v_cvt_f16_f32", V, F32, w1, 16, |s, _| (f2h(fl(s[0])) as u64, false), true),
+        // gfx950: two f32 to a packed pair of f16 (the first in the low half).
+        op("v_cvt_pk_f16_f32", V, F32, w32, 32, |s, _| r(f2h(fl(s[0])) as u32 | (f2h(fl(s[1])) as u32) << 16), false),
         // V_PACK_B32_F16: D = {S1.f16, S0.f16}
         op("v_pack_b32_f16", V, F16, h2, 32, |s, _| (s[0] & 0xffff | (s[1] & 0xffff) << 16, false), false),
         // --- compares (guide: "VOPC Instructions"; D[lane] = S0 <op> S1)
