@@ -348,7 +348,7 @@ fn table() -> Vec<Op> {
         op("v_cvt_f32_f16", V, F16, &[16], 32, |s, _| (bits(h2f(s[0] as u32)), false), true),
         op("v_cvt_f16_f32", V, F32, w1, 16, |s, _| (f2h(fl(s[0])) as u64, false), true),
         // gfx950: two f32 to a packed pair of f16 (the first in the low half).
-        op("v_cvt_pk_f16_f32", V, F32, w32, 32, |s, _| r(f2h(fl(s[0])) as u32 | (f2h(fl(s[1])) as u32) << 16), false),
+        op("v_cvt_pk_f16_f32", V, F32, w32, 32, |s, _| r(f2h(fl(s[0])) | f2h(fl(s[1])) << 16), false),
         // V_PACK_B32_F16: D = {S1.f16, S0.f16}
         op("v_pack_b32_f16", V, F16, h2, 32, |s, _| (s[0] & 0xffff | (s[1] & 0xffff) << 16, false), false),
         // --- compares (guide: "VOPC Instructions"; D[lane] = S0 <op> S1)
