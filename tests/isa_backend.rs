@@ -83,7 +83,7 @@ fn parse_names_the_allowed_architectures() {
     }
     for (name, arch) in [("isa", Some("sm_90")), ("isa:gfx1200", None), ("isa:", None)] {
         let e = Backend::parse(name, arch).expect_err(name).to_string();
-        assert!(e.contains("gfx90a, gfx942, gfx1100"), "{e}");
+        assert!(e.contains("gfx90a, gfx942, gfx950, gfx1100"), "{e}");
     }
     let e = Device::open(Backend::Isa(IsaArch::Gfx942), 1).expect_err("index 1").to_string();
     assert!(e.contains("index 0"), "{e}");
