@@ -42,6 +42,37 @@ fn rotated(at: At, layout: ConvLayout, types: TypeConfig, [epi, split, det]: [(u
     }
 }
 
+/// One case of a suite that forces `instance` (types `t`, the split and
+/// determinism given): a channels-last layout family and an epilogue
+/// rotated by the case's place, fresh inputs; a deterministic split runs
+/// twice and must repeat bitwise. The sweep's `(line, passed)`.
+#[allow(clippy::too_many_arguments)]
+fn forced_case(
+    dev: &convgrad::runtime::Device,
+    module: &convgrad::runtime::Module,
+    at: At,
+    name: &str,
+    p: &ConvProblem,
+    t: TypeConfig,
+    instance: &str,
+    (split_k, deterministic): (SplitK, bool),
+    seed: u64,
+) -> (String, bool) {
+    let cfg = BwdWeightConfig {
+        layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1),
+        types: t,
+        epilogue: at.pick(&EPIS, 1, 2),
+        split_k,
+        deterministic,
+        instance: Some(instance.into()),
+    };
+    let case = case(*p, cfg.clone(), seed, at.pick(&INITS, 1, 1));
+    let o = case.check(dev, module, name);
+    let again = deterministic.then(|| case.check(dev, module, name).output_bytes);
+    let line = format!("{} -> {} kb={}: {}", label(&cfg), o.instance, o.k_batch, o.report.summary());
+    (line, o.passed() && again.is_none_or(|b| b == o.output_bytes))
+}
+
 /// Problems covering dims, groups, depthwise, odd C/K, strides, dilations, asymmetric pads.
 fn problems() -> Vec<(&'static str, ConvProblem)> {
     common::sweep_problems(
@@ -322,20 +353,7 @@ fn bwd_weight_tap_shifts() {
         let Some(halo) = common::tap_shift_instance(op, t, dev) else {
             return (format!("{name}: no tap-shift kernels on RDNA3"), true);
         };
-        let (split_k, deterministic) = at.pick(&splits, 1, 1);
-        let cfg = BwdWeightConfig {
-            layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1),
-            types: t,
-            epilogue: at.pick(&EPIS, 1, 2),
-            split_k,
-            deterministic,
-            instance: Some(halo.name.into()),
-        };
-        let case = case(*p, cfg.clone(), at.seed(8000, 31), at.pick(&INITS, 1, 1));
-        let o = case.check(dev, module, name);
-        let again = deterministic.then(|| case.check(dev, module, name).output_bytes);
-        let line = format!("{} -> {} kb={}: {}", label(&cfg), o.instance, o.k_batch, o.report.summary());
-        (line, o.passed() && again.is_none_or(|b| b == o.output_bytes))
+        forced_case(dev, module, at, name, p, t, halo.name, at.pick(&splits, 1, 1), at.seed(8000, 31))
     });
     let forced = |name: &str| BwdWeightConfig { instance: Some(name.into()), ..Default::default() };
     let (plain, phased) = ("bwdw_halo_f16_224x64x16_mma16x8", "bwdw_halo_phased_f16_224x64x16_mma16x8");
@@ -410,20 +428,7 @@ fn bwd_weight_tma() {
             convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdWeightTma && i.types == t).collect();
         assert!(tmas.len() >= 2, "a TMA instance per ring depth and 16-bit type");
         let tma = at.pick(&tmas, 1, 0);
-        let (split_k, deterministic) = at.pick(&splits, 1, 1);
-        let cfg = BwdWeightConfig {
-            layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1),
-            types: t,
-            epilogue: at.pick(&EPIS, 1, 2),
-            split_k,
-            deterministic,
-            instance: Some(tma.name.into()),
-        };
-        let case = case(*p, cfg.clone(), at.seed(9300, 43), at.pick(&INITS, 1, 1));
-        let o = case.check(dev, module, name);
-        let again = deterministic.then(|| case.check(dev, module, name).output_bytes);
-        let line = format!("{} -> {} kb={}: {}", label(&cfg), o.instance, o.k_batch, o.report.summary());
-        (line, o.passed() && again.is_none_or(|b| b == o.output_bytes))
+        forced_case(dev, module, at, name, p, t, tma.name, at.pick(&splits, 1, 1), at.seed(9300, 43))
     });
     let forced = BwdWeightConfig { instance: Some("bwdw_f16_128x128x64_tma".into()), ..Default::default() };
     for (v, why) in [

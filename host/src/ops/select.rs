@@ -181,12 +181,16 @@ fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
     }
     let p = r.p;
     let tiles = |i: &Instance| p.g as u64 * (p.k as u64).div_ceil(i.tile.bm as u64) * (p.c as u64).div_ceil(i.tile.bn as u64);
-    family_of(Op::BwdWeightTma, r)
-        .filter_map(|i| fits(i, r).ok().map(|fit| Choice::rule(i, fit)))
-        .max_by_key(|c| {
-            let ring = c.instance.tile.stages(c.instance.atom);
-            if tiles(c.instance) <= r.compute_units as u64 { ring } else { u32::MAX - ring }
-        })
+    tma_ring(Op::BwdWeightTma, r, tiles)
+}
+
+/// The fitting instance of TMA family `op` with the deepest ring where its
+/// `workgroups` fit one per compute unit, else with the shallowest.
+fn tma_ring(op: Op, r: &Request<'_>, workgroups: impl Fn(&Instance) -> u64) -> Option<Choice> {
+    family_of(op, r).filter_map(|i| fits(i, r).ok().map(|fit| Choice::rule(i, fit))).max_by_key(|c| {
+        let ring = c.instance.tile.stages(c.instance.atom);
+        if workgroups(c.instance) <= r.compute_units as u64 { ring } else { u32::MAX - ring }
+    })
 }
 
 /// Backward-weight's GEMM tile `M x N` pads the per-group GEMM to.
@@ -413,13 +417,7 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
 /// layers of 50 to 1568 x 2 workgroups: each on the side of the rule
 /// (tuning-log 2026-11-28g).
 fn tma_tile(r: &Request<'_>) -> Option<Choice> {
-    let one_per_cu = |i: &Instance| data_workgroups(r.p, i) <= r.compute_units as u64;
-    family_of(Op::BwdDataTma, r)
-        .filter_map(|i| fits(i, r).ok().map(|fit| Choice::rule(i, fit)))
-        .max_by_key(|c| {
-            let ring = c.instance.tile.stages(c.instance.atom);
-            if one_per_cu(c.instance) { ring } else { u32::MAX - ring }
-        })
+    tma_ring(Op::BwdDataTma, r, |i| data_workgroups(r.p, i))
 }
 
 /// Workgroups of backward-data's slice GEMM on tile `i`: per group and
