@@ -54,7 +54,8 @@ fn strip_comments(src: &str) -> String {
 
 fn type_bytes(tok: &str) -> Option<u64> {
     let t = tok.strip_prefix('.')?;
-    let (kind, bits) = t.split_at(1);
+    // `split_at_checked`: a bare `.` or a multi-byte first char is no type, not a panic.
+    let (kind, bits) = t.split_at_checked(1)?;
     if !matches!(kind, "u" | "s" | "b" | "f") {
         return None;
     }
@@ -147,8 +148,10 @@ pub fn parse(ptx: &str) -> Result<PtxModule, String> {
         let mut args = Vec::new();
         let mut directives = header;
         if let Some(open) = header.find('(') {
-            let close = header
+            // The last `)` after the `(`: a stray `)` before it is no list end.
+            let close = header[open..]
                 .rfind(')')
+                .map(|c| open + c)
                 .ok_or_else(|| format!("`.entry {name}`: unclosed parameter list"))?;
             let list = header[open + 1..close].trim();
             if !list.is_empty() {
@@ -238,5 +241,16 @@ mod tests {
         assert_eq!(m.kernels[0].max_threads, Some(32));
         assert_eq!(m.kernels[1].args[1].size, 24);
         assert!(m.kernels[2].args.is_empty());
+    }
+
+    /// Inputs the fuzzer found (stop 53's CI): errors or kernels, never a panic.
+    #[test]
+    fn malformed_declarations_are_errors() {
+        assert_eq!(type_bytes("."), None);
+        assert_eq!(type_bytes(".\u{e9}32"), None);
+        assert!(parse(".entry a ( .param . x ) {").is_err());
+        assert!(parse(".entry a ( .param .\u{e9} x ) {").is_err());
+        assert!(parse(".entry a ) ( {").is_err());
+        assert!(parse(".entry a ) ( .param .u32 x ) {").is_ok());
     }
 }
