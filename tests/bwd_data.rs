@@ -352,9 +352,9 @@ fn bwd_data_tma() {
     });
     let forced = BwdDataConfig { instance: Some("bwdd_f16_128x128x64_tma".into()), ..Default::default() };
     for (v, why) in [
-        (vec![2, 1, 2, 64, 128, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "1x1 filter"),
-        (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 2, 2, 1, 1, 0, 0, 0, 0], "stride 1, no padding"),
-        (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "stride 1, no padding"),
+        (vec![3, 1, 2, 64, 128, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "2-D problem"),
+        (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 2, 2, 1, 1, 0, 0, 0, 0], "stride 1"),
+        (vec![2, 1, 2, 64, 128, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
         (vec![2, 1, 2, 64, 32, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "half the tile"),
         (vec![2, 1, 2, 60, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "16-byte"),
     ] {
@@ -379,6 +379,49 @@ fn bwd_data_tma() {
     assert_eq!(ring(&[2, 1, 64, 2048, 512, 1, 1, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0]), 6);
     assert_eq!(ring(&[2, 1, 64, 1024, 256, 1, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0]), 3);
     assert_ne!(chosen(&[2, 1, 8, 64, 128, 1, 1, 14, 14, 2, 2, 1, 1, 0, 0, 0, 0], Family::Hopper), Op::BwdDataTma);
+}
+
+/// The TMA kernel on filters with taps: each tile's rows a block of pixels,
+/// each tap's A slab one box of `dy` shifted by `pad - tap * dilation`
+/// (zeros read past every edge, negative coordinates included), `K`
+/// padded to the tile's 64 per tap. Both rings wrap (9 taps or more); K, C,
+/// N and pixel tails; dilation; asymmetric and one-sided padding; a 1x1
+/// filter with padding; groups; the block shapes the host picks.
+#[test]
+fn bwd_data_tma_taps() {
+    let problems = [
+        ("3x3 pad 1, K=64 C=128", prob(&[2, 1, 2, 64, 128, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3x3, K=72 C=136 N=3 7x7 tails", prob(&[2, 1, 3, 72, 136, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3x3 dilation 2 pad 2, G=2", prob(&[2, 2, 2, 40, 64, 3, 3, 10, 12, 1, 1, 2, 2, 2, 2, 2, 2])),
+        ("5x3 pads (2,0) / (1,2)", prob(&[2, 1, 2, 64, 96, 5, 3, 8, 11, 1, 1, 1, 1, 2, 0, 1, 2])),
+        ("1x1 pad 1", prob(&[2, 1, 2, 64, 64, 1, 1, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("1x7 pad (0,3), 1-D", prob(&[1, 1, 2, 48, 80, 7, 37, 1, 1, 3, 3])),
+    ];
+    let epis = epilogues();
+    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
+        if !dev.family().runs(Family::Hopper) {
+            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
+        }
+        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
+        let tmas: Vec<_> =
+            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdDataTma && i.types == t).collect();
+        let tma = at.pick(&tmas, 1, 1);
+        let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(tma.name.into()), ..Default::default() };
+        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
+        let o = case(*p, cfg, at.seed(9200, 43), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
+        (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
+    });
+    // The blocks the host picks: the least padding, wider first among equals.
+    let forced = BwdDataConfig { instance: Some("bwdd_f16_128x128x64_tma".into()), ..Default::default() };
+    for (v, blocks) in [
+        ([2, 1, 64, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], "8x8x2"),
+        ([2, 1, 64, 128, 128, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1], "4x4x8"),
+        ([2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], "2x2x32"),
+        ([2, 1, 64, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], "8x1x16"),
+    ] {
+        let d = plan(&prob(&v), &forced, Family::Hopper, 132).unwrap().describe();
+        assert!(d.contains(&format!("TMA pixel blocks {blocks}")), "{v:?}: {d}");
+    }
 }
 
 /// The hand rules take row segments on Hopper for 48-64 output channels,

@@ -166,6 +166,8 @@ pub struct ConvArgs {
     /// Small-C inputs unfolded into channels (backward-weight's pre-pass
     /// and the kernels that run on its output).
     pub unfold: UnfoldPart,
+    /// The TMA kernels' row blocks and taps ([`TmaPart`]).
+    pub tma_rows: TmaPart,
     /// Padding to a multiple of 8 bytes (zero).
     pub _pad: u32,
     /// Padding that puts [`ConvArgs::tma`] on a 64-byte boundary (zero).
@@ -394,6 +396,25 @@ pub struct UnfoldPart {
     pub div_pix: [FastDiv; 3],
 }
 
+/// The TMA backward-data kernel on filters with taps (`Op::BwdDataTma`,
+/// `convgrad_device::conv::bwd_data::tma`): GEMM rows are blocks of
+/// `2^lg_block` pixels along `[W, H, N]` (one box of the `dY` map each, the
+/// tile's rows), blocks ordered W fastest; the reduction runs over the
+/// taps, `k_pad` channels each. `k_pad == 0`: rows are the pixels in order
+/// and the filter is 1x1 (the plain GEMM).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct TmaPart {
+    /// log2 of a block's pixels along `W`, `H` and `N` (they sum to log2 BM).
+    pub lg_block: [u32; 3],
+    /// `K` rounded up to the tile's BK (0: no taps, see above).
+    pub k_pad: u32,
+    /// Divisions by the blocks along `W` and `H`.
+    pub div_blocks: [FastDiv; 2],
+    /// Padding to 64 bytes (zero).
+    pub _pad: [u32; 4],
+}
+
 /// FNV-1a over a list of words, usable in constants.
 pub const fn fnv1a(words: &[u32]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
@@ -467,8 +488,11 @@ impl ConvArgs {
             offset_of!(ConvArgs, unfold) as u32,
             size_of::<UnfoldPart>() as u32,
             offset_of!(UnfoldPart, div_pix) as u32,
+            offset_of!(ConvArgs, tma_rows) as u32,
+            size_of::<TmaPart>() as u32,
+            offset_of!(TmaPart, div_blocks) as u32,
             offset_of!(ConvArgs, tma) as u32,
-            13, // bump when a field's meaning changes
+            14, // bump when a field's meaning changes
         ])
     };
 }

@@ -21,25 +21,25 @@ use crate::arch::{self, tma};
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
 
-/// A GEMM operand (`rows x K`) read as boxes of a tensor map: element
-/// `(row, k)` is the map's element at `base` with `row` added to coordinate
-/// `row_dim` and `k` to `k_dim`. The host builds the map with the boxes the
-/// tile takes ([`TmaOperand::box_rows`] x `BK`).
-pub struct TmaOperand {
+/// A GEMM operand (`rows x K`) read as boxes of a (rank 5) tensor map:
+/// the box holding a slab's element `(row0, k0)` starts at coordinates
+/// `at(row0, k0)`; an MN-major slab's next boxes follow along `row_dim`.
+/// The host builds the map with the boxes the tile takes
+/// ([`TmaOperand::box_rows`] x `BK`).
+pub struct TmaOperand<F> {
     /// The argument block's map slot.
     pub map: *const tma::MapSlot,
     /// Rows contiguous in memory: MN-major slabs, one box per 64 rows (128
     /// bytes of f16 per k); else K-major, one box of the slab's rows.
     pub mn_major: bool,
-    /// Coordinates of element `(0, 0)`.
-    pub base: [i32; 3],
-    /// The map dimension rows run along.
+    /// The map dimension an MN-major slab's rows run along.
     pub row_dim: usize,
-    /// The map dimension the reduction runs along.
-    pub k_dim: usize,
+    /// Coordinates of the box of element `(row0, k0)`: plain offsets for a
+    /// GEMM on plain tensors, pixel blocks and taps for a convolution's.
+    pub at: F,
 }
 
-impl TmaOperand {
+impl<F: Fn(u32, u32) -> [i32; 5]> TmaOperand<F> {
     /// Rows of one box: 64 (one 128-byte swizzle line of f16 per k) when
     /// MN-major, else the slab's.
     pub const fn box_rows(mn_major: bool, slab_rows: usize) -> usize {
@@ -51,12 +51,11 @@ impl TmaOperand {
     #[inline(always)]
     unsafe fn load<S: SlabShape, T: Elem>(&self, dst: usize, bar: usize, row0: u32, k0: u32) {
         let rows = Self::box_rows(self.mn_major, S::ROWS);
+        let mut c = (self.at)(row0, k0);
         let mut h = 0;
         while h < S::ROWS / rows {
-            let mut c = self.base;
-            c[self.row_dim] += (row0 as usize + h * rows) as i32;
-            c[self.k_dim] += k0 as i32;
             unsafe { tma::tma_load(dst + h * rows * S::BK * T::BYTES, bar, self.map, c) };
+            c[self.row_dim] += rows as i32;
             h += 1;
         }
     }
@@ -80,8 +79,8 @@ impl TmaOperand {
 /// operands with the boxes of [`TmaOperand::box_rows`] x `BK`.
 #[inline(always)]
 pub unsafe fn run<Tl: Tile, const FR: usize, const FC: usize>(
-    a: &TmaOperand,
-    b: &TmaOperand,
+    a: &TmaOperand<impl Fn(u32, u32) -> [i32; 5]>,
+    b: &TmaOperand<impl Fn(u32, u32) -> [i32; 5]>,
     r: BlockRange,
 ) -> Option<Acc<Tl::At, FR, FC>> {
     // Only warpgroup tiles with 128-byte K lines have TMA instances; the

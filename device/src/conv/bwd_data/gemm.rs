@@ -226,17 +226,22 @@ pub(crate) unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, 
     } else {
         unsafe { gemm::mainloop::<Tl, _, _, FR, FC>(&dy, &w, r) }
     };
+    // Row -> input pixel `(n, [z, y, x])`, or none (past the GEMM or
+    // outside the input): the slice's rows, or the TMA kernel's pixel blocks.
+    let pixel = |m: u32| {
+        if TMA && a.tma_rows.k_pad != 0 {
+            return super::tma::block_pixel(a, m);
+        }
+        let (n, q) = Slice::split_row(a, m);
+        slice.pixel(a, q).filter(|_| m < a.gemm.m).map(|px| (n, px))
+    };
     // Row contexts: the offset of the row's input pixel in `dX` (channel 0),
-    // or none (past the GEMM or outside the input), once per tile row.
+    // or none, once per tile row.
     const NONE: u64 = u64::MAX;
     let xs = &a.x_strides;
-    let row = |i: usize| {
-        let m = r.m0 + i as u32;
-        let (n, q) = Slice::split_row(a, m);
-        match slice.pixel(a, q) {
-            Some(px) if m < a.gemm.m => crate::conv::offset(xs, [g, n, 0, px[0], px[1], px[2]]) as u64,
-            _ => NONE,
-        }
+    let row = |i: usize| match pixel(r.m0 + i as u32) {
+        Some((n, px)) => crate::conv::offset(xs, [g, n, 0, px[0], px[1], px[2]]) as u64,
+        None => NONE,
     };
     let mut bias = BiasRun::new();
     let store = |i: usize, j0: usize, at: u64, v: [f32; RUN]| {
@@ -251,8 +256,7 @@ pub(crate) unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, 
         let out = a.x + (cr * a.slices.channel_row_stride) as u64 * Out::BYTES as u64;
         // The canonical index, for D tensors and element-wise stores only.
         let idx = || {
-            let (n, q) = Slice::split_row(a, r.m0 + i as u32);
-            let px = slice.pixel(a, q).unwrap_or([0; 3]);
+            let (n, px) = pixel(r.m0 + i as u32).unwrap_or((0, [0; 3]));
             [g, n, ci, px[0], px[1], px[2]]
         };
         let o = at as usize + ci as usize * xs[2] as usize;

@@ -1,15 +1,26 @@
-//! Backward-data of 1x1 stride-1 layers as one plain GEMM on the TMA main
-//! loop ([`Op::BwdDataTma`], Hopper): `dX[m, c] = sum_k dY[m, k] W[k, c]`
-//! per group, `m` the pixels of all images. The host's maps:
-//! - `tma[0]`, `dY` as `(K, G, M)` (K contiguous, pixels evenly spaced),
-//!   boxes of `BK x 1 x BM`: K-major A slabs;
-//! - `tma[1]`, `W` as `(C, K, G)` (C contiguous), boxes of `64 x BK x 1`:
-//!   MN-major B slabs.
+//! Backward-data on the TMA main loop ([`Op::BwdDataTma`], Hopper), stride
+//! 1, 2-D. Two row orders, by the host's [`TmaPart`]:
+//! - 1x1 filters, no padding (`k_pad == 0`): one plain GEMM
+//!   `dX[m, c] = sum_k dY[m, k] W[k, c]` per group, `m` the pixels of all
+//!   images in order; maps `tma[0]` = `dY` as `(K, G, M)` (K-major A slabs,
+//!   boxes `BK x 1 x BM`) and `tma[1]` = `W` as `(C, K, G)` (MN-major B
+//!   slabs, boxes `64 x BK x 1`).
+//! - Filters with taps (any padding and dilation): the rows of a tile are a
+//!   block of `bw x bh x bn` pixels (`2^lg_block`), so one box of
+//!   `dY` as `(K, G, Wo, Ho, N)` at the block's corner shifted by the tap,
+//!   `pad - tap * dilation` per axis, is the tile's A slab for that tap:
+//!   the tensor map reads the zeros past the edges (also at negative
+//!   coordinates), no index math per element. The reduction runs over the
+//!   taps, `k_pad` channels each (`K` rounded up to BK: the map reads zeros
+//!   past `K` in both operands). `tma[1]` = `W` as `(C, X, Y, K, G)`,
+//!   boxes `64 x 1 x 1 x BK x 1`.
 //!
-//! The epilogue is the slice GEMM's ([`super::gemm`]): one slice, rows are
-//! pixels.
+//! Every map has rank 5 (unused dimensions of 1). The epilogue is the
+//! slice GEMM's ([`super::gemm`]) with [`block_pixel`] for the rows of a
+//! block.
 //!
 //! [`Op::BwdDataTma`]: convgrad_types::instance::Op::BwdDataTma
+//! [`TmaPart`]: convgrad_types::params::TmaPart
 
 use crate::gemm::tma::{self, TmaOperand};
 use crate::gemm::warp::Acc;
@@ -37,8 +48,58 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
     g: u32,
     r: BlockRange,
 ) -> Option<Acc<Tl::At, FR, FC>> {
-    let g = g as i32;
-    let dy = TmaOperand { map: &a.tma[0], mn_major: false, base: [0, g, 0], row_dim: 2, k_dim: 0 };
-    let w = TmaOperand { map: &a.tma[1], mn_major: true, base: [0, 0, g], row_dim: 0, k_dim: 1 };
-    unsafe { tma::run::<Tl, FR, FC>(&dy, &w, r) }
+    let (t, g) = (&a.tma_rows, g as i32);
+    let taps = t.k_pad != 0;
+    // The tile's block of pixels: its corner per axis `[W, H, N]`.
+    let corner = if taps {
+        let (rest, wb) = t.div_blocks[0].divmod(r.m0 >> (t.lg_block[0] + t.lg_block[1] + t.lg_block[2]));
+        let (nb, hb) = t.div_blocks[1].divmod(rest);
+        [wb << t.lg_block[0], hb << t.lg_block[1], nb << t.lg_block[2]]
+    } else {
+        [0; 3]
+    };
+    // Reduction index -> (tap along Y, tap along X, channel).
+    let tap = |k: u32| {
+        if taps {
+            let (tap, kc) = (k / t.k_pad, k % t.k_pad);
+            (tap / a.filter[2], tap % a.filter[2], kc)
+        } else {
+            (0, 0, k)
+        }
+    };
+    let (pad, dil) = (&a.lpad, &a.dilation);
+    let dy_at = |row: u32, k: u32| {
+        let (ty, tx, kc) = tap(k);
+        if taps {
+            let w = (corner[0] + pad[2]) as i32 - (tx * dil[2]) as i32;
+            let h = (corner[1] + pad[1]) as i32 - (ty * dil[1]) as i32;
+            [kc as i32, g, w, h, corner[2] as i32]
+        } else {
+            [kc as i32, g, row as i32, 0, 0]
+        }
+    };
+    let w_at = |row: u32, k: u32| {
+        let (ty, tx, kc) = tap(k);
+        if taps { [row as i32, tx as i32, ty as i32, kc as i32, g] } else { [row as i32, kc as i32, g, 0, 0] }
+    };
+    let dy = TmaOperand { map: &a.tma[0], mn_major: false, row_dim: 2, at: dy_at };
+    let w = TmaOperand { map: &a.tma[1], mn_major: true, row_dim: 0, at: w_at };
+    let k_end = if taps { a.filter[1] * a.filter[2] * t.k_pad } else { r.k_end };
+    unsafe { tma::run::<Tl, FR, FC>(&dy, &w, BlockRange { k_end, ..r }) }
+}
+
+/// The input pixel `(n, [z, y, x])` of row `m` of a tile of pixel blocks
+/// (`k_pad != 0`), or none past the input's edges.
+#[inline(always)]
+pub(super) fn block_pixel(a: &ConvArgs, m: u32) -> Option<(u32, [u32; 3])> {
+    let lg = &a.tma_rows.lg_block;
+    let (lw, lh) = (lg[0], lg[0] + lg[1]);
+    let bits = lh + lg[2];
+    let (rest, wb) = a.tma_rows.div_blocks[0].divmod(m >> bits);
+    let (nb, hb) = a.tma_rows.div_blocks[1].divmod(rest);
+    let i = m & ((1 << bits) - 1);
+    let x = (wb << lg[0]) + (i & ((1 << lg[0]) - 1));
+    let y = (hb << lg[1]) + ((i >> lw) & ((1 << lg[1]) - 1));
+    let n = (nb << lg[2]) + (i >> lh);
+    (x < a.input[2] && y < a.input[1] && n < a.n).then_some((n, [0, y, x]))
 }

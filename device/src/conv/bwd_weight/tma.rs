@@ -38,8 +38,9 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
     g: u32,
     r: BlockRange,
 ) -> Option<Acc<Tl::At, FR, FC>> {
-    let g = g as i32;
-    let dy = TmaOperand { map: &a.tma[0], mn_major: true, base: [0, g, 0], row_dim: 0, k_dim: 2 };
-    let x = TmaOperand { map: &a.tma[1], mn_major: true, base: [0, g, 0], row_dim: 0, k_dim: 2 };
+    // Both maps `(channels, G, M)`: rows are channels, reductions pixels.
+    let at = |row: u32, k: u32| [row as i32, g as i32, k as i32, 0, 0];
+    let dy = TmaOperand { map: &a.tma[0], mn_major: true, row_dim: 0, at };
+    let x = TmaOperand { map: &a.tma[1], mn_major: true, row_dim: 0, at };
     unsafe { tma::run::<Tl, FR, FC>(&dy, &x, r) }
 }

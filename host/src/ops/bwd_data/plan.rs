@@ -12,7 +12,7 @@ use crate::ops::batch::{self, Chunk, CutBy, PlanPart};
 use crate::ops::checks::{D_NAMES, check_bases, check_buffer, check_d_count, collect_ds, validate_descs};
 use crate::ops::classes::{class_taps, slice_count, tap_step, tilde};
 use crate::ops::error::{OpError, Unsupported};
-use crate::ops::family::bwd_data::{DataCtx, LIMIT, depthwise, direct, gemm, rows, tap_shift};
+use crate::ops::family::bwd_data::{DataCtx, LIMIT, depthwise, direct, gemm, rows, tap_shift, tma};
 use crate::ops::launch::{LaunchSpec, problem_args};
 use crate::ops::{fold, select};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
@@ -346,6 +346,7 @@ fn plan_on(
         (select::Fit::TapShift(f), _) => tap_shift::plan(&c, &f, &mut args),
         (_, Op::BwdDataDepthwise) => depthwise::plan(&c, &mut args)?,
         (_, Op::BwdDataDirect) => direct::plan(&c, &mut args),
+        (_, Op::BwdDataTma) => tma::plan(&c, &mut args)?,
         _ => gemm::plan(&c),
     };
     let main = LaunchSpec { instance: inst, grid, block: inst.threads(family), lds_bytes: inst.lds_bytes() };
@@ -459,6 +460,9 @@ impl BwdDataPlan {
                 "row segments: tiles of {} image rows x 64 pixels ({} segments x {} bands per image, {} tiles), {} workgroups walking them",
                 t.halo_rows, t.div_halo[0].div, t.div_halo[1].div, t.tiles, t.tiles_per_batch
             )
+        } else if a.tma_rows.k_pad > 0 {
+            let b = a.tma_rows.lg_block.map(|l| 1u32 << l);
+            format!("TMA pixel blocks {}x{}x{} (W x H x N), {} tiles along M", b[0], b[1], b[2], a.gemm.tiles_m)
         } else if a.tap_shift.halo_rows > 0 {
             let [hp, wp] = a.tap_shift.div_halo.map(|d| d.div);
             format!("tap shifts: {} image rows per tile of a {hp}x{wp} padded grid", a.tap_shift.halo_rows)
@@ -581,7 +585,7 @@ fn with_maps(dev: &crate::runtime::Device, plan: &BwdDataPlan, mut args: ConvArg
         return Ok(args);
     }
     let t = &plan.main.instance.tile;
-    let maps = crate::ops::family::bwd_data::tma::maps(&plan.problem, &plan.dy, &plan.w, t, args.dy, args.w).map_err(OpError::Usage)?;
+    let maps = tma::maps(&plan.problem, &plan.dy, &plan.w, t, &args.tma_rows, args.dy, args.w).map_err(OpError::Usage)?;
     for (slot, m) in args.tma.iter_mut().zip(&maps) {
         *slot = dev.encode_tma(m)?;
     }

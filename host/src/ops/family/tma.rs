@@ -45,19 +45,30 @@ pub(crate) fn check_base(name: &str, addr: u64) -> Result<(), String> {
     }
 }
 
+/// A rank-5 map (every TMA kernel issues 5-D copies) of 2-byte elements at
+/// `addr`, 128-byte swizzle: per used dimension `(elements, byte stride,
+/// box)`, dimension 0 contiguous (its stride unused); the dimensions past
+/// them have one element.
+pub(crate) fn map5(addr: u64, dims: &[(u64, u64, u32)]) -> TmaMap {
+    let mut m = TmaMap { magic: TmaMap::MAGIC, rank: 5, base: addr, elem_bytes: 2, swizzle: 128, ..Default::default() };
+    let mut last = 16;
+    for d in 0..5 {
+        let (len, stride, boxed) = dims.get(d).copied().unwrap_or((1, last, 1));
+        m.dims[d] = len as u32;
+        m.boxes[d] = boxed;
+        if d > 0 {
+            // A dimension of one element: any 16-byte multiple (the last one's).
+            m.strides[d - 1] = stride;
+            last = stride;
+        }
+    }
+    m
+}
+
 /// The map of channels-last `d` at `addr` as `(channels, G, pixels)` (`m`
 /// pixels, 2-byte elements), boxes of `boxes`, 128-byte swizzle; `d` as
 /// [`channels_plain`] accepts.
 pub(crate) fn channels_map(d: &TensorDesc, addr: u64, m: u64, boxes: [u32; 3]) -> TmaMap {
     let (l, s) = (&d.lengths, &d.strides);
-    TmaMap {
-        magic: TmaMap::MAGIC,
-        rank: 3,
-        base: addr,
-        dims: [l[2] as u32, l[0] as u32, m as u32, 1, 1],
-        elem_bytes: 2,
-        strides: [2 * s[0] as u64, 2 * s[5] as u64, 0, 0],
-        boxes: [boxes[0], boxes[1], boxes[2], 1, 1],
-        swizzle: 128,
-    }
+    map5(addr, &[(l[2] as u64, 2, boxes[0]), (l[0] as u64, 2 * s[0] as u64, boxes[1]), (m, 2 * s[5] as u64, boxes[2])])
 }
