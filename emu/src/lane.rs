@@ -430,14 +430,19 @@ pub fn named_barrier(id: u32, threads: u32) {
 /// [`convgrad_types::params::ConvArgs::tma`] slot) at `coords`, to LDS byte
 /// `dst`, its bytes completing on the mbarrier at `mbar`. Elements outside
 /// the tensor read as zero; every element inside must be written memory.
+/// The instruction names its dimensions (`.3d`, `.5d`: `dims`), which must
+/// be the map's rank (coordinates past them are ignored).
 ///
 /// [`TmaMap`]: convgrad_types::params::TmaMap
-pub fn tma_load(dst: usize, mbar: usize, map: *const u8, coords: [i32; 5]) {
+pub fn tma_load(dst: usize, mbar: usize, map: *const u8, coords: [i32; 5], dims: u32) {
     use convgrad_types::params::TmaMap;
     let mbar = mbar_slot("cp.async.bulk.tensor", mbar);
     let m: TmaMap = global_load(map as *const TmaMap);
     if let Err(e) = crate::tma::check_map(&m, dst) {
         raise(e)
+    }
+    if m.rank != dims {
+        raise(format!("cp.async.bulk.tensor.{dims}d on a tensor map of rank {}", m.rank))
     }
     let bytes = m.box_bytes() as usize;
     if let Err(e) = lds_mut().check_bounds(dst, bytes, 16) {

@@ -20,6 +20,7 @@ mod imp {
         fn convgrad_mbar_wait(bar: u32, parity: u32);
         fn convgrad_mbar_arrive(bar: u32);
         fn convgrad_bar_sync(id: u32, threads: u32);
+        fn convgrad_tma_load_3d(dst: u32, bar: u32, map: *const MapSlot, c0: i32, c1: i32, c2: i32);
         fn convgrad_tma_load_5d(dst: u32, bar: u32, map: *const MapSlot, c0: i32, c1: i32, c2: i32, c3: i32, c4: i32);
     }
     #[inline(always)]
@@ -51,8 +52,12 @@ mod imp {
         unsafe { convgrad_bar_sync(id, threads) }
     }
     #[inline(always)]
-    pub unsafe fn load(dst: usize, bar: usize, map: *const MapSlot, c: [i32; 5]) {
-        unsafe { convgrad_tma_load_5d(smem(dst), smem(bar), map, c[0], c[1], c[2], c[3], c[4]) }
+    pub unsafe fn load(dst: usize, bar: usize, map: *const MapSlot, c: [i32; 5], rank5: bool) {
+        if rank5 {
+            unsafe { convgrad_tma_load_5d(smem(dst), smem(bar), map, c[0], c[1], c[2], c[3], c[4]) }
+        } else {
+            unsafe { convgrad_tma_load_3d(smem(dst), smem(bar), map, c[0], c[1], c[2]) }
+        }
     }
 }
 
@@ -83,8 +88,8 @@ mod imp {
         lane::named_barrier(id, threads)
     }
     #[inline(always)]
-    pub unsafe fn load(dst: usize, bar: usize, map: *const MapSlot, c: [i32; 5]) {
-        lane::tma_load(dst, bar, map as *const u8, c)
+    pub unsafe fn load(dst: usize, bar: usize, map: *const MapSlot, c: [i32; 5], rank5: bool) {
+        lane::tma_load(dst, bar, map as *const u8, c, if rank5 { 5 } else { 3 })
     }
 }
 
@@ -110,7 +115,7 @@ mod imp {
     pub fn named_barrier(_id: u32, _threads: u32) {
         trap()
     }
-    pub unsafe fn load(_dst: usize, _bar: usize, _map: *const MapSlot, _c: [i32; 5]) {
+    pub unsafe fn load(_dst: usize, _bar: usize, _map: *const MapSlot, _c: [i32; 5], _rank5: bool) {
         trap()
     }
 }
@@ -172,7 +177,9 @@ pub fn named_barrier(id: u32, threads: u32) {
     imp::named_barrier(id, threads)
 }
 
-/// Copies the box at coordinates `c` of the tensor map (rank 5) in `map` to LDS byte
+/// Copies the box at coordinates `c` (the first three where not `rank5`)
+/// of the tensor map in `map`, whose rank the instruction names (3 or 5,
+/// `rank5`), to LDS byte
 /// `dst`, its bytes completing on the mbarrier at `bar`.
 ///
 /// # Safety
@@ -180,6 +187,6 @@ pub fn named_barrier(id: u32, threads: u32) {
 /// to 1024 bytes (the 128-byte swizzle) with the box inside the LDS; `bar`
 /// as [`mbar_expect_tx`].
 #[inline(always)]
-pub unsafe fn tma_load(dst: usize, bar: usize, map: *const MapSlot, c: [i32; 5]) {
-    unsafe { imp::load(dst, bar, map, c) }
+pub unsafe fn tma_load(dst: usize, bar: usize, map: *const MapSlot, c: [i32; 5], rank5: bool) {
+    unsafe { imp::load(dst, bar, map, c, rank5) }
 }

@@ -21,7 +21,7 @@ use crate::arch::{self, tma};
 use crate::atom::MmaAtom;
 use crate::elem::Elem;
 
-/// A GEMM operand (`rows x K`) read as boxes of a (rank 5) tensor map:
+/// A GEMM operand (`rows x K`) read as boxes of a tensor map (rank 3 or 5):
 /// the box holding a slab's element `(row0, k0)` starts at coordinates
 /// `at(row0, k0)`; an MN-major slab's next boxes follow along `row_dim`.
 /// The host builds the map with the boxes the tile takes
@@ -34,6 +34,8 @@ pub struct TmaOperand<F> {
     pub mn_major: bool,
     /// The map dimension an MN-major slab's rows run along.
     pub row_dim: usize,
+    /// The map has rank 5 (else 3: the copies name the rank).
+    pub rank5: bool,
     /// Coordinates of the box of element `(row0, k0)`: plain offsets for a
     /// GEMM on plain tensors, pixel blocks and taps for a convolution's.
     pub at: F,
@@ -54,7 +56,7 @@ impl<F: Fn(u32, u32) -> [i32; 5]> TmaOperand<F> {
         let mut c = (self.at)(row0, k0);
         let mut h = 0;
         while h < S::ROWS / rows {
-            unsafe { tma::tma_load(dst + h * rows * S::BK * T::BYTES, bar, self.map, c) };
+            unsafe { tma::tma_load(dst + h * rows * S::BK * T::BYTES, bar, self.map, c, self.rank5) };
             c[self.row_dim] += rows as i32;
             h += 1;
         }

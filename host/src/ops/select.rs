@@ -402,7 +402,13 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
     // The TMA GEMM in place of the slice GEMM on the plain 1x1 layers it
     // takes: 1.17-1.60x faster than the cp.async warpgroup tile on all nine
     // ResNet-50 1x1 shapes (H100, 100 to 3136 workgroups; tuning-log 2026-11-28c).
+    // Filters with taps run on it only where forced (`instance`) until its
+    // float64 checks have passed on an H200: it passes on the emulator and
+    // ran 1.1-1.4x faster than the cp.async tile on ResNet-50's and U-Net's
+    // stride-1 3x3 layers where the rules chose a 128-wide tile, slower where
+    // they chose the 64-wide one (64 channels; tuning-log 2026-11-29a).
     if choice.instance.op == Op::BwdData
+        && data::tma::plain_gemm(r.p)
         && let Some(c) = tma_tile(r)
     {
         choice = c;

@@ -44,7 +44,9 @@ pub fn wgmma_shim() -> String {
          call void asm sideeffect \"mbarrier.arrive.shared::cta.b64 _, [$0];\", \"r,~{memory}\"(i32 %b)\n  ret void\n}\n\
          define linkonce_odr hidden void @convgrad_bar_sync(i32 %i, i32 %n) #0 {\n  \
          call void asm sideeffect \"barrier.sync.aligned $0, $1;\", \"r,r,~{memory}\"(i32 %i, i32 %n)\n  ret void\n}\n\
-         ; Every map has rank 5 (unused dimensions of 1): one copy instruction.\n\
+         ; Copies of rank-3 and rank-5 maps (the instruction names the rank).\n\
+         define linkonce_odr hidden void @convgrad_tma_load_3d(i32 %d, i32 %b, ptr %m, i32 %x, i32 %y, i32 %z) #0 {\n  \
+         call void asm sideeffect \"cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$2, {$3, $4, $5}], [$1];\", \"r,r,l,r,r,r,~{memory}\"(i32 %d, i32 %b, ptr %m, i32 %x, i32 %y, i32 %z)\n  ret void\n}\n\
          define linkonce_odr hidden void @convgrad_tma_load_5d(i32 %d, i32 %b, ptr %m, i32 %c0, i32 %c1, i32 %c2, i32 %c3, i32 %c4) #0 {\n  \
          call void asm sideeffect \"cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$2, {$3, $4, $5, $6, $7}], [$1];\", \"r,r,l,r,r,r,r,r,~{memory}\"(i32 %d, i32 %b, ptr %m, i32 %c0, i32 %c1, i32 %c2, i32 %c3, i32 %c4)\n  ret void\n}\n\
          declare void @llvm.nvvm.wgmma.fence.sync.aligned()\n\

@@ -15,7 +15,7 @@
 //!   past `K` in both operands). `tma[1]` = `W` as `(C, X, Y, K, G)`,
 //!   boxes `64 x 1 x 1 x BK x 1`.
 //!
-//! Every map has rank 5 (unused dimensions of 1). The epilogue is the
+//! The plain GEMM's maps have rank 3, the taps' rank 5. The epilogue is the
 //! slice GEMM's ([`super::gemm`]) with [`block_pixel`] for the rows of a
 //! block.
 //!
@@ -82,8 +82,8 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
         let (ty, tx, kc) = tap(k);
         if taps { [row as i32, tx as i32, ty as i32, kc as i32, g] } else { [row as i32, kc as i32, g, 0, 0] }
     };
-    let dy = TmaOperand { map: &a.tma[0], mn_major: false, row_dim: 2, at: dy_at };
-    let w = TmaOperand { map: &a.tma[1], mn_major: true, row_dim: 0, at: w_at };
+    let dy = TmaOperand { map: &a.tma[0], mn_major: false, row_dim: 2, rank5: taps, at: dy_at };
+    let w = TmaOperand { map: &a.tma[1], mn_major: true, row_dim: 0, rank5: taps, at: w_at };
     let k_end = if taps { a.filter[1] * a.filter[2] * t.k_pad } else { r.k_end };
     unsafe { tma::run::<Tl, FR, FC>(&dy, &w, BlockRange { k_end, ..r }) }
 }

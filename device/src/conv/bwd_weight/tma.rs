@@ -40,7 +40,7 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
 ) -> Option<Acc<Tl::At, FR, FC>> {
     // Both maps `(channels, G, M)`: rows are channels, reductions pixels.
     let at = |row: u32, k: u32| [row as i32, g as i32, k as i32, 0, 0];
-    let dy = TmaOperand { map: &a.tma[0], mn_major: true, row_dim: 0, at };
-    let x = TmaOperand { map: &a.tma[1], mn_major: true, row_dim: 0, at };
+    let dy = TmaOperand { map: &a.tma[0], mn_major: true, row_dim: 0, rank5: false, at };
+    let x = TmaOperand { map: &a.tma[1], mn_major: true, row_dim: 0, rank5: false, at };
     unsafe { tma::run::<Tl, FR, FC>(&dy, &x, r) }
 }

@@ -45,22 +45,21 @@ pub(crate) fn check_base(name: &str, addr: u64) -> Result<(), String> {
     }
 }
 
-/// A rank-5 map (every TMA kernel issues 5-D copies) of 2-byte elements at
-/// `addr`, 128-byte swizzle: per used dimension `(elements, byte stride,
-/// box)`, dimension 0 contiguous (its stride unused); the dimensions past
-/// them have one element.
-pub(crate) fn map5(addr: u64, dims: &[(u64, u64, u32)]) -> TmaMap {
-    let mut m = TmaMap { magic: TmaMap::MAGIC, rank: 5, base: addr, elem_bytes: 2, swizzle: 128, ..Default::default() };
-    let mut last = 16;
-    for d in 0..5 {
-        let (len, stride, boxed) = dims.get(d).copied().unwrap_or((1, last, 1));
+/// A map of 2-byte elements at `addr`, 128-byte swizzle, of rank
+/// `dims.len()` (3 or 5: the kernels' copy instructions name it): per
+/// dimension `(elements, byte stride, box)`, dimension 0 contiguous (its
+/// stride unused).
+pub(crate) fn map(addr: u64, dims: &[(u64, u64, u32)]) -> TmaMap {
+    let mut m = TmaMap { magic: TmaMap::MAGIC, rank: dims.len() as u32, base: addr, elem_bytes: 2, swizzle: 128, ..Default::default() };
+    for (d, &(len, stride, boxed)) in dims.iter().enumerate() {
         m.dims[d] = len as u32;
         m.boxes[d] = boxed;
         if d > 0 {
-            // A dimension of one element: any 16-byte multiple (the last one's).
             m.strides[d - 1] = stride;
-            last = stride;
         }
+    }
+    for d in dims.len()..5 {
+        (m.dims[d], m.boxes[d]) = (1, 1);
     }
     m
 }
@@ -70,5 +69,5 @@ pub(crate) fn map5(addr: u64, dims: &[(u64, u64, u32)]) -> TmaMap {
 /// [`channels_plain`] accepts.
 pub(crate) fn channels_map(d: &TensorDesc, addr: u64, m: u64, boxes: [u32; 3]) -> TmaMap {
     let (l, s) = (&d.lengths, &d.strides);
-    map5(addr, &[(l[2] as u64, 2, boxes[0]), (l[0] as u64, 2 * s[0] as u64, boxes[1]), (m, 2 * s[5] as u64, boxes[2])])
+    map(addr, &[(l[2] as u64, 2, boxes[0]), (l[0] as u64, 2 * s[0] as u64, boxes[1]), (m, 2 * s[5] as u64, boxes[2])])
 }

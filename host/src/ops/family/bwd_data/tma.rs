@@ -14,7 +14,7 @@
 
 use super::{DataCtx, LIMIT};
 use crate::ops::error::{OpError, Reason};
-use crate::ops::family::tma::{aligned16, channels_map, channels_plain, check_base, map5};
+use crate::ops::family::tma::{aligned16, channels_map, channels_plain, check_base, map};
 use crate::ops::request::Request;
 use convgrad_types::DescError;
 use convgrad_types::instance::TileConfig;
@@ -28,7 +28,7 @@ pub const NEEDS: &str = "stride 1, f16/bf16, C at least 64, K and C contiguous w
 const KERNEL: &str = "TMA GEMM";
 
 /// Whether `p` runs as one plain GEMM over the pixels in order (1x1, no padding).
-fn plain_gemm(p: &ConvProblem) -> bool {
+pub(crate) fn plain_gemm(p: &ConvProblem) -> bool {
     p.filter.iter().all(|&f| f == 1) && p.lpads.iter().all(|&v| v == 0) && p.rpads.iter().all(|&v| v == 0)
 }
 
@@ -128,18 +128,18 @@ pub fn maps(
     if rows.k_pad == 0 {
         let m = p.n as u64 * p.input_pixels();
         let dy_map = channels_map(dy, dy_addr, m, [t.bk, 1, t.bm]);
-        let w_map = map5(w_addr, &[(p.c as u64, 2, 64), (p.k as u64, b(ws[1]), t.bk), (p.g as u64, b(ws[0]), 1)]);
+        let w_map = map(w_addr, &[(p.c as u64, 2, 64), (p.k as u64, b(ws[1]), t.bk), (p.g as u64, b(ws[0]), 1)]);
         return Ok([dy_map, w_map]);
     }
     let (ds, dl, lg) = (&dy.strides, &dy.lengths, &rows.lg_block);
-    let dy_map = map5(dy_addr, &[
+    let dy_map = map(dy_addr, &[
         (p.k as u64, 2, t.bk),
         (p.g as u64, b(ds[0]), 1),
         (dl[5] as u64, b(ds[5]), 1 << lg[0]),
         (dl[4] as u64, b(ds[4]), 1 << lg[1]),
         (p.n as u64, b(ds[1]), 1 << lg[2]),
     ]);
-    let w_map = map5(w_addr, &[
+    let w_map = map(w_addr, &[
         (p.c as u64, 2, 64),
         (wl[5] as u64, b(ws[5]), 1),
         (wl[4] as u64, b(ws[4]), 1),
