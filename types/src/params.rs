@@ -396,18 +396,20 @@ pub struct UnfoldPart {
     pub div_pix: [FastDiv; 3],
 }
 
-/// The TMA backward-data kernel on filters with taps (`Op::BwdDataTma`,
-/// `convgrad_device::conv::bwd_data::tma`): GEMM rows are blocks of
-/// `2^lg_block` pixels along `[W, H, N]` (one box of the `dY` map each, the
-/// tile's rows), blocks ordered W fastest; the reduction runs over the
-/// taps, `k_pad` channels each. `k_pad == 0`: rows are the pixels in order
-/// and the filter is 1x1 (the plain GEMM).
+/// The TMA kernels on filters with taps (`convgrad_device::conv::{bwd_data,
+/// bwd_weight}::tma`): pixels go in blocks of `2^lg_block` along
+/// `[W, H, N]`, blocks ordered W fastest, one map box each. Backward-data:
+/// a tile's rows are one block of input pixels, the reduction runs over the
+/// taps, `k_pad` channels each (`k_pad == 0`: rows are the pixels in order,
+/// a 1x1 filter). Backward-weight: each reduction step is one block of
+/// output pixels (`lg_block` all 0: the pixels in order, a 1x1 filter).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct TmaPart {
-    /// log2 of a block's pixels along `W`, `H` and `N` (they sum to log2 BM).
+    /// log2 of a block's pixels along `W`, `H` and `N` (they sum to log2 of
+    /// the tile's BM, backward-data, or BK, backward-weight).
     pub lg_block: [u32; 3],
-    /// `K` rounded up to the tile's BK (0: no taps, see above).
+    /// Backward-data: `K` rounded up to the tile's BK (0: no taps, see above).
     pub k_pad: u32,
     /// Divisions by the blocks along `W` and `H`.
     pub div_blocks: [FastDiv; 2],

@@ -22,8 +22,9 @@ use crate::atom::MmaAtom;
 use crate::elem::Elem;
 
 /// A GEMM operand (`rows x K`) read as boxes of a tensor map (rank 3 or 5):
-/// the box holding a slab's element `(row0, k0)` starts at coordinates
-/// `at(row0, k0)`; an MN-major slab's next boxes follow along `row_dim`.
+/// the box of rows `row0..` and reductions `k0..` starts at coordinates
+/// `at(row0, k0)` (an MN-major slab takes one box per 64 rows, each placed
+/// by `at`: the boxes of a convolution's columns may lie in different taps).
 /// The host builds the map with the boxes the tile takes
 /// ([`TmaOperand::box_rows`] x `BK`).
 pub struct TmaOperand<F> {
@@ -32,8 +33,6 @@ pub struct TmaOperand<F> {
     /// Rows contiguous in memory: MN-major slabs, one box per 64 rows (128
     /// bytes of f16 per k); else K-major, one box of the slab's rows.
     pub mn_major: bool,
-    /// The map dimension an MN-major slab's rows run along.
-    pub row_dim: usize,
     /// The map has rank 5 (else 3: the copies name the rank).
     pub rank5: bool,
     /// Coordinates of the box of element `(row0, k0)`: plain offsets for a
@@ -53,11 +52,10 @@ impl<F: Fn(u32, u32) -> [i32; 5]> TmaOperand<F> {
     #[inline(always)]
     unsafe fn load<S: SlabShape, T: Elem>(&self, dst: usize, bar: usize, row0: u32, k0: u32) {
         let rows = Self::box_rows(self.mn_major, S::ROWS);
-        let mut c = (self.at)(row0, k0);
         let mut h = 0;
         while h < S::ROWS / rows {
+            let c = (self.at)(row0 + (h * rows) as u32, k0);
             unsafe { tma::tma_load(dst + h * rows * S::BK * T::BYTES, bar, self.map, c, self.rank5) };
-            c[self.row_dim] += rows as i32;
             h += 1;
         }
     }

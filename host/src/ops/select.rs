@@ -12,7 +12,7 @@
 
 use super::classes::class_taps;
 use super::error::{OpError, Reason, Unsupported, forced_mismatch};
-use super::family::{bwd_data as data, bwd_weight as weight};
+use super::family::{self, bwd_data as data, bwd_weight as weight};
 use super::tuned::{self, Operation};
 use convgrad_types::ConvProblem;
 use convgrad_types::instance::{self, Instance, Op};
@@ -176,7 +176,8 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
 /// MobileNetV2 320->1280); 2-6% slower on three (64->256, EfficientNet
 /// 80->480, MobileNetV2 960->160).
 fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
-    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup()) {
+    // Filters with taps: forced only until checked on an H200 (as backward-data's).
+    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup() && family::tma::plain_gemm(r.p)) {
         return None;
     }
     let p = r.p;
@@ -408,7 +409,7 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
     // stride-1 3x3 layers where the rules chose a 128-wide tile, slower where
     // they chose the 64-wide one (64 channels; tuning-log 2026-11-29a).
     if choice.instance.op == Op::BwdData
-        && data::tma::plain_gemm(r.p)
+        && family::tma::plain_gemm(r.p)
         && let Some(c) = tma_tile(r)
     {
         choice = c;

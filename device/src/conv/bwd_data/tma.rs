@@ -82,8 +82,8 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
         let (ty, tx, kc) = tap(k);
         if taps { [row as i32, tx as i32, ty as i32, kc as i32, g] } else { [row as i32, kc as i32, g, 0, 0] }
     };
-    let dy = TmaOperand { map: &a.tma[0], mn_major: false, row_dim: 2, rank5: taps, at: dy_at };
-    let w = TmaOperand { map: &a.tma[1], mn_major: true, row_dim: 0, rank5: taps, at: w_at };
+    let dy = TmaOperand { map: &a.tma[0], mn_major: false, rank5: taps, at: dy_at };
+    let w = TmaOperand { map: &a.tma[1], mn_major: true, rank5: taps, at: w_at };
     let k_end = if taps { a.filter[1] * a.filter[2] * t.k_pad } else { r.k_end };
     unsafe { tma::run::<Tl, FR, FC>(&dy, &w, BlockRange { k_end, ..r }) }
 }

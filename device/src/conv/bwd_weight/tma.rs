@@ -1,16 +1,25 @@
-//! Backward-weight of 1x1 stride-1 layers as one plain GEMM on the TMA main
-//! loop ([`Op::BwdWeightTma`], Hopper): `dW[k, c] = sum_m dY[m, k] X[m, c]`
-//! per group, `m` the pixels of all images, split into k-batches like the
+//! Backward-weight of stride-1 layers on the TMA main loop
+//! ([`Op::BwdWeightTma`], Hopper): `dW[k, (tap, c)] = sum_m dY[m, k] X[m + tap, c]`
+//! per group, `m` the output pixels, split into k-batches like the
 //! implicit GEMM's. Both operands keep their channels contiguous, so both
-//! are MN-major slabs. The host's maps:
-//! - `tma[0]`, `dY` as `(K, G, M)`, boxes of `64 x 1 x BK`;
-//! - `tma[1]`, `X` as `(C, G, M)`, boxes of `64 x 1 x BK`.
+//! are MN-major slabs (64 channels by `BK` pixels per box). Two orders of
+//! the reduction, by the host's [`TmaPart`]:
+//! - 1x1 filters, no padding (`lg_block` all 0): the pixels in order;
+//!   `tma[0]` = `dY` as `(K, G, M)`, `tma[1]` = `X` as `(C, G, M)` (rank 3).
+//! - 2-D filters with taps: each `BK` step is a block of `2^lg_block`
+//!   output pixels along `[Wo, Ho, N]`; `tma[0]` = `dY` as
+//!   `(K, G, Wo, Ho, N)` at the block's corner, `tma[1]` = `X` as
+//!   `(C, G, W, H, N)` at the corner shifted by `tap * dilation - pad`
+//!   (zeros past every edge from the map). A column box of 64 channels lies
+//!   in one tap (the host asks for C a multiple of 64).
 //!
 //! The epilogue and the split-K finish are the implicit GEMM's
 //! ([`super::gemm`]).
 //!
 //! [`Op::BwdWeightTma`]: convgrad_types::instance::Op::BwdWeightTma
+//! [`TmaPart`]: convgrad_types::params::TmaPart
 
+use crate::conv::filter_cols::split_filter_col;
 use crate::elem::Elem;
 use crate::gemm::tma::{self, TmaOperand};
 use crate::gemm::warp::Acc;
@@ -38,9 +47,38 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
     g: u32,
     r: BlockRange,
 ) -> Option<Acc<Tl::At, FR, FC>> {
-    // Both maps `(channels, G, M)`: rows are channels, reductions pixels.
-    let at = |row: u32, k: u32| [row as i32, g as i32, k as i32, 0, 0];
-    let dy = TmaOperand { map: &a.tma[0], mn_major: true, row_dim: 0, rank5: false, at };
-    let x = TmaOperand { map: &a.tma[1], mn_major: true, row_dim: 0, rank5: false, at };
+    let (t, g) = (&a.tma_rows, g as i32);
+    let lg = t.lg_block;
+    let blocked = lg[0] + lg[1] + lg[2] != 0;
+    // Reduction index (a multiple of BK, one block per step) -> the block's
+    // corner `[Wo, Ho, N]`.
+    let corner = |k: u32| {
+        let (rest, wb) = t.div_blocks[0].divmod(k >> (lg[0] + lg[1] + lg[2]));
+        let (nb, hb) = t.div_blocks[1].divmod(rest);
+        [(wb << lg[0]) as i32, (hb << lg[1]) as i32, (nb << lg[2]) as i32]
+    };
+    let dy_at = |row: u32, k: u32| {
+        if blocked {
+            let c = corner(k);
+            [row as i32, g, c[0], c[1], c[2]]
+        } else {
+            [row as i32, g, k as i32, 0, 0]
+        }
+    };
+    let (pad, dil) = (&a.lpad, &a.dilation);
+    let x_at = |col: u32, k: u32| {
+        if blocked {
+            // Filter column -> (channel, tap); dW's channels are fastest (host).
+            let (ch, f) = split_filter_col(a, col);
+            let c = corner(k);
+            let w = c[0] + (f[2] * dil[2]) as i32 - pad[2] as i32;
+            let h = c[1] + (f[1] * dil[1]) as i32 - pad[1] as i32;
+            [ch as i32, g, w, h, c[2]]
+        } else {
+            [col as i32, g, k as i32, 0, 0]
+        }
+    };
+    let dy = TmaOperand { map: &a.tma[0], mn_major: true, rank5: blocked, at: dy_at };
+    let x = TmaOperand { map: &a.tma[1], mn_major: true, rank5: blocked, at: x_at };
     unsafe { tma::run::<Tl, FR, FC>(&dy, &x, r) }
 }

@@ -191,13 +191,12 @@ fn with_maps(dev: &Device, plan: &BwdWeightPlan, mut args: ConvArgs) -> Result<C
     if plan.main.instance.op != Op::BwdWeightTma {
         return Ok(args);
     }
-    let p = &plan.problem;
-    let pixels = p.n as u64 * p.output_pixels();
-    if (args.k, args.c, args.gemm.k as u64) != (p.k as u32, p.c as u32, pixels) {
+    let (p, t) = (&plan.problem, &plan.main.instance.tile);
+    use crate::ops::family::bwd_weight::tma;
+    if (args.k, args.c, args.gemm.k as u64) != (p.k as u32, p.c as u32, tma::reduction(p, t)) {
         return Err(OpError::Usage(format!("bwd-weight: the TMA plan's argument block does not match its problem {p:?}")));
     }
-    let t = &plan.main.instance.tile;
-    let maps = crate::ops::family::bwd_weight::tma::maps(p, &plan.dy, &plan.x, t, args.dy, args.x).map_err(OpError::Usage)?;
+    let maps = tma::maps(p, &plan.dy, &plan.x, t, &args.tma_rows, args.dy, args.x).map_err(OpError::Usage)?;
     for (slot, m) in args.tma.iter_mut().zip(&maps) {
         *slot = dev.encode_tma(m)?;
     }

@@ -6,7 +6,7 @@
 use crate::ops::batch::{self, Chunk, CutBy, PlanPart};
 use crate::ops::checks::{check_buffer, collect_ds, validate_descs};
 use crate::ops::error::{OpError, Unsupported};
-use crate::ops::family::bwd_weight::{WeightCtx, WeightLaunch, check_partials, depthwise, direct, gemm, tap_shift, unfold};
+use crate::ops::family::bwd_weight::{WeightCtx, WeightLaunch, check_partials, depthwise, direct, gemm, tap_shift, tma, unfold};
 use crate::ops::launch::{LaunchSpec, problem_args};
 use crate::ops::split::{SplitK, check_split};
 use crate::ops::workspace::SplitKWorkspace;
@@ -378,6 +378,8 @@ fn plan_on(
         (s, _) => s,
     };
     let (inst, (gm, gn, gk)) = (choice.instance, gemm_sizes(p)?);
+    // The TMA kernel's reduction runs over whole blocks of output pixels on filters with taps.
+    let gk = if inst.op == Op::BwdWeightTma { tma::reduction(p, &inst.tile) } else { gk };
     let (tiles_m, tiles_n) = (gm.div_ceil(inst.tile.bm as u64) as u32, gn.div_ceil(inst.tile.bn as u64) as u32);
     let (types, deterministic) = (cfg.types, cfg.deterministic);
     let (x, dw, dy) = (&x, &dw, &dy);
@@ -386,6 +388,9 @@ fn plan_on(
     let base = gemm::split(&c);
     check_partials(c.weights(), base.0)?;
     let mut args = common_args(&c, chain, &ds);
+    if inst.op == Op::BwdWeightTma {
+        args.tma_rows = tma::rows(p, &inst.tile);
+    }
     let launch = match (inst.op, choice.fit) {
         (_, select::Fit::TapShift(f)) => tap_shift::plan(&c, &f, &mut args)?,
         (Op::BwdWeightDepthwise, _) => depthwise::plan(&c, &mut args)?,

@@ -5,8 +5,14 @@
 //! [`Op::BwdDataTma`]: convgrad_types::instance::Op::BwdDataTma
 //! [`Op::BwdWeightTma`]: convgrad_types::instance::Op::BwdWeightTma
 
-use convgrad_types::TensorDesc;
-use convgrad_types::params::TmaMap;
+use convgrad_types::{ConvProblem, TensorDesc};
+use convgrad_types::params::{FastDiv, TmaMap, TmaPart};
+
+/// Whether `p` runs as one plain GEMM over the pixels in order (a 1x1
+/// filter without padding), not over blocks of pixels per tap.
+pub(crate) fn plain_gemm(p: &ConvProblem) -> bool {
+    p.filter.iter().all(|&f| f == 1) && p.lpads.iter().all(|&v| v == 0) && p.rpads.iter().all(|&v| v == 0)
+}
 
 /// Whether `d`'s pixels (`N` and the spatial axes) are one evenly spaced
 /// run: each axis's stride is the next inner one's times its length.
@@ -43,6 +49,41 @@ pub(crate) fn check_base(name: &str, addr: u64) -> Result<(), String> {
     } else {
         Err(format!("{name} at {addr:#x}: the TMA kernel reads from 16-byte aligned addresses"))
     }
+}
+
+/// The block of `2^bits` pixels for a grid of `[W, H, N]` pixels: log2 of
+/// its pixels along each, the one that pads the grid least (wider blocks
+/// first among equals). The TMA kernels on filters with taps read one map
+/// box per block ([`convgrad_types::params::TmaPart`]).
+pub(crate) fn pixel_block(grid: [usize; 3], bits: u32) -> [u32; 3] {
+    let mut best = ([0, 0, bits], u64::MAX);
+    for lw in (0..=bits).rev() {
+        for lh in (0..=bits - lw).rev() {
+            let b = [lw, lh, bits - lw - lh];
+            let n = padded(grid, b);
+            if n < best.1 {
+                best = (b, n);
+            }
+        }
+    }
+    best.0
+}
+
+/// Pixels of `grid` (`[W, H, N]`) padded to whole blocks of `2^lg`.
+pub(crate) fn padded(grid: [usize; 3], lg: [u32; 3]) -> u64 {
+    (0..3).map(|d| (grid[d] as u64).div_ceil(1 << lg[d]) << lg[d]).product()
+}
+
+/// The `TmaPart` of blocks `lg` over `grid`: the block sizes and the
+/// divisions by the blocks along W and H.
+pub(crate) fn blocks_part(grid: [usize; 3], lg: [u32; 3]) -> (TmaPart, u64) {
+    let blocks = |d: usize| (grid[d] as u64).div_ceil(1 << lg[d]);
+    let part = TmaPart {
+        lg_block: lg,
+        div_blocks: [FastDiv::new(blocks(0) as u32), FastDiv::new(blocks(1) as u32)],
+        ..Default::default()
+    };
+    (part, blocks(0) * blocks(1) * blocks(2))
 }
 
 /// A map of 2-byte elements at `addr`, 128-byte swizzle, of rank

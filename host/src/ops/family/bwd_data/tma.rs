@@ -14,11 +14,11 @@
 
 use super::{DataCtx, LIMIT};
 use crate::ops::error::{OpError, Reason};
-use crate::ops::family::tma::{aligned16, channels_map, channels_plain, check_base, map};
+use crate::ops::family::tma::{aligned16, blocks_part, channels_map, channels_plain, check_base, map, padded, pixel_block, plain_gemm};
 use crate::ops::request::Request;
 use convgrad_types::DescError;
 use convgrad_types::instance::TileConfig;
-use convgrad_types::params::{ConvArgs, FastDiv, TmaMap, TmaPart};
+use convgrad_types::params::{ConvArgs, TmaMap, TmaPart};
 use convgrad_types::{ConvProblem, TensorDesc};
 
 /// What the family needs of a problem, in a few words.
@@ -26,11 +26,6 @@ pub const NEEDS: &str = "stride 1, f16/bf16, C at least 64, K and C contiguous w
 
 /// The family in words (the subject of "needs").
 const KERNEL: &str = "TMA GEMM";
-
-/// Whether `p` runs as one plain GEMM over the pixels in order (1x1, no padding).
-pub(crate) fn plain_gemm(p: &ConvProblem) -> bool {
-    p.filter.iter().all(|&f| f == 1) && p.lpads.iter().all(|&v| v == 0) && p.rpads.iter().all(|&v| v == 0)
-}
 
 /// `Ok` where the tile runs the problem, else the first need not met.
 pub fn fits(r: &Request<'_>, w: &TensorDesc, t: &TileConfig) -> Result<(), Reason> {
@@ -58,30 +53,20 @@ pub fn fits(r: &Request<'_>, w: &TensorDesc, t: &TileConfig) -> Result<(), Reaso
     ])
 }
 
-/// The pixel block of a tile of `bm` rows (a power of two) for `p`: log2
-/// of its pixels along `[W, H, N]`, the one that pads the input least
-/// (wider blocks first among equals). ResNet-50's 56, 28, 14 and 7 pixel
-/// layers at batch 64: `8x8x2`, `4x4x8`, `2x2x32`, `8x1x16` (the last pads
-/// 7 columns to 8 only).
+/// The pixel block of a tile of `bm` rows for `p`'s input ([`pixel_block`]).
+/// ResNet-50's 56, 28, 14 and 7 pixel layers at batch 64: `8x8x2`,
+/// `4x4x8`, `2x2x32`, `8x1x16` (the last pads 7 columns to 8 only).
 pub fn block(p: &ConvProblem, bm: u32) -> [u32; 3] {
-    let bits = bm.trailing_zeros();
-    let mut best = ([0, 0, bits], u64::MAX);
-    for lw in (0..=bits).rev() {
-        for lh in (0..=bits - lw).rev() {
-            let b = [lw, lh, bits - lw - lh];
-            let padded = padded_pixels(p, b);
-            if padded < best.1 {
-                best = (b, padded);
-            }
-        }
-    }
-    best.0
+    pixel_block(input_grid(p), bm.trailing_zeros())
 }
 
-/// Pixels of `p`'s input padded to whole blocks of `2^lg` pixels along `[W, H, N]`.
+/// `[W, H, N]` of `p`'s input.
+fn input_grid(p: &ConvProblem) -> [usize; 3] {
+    [p.input[2], p.input[1], p.n]
+}
+
 fn padded_pixels(p: &ConvProblem, lg: [u32; 3]) -> u64 {
-    let up = |v: usize, l: u32| (v as u64).div_ceil(1 << l) << l;
-    up(p.input[2], lg[0]) * up(p.input[1], lg[1]) * up(p.n, lg[2])
+    padded(input_grid(p), lg)
 }
 
 /// The argument part and the grid of `c` (the common block's GEMM rows and
@@ -89,22 +74,14 @@ fn padded_pixels(p: &ConvProblem, lg: [u32; 3]) -> u64 {
 pub(crate) fn plan(c: &DataCtx<'_>, args: &mut ConvArgs) -> Result<[u32; 3], OpError> {
     let (p, t) = (c.p, &c.inst.tile);
     if !plain_gemm(p) {
-        let lg = block(p, t.bm);
-        let blocks = |v: usize, l: u32| (v as u64).div_ceil(1 << l);
-        let (bw, bh) = (blocks(p.input[2], lg[0]), blocks(p.input[1], lg[1]));
-        let tiles_m = bw * bh * blocks(p.n, lg[2]);
+        let (part, tiles_m) = blocks_part(input_grid(p), block(p, t.bm));
         let tiles = tiles_m * c.tiles_n as u64;
         if tiles > LIMIT {
             return Err(OpError::Desc(DescError::TooLarge { field: "GEMM tiles (grid x)", value: tiles, max: LIMIT }));
         }
         args.gemm.m = (tiles_m * t.bm as u64) as u32;
         args.gemm.tiles_m = tiles_m as u32;
-        args.tma_rows = TmaPart {
-            lg_block: lg,
-            k_pad: (p.k as u32).div_ceil(t.bk) * t.bk,
-            div_blocks: [FastDiv::new(bw as u32), FastDiv::new(bh as u32)],
-            ..Default::default()
-        };
+        args.tma_rows = TmaPart { k_pad: (p.k as u32).div_ceil(t.bk) * t.bk, ..part };
     }
     Ok([args.gemm.tiles_m * c.tiles_n, 1, p.g as u32])
 }
