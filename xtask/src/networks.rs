@@ -3,7 +3,8 @@
 //! than on the bench suite (issue 27). One row per distinct layer shape;
 //! repeated blocks appear once. Channels, strides and pads as in the
 //! reference implementations (torchvision, timm, wav2vec 2.0's feature
-//! encoder, the 2-D and 3-D U-Nets of their papers).
+//! encoder, the 2-D and 3-D U-Nets of their papers, YOLOv5, ShuffleNetV2,
+//! Stable Diffusion's U-Net, DeepLabV3, DenseNet-121).
 
 use convgrad_types::ConvProblem;
 
@@ -140,6 +141,60 @@ pub fn layers() -> Vec<Layer> {
     for (name, c, k, d) in [("enc1 4->32", 4, 32, 64), ("enc1 32->32", 32, 32, 64), ("enc2 32->64", 32, 64, 32), ("enc3 64->128", 64, 128, 16), ("enc4 128->256", 128, 256, 8)] {
         v.push(ck(u3, name, &[3, 1, 2, k, c, 3, 3, 3, d, d, d, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]));
     }
+    // Issue #44's classes: odd channel counts, wide diffusion layers, dilation, small K.
+    // YOLOv5s detection heads (1x1 to 3 anchors x 85 = 255 outputs) at 640x640, batch 16.
+    let y = "yolov5s";
+    for (c, hw) in [(128, 80), (256, 40), (512, 20)] {
+        v.push(l2(y, &format!("head 1x1 {c}->255 {hw}x{hw}"), (16, 1, c, 255), 1, hw, 1, 0));
+    }
+    v.push(l2(y, "csp 3x3 128 s2", (16, 1, 128, 128), 3, 80, 2, 1));
+    // ShuffleNetV2 1.0x (torchvision: branch widths 58, 116, 232), batch 128.
+    let sh = "shufflenet_v2";
+    for (name, c, k, hw) in [
+        ("stage2 1x1 24->58", 24, 58, 56),
+        ("stage2 1x1 58", 58, 58, 28),
+        ("stage3 1x1 116", 116, 116, 14),
+        ("stage4 1x1 232", 232, 232, 7),
+        ("conv5 1x1 464->1024", 464, 1024, 7),
+    ] {
+        v.push(l2(sh, name, (128, 1, c, k), 1, hw, 1, 0));
+    }
+    for (name, ch, hw, s) in [("stage2 depthwise 58 s2", 58, 56, 2), ("stage2 depthwise 58", 58, 28, 1), ("stage3 depthwise 116", 116, 14, 1), ("stage4 depthwise 232", 232, 7, 1)] {
+        v.push(depthwise(sh, name, 128, ch, 3, hw, s));
+    }
+    // Stable Diffusion v1's U-Net on 64x64 latents (512x512 images), batch 8.
+    let sd = "sd_unet";
+    v.extend(same(sd, 8, 3, &[
+        ("res 320 64x64", 320, 320, 64),
+        ("res 320->640 32x32", 320, 640, 32),
+        ("res 640 32x32", 640, 640, 32),
+        ("res 640->1280 16x16", 640, 1280, 16),
+        ("res 1280 16x16", 1280, 1280, 16),
+        ("res 1280 8x8", 1280, 1280, 8),
+        ("up res 2560->1280 8x8", 2560, 1280, 8),
+        ("up res 960->320 64x64", 960, 320, 64),
+    ]));
+    v.push(l2(sd, "down 3x3 320 s2", (8, 1, 320, 320), 3, 64, 2, 1));
+    // DeepLabV3 (ResNet-50, output stride 8: dilated layer3 and layer4, ASPP) on 512x512 crops, batch 16.
+    let dl = "deeplabv3";
+    for (name, c, k, d) in [
+        ("layer3 3x3 256 d2", 256, 256, 2),
+        ("layer4 3x3 512 d4", 512, 512, 4),
+        ("aspp 3x3 2048->256 d12", 2048, 256, 12),
+        ("aspp 3x3 2048->256 d24", 2048, 256, 24),
+        ("aspp 3x3 2048->256 d36", 2048, 256, 36),
+    ] {
+        v.push(ck(dl, name, &[2, 1, 16, k, c, 3, 3, 64, 64, 1, 1, d, d, d, d, d, d]));
+    }
+    // DenseNet-121 (growth 32: 3x3 128->32 after a 1x1 bottleneck to 128), batch 64.
+    let dn = "densenet121";
+    for (name, c, hw) in [("block1 3x3 128->32", 128, 56), ("block2 3x3 128->32", 128, 28), ("block3 3x3 128->32", 128, 14), ("block4 3x3 128->32", 128, 7)] {
+        v.push(l2(dn, name, (64, 1, c, 32), 3, hw, 1, 1));
+    }
+    for (name, c, hw) in [("block1 1x1 224->128", 224, 56), ("block2 1x1 480->128", 480, 28), ("block3 1x1 992->128", 992, 14)] {
+        v.push(l2(dn, name, (64, 1, c, 128), 1, hw, 1, 0));
+    }
+    v.push(l2(dn, "transition2 1x1 512->256", (64, 1, 512, 256), 1, 28, 1, 0));
     // 1-D audio encoder (wav2vec 2.0's feature encoder on 1 s of 16 kHz audio), batch 8.
     let a = "wav2vec2_fe";
     v.push(ck(a, "conv0 1->512 k10 s5", &[1, 1, 8, 512, 1, 10, 16000, 5, 1, 0, 0]));
@@ -158,7 +213,7 @@ mod tests {
     #[test]
     fn every_layer_plans() {
         let layers = super::layers();
-        assert_eq!(layers.len(), 87, "the suite has 87 layers");
+        assert_eq!(layers.len(), 122, "the suite has 122 layers");
         for l in &layers {
             for fam in [Family::Cdna, Family::Rdna3, Family::Nvidia] {
                 let w = bwd_weight::plan(&l.p, &Default::default(), fam, 132);
