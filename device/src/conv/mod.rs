@@ -13,6 +13,7 @@ pub mod bwd_weight;
 // Shared by the kernels.
 pub mod epilogue;
 pub mod filter_cols;
+pub mod pixel_blocks;
 pub mod lanes;
 pub mod residues;
 pub mod row_run;

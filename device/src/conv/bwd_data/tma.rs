@@ -22,6 +22,7 @@
 //! [`Op::BwdDataTma`]: convgrad_types::instance::Op::BwdDataTma
 //! [`TmaPart`]: convgrad_types::params::TmaPart
 
+use crate::conv::pixel_blocks as blocks;
 use crate::gemm::tma::{self, TmaOperand};
 use crate::gemm::warp::Acc;
 use crate::gemm::{BlockRange, Tile};
@@ -51,13 +52,7 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
     let (t, g) = (&a.tma_rows, g as i32);
     let taps = t.k_pad != 0;
     // The tile's block of pixels: its corner per axis `[W, H, N]`.
-    let corner = if taps {
-        let (rest, wb) = t.div_blocks[0].divmod(r.m0 >> (t.lg_block[0] + t.lg_block[1] + t.lg_block[2]));
-        let (nb, hb) = t.div_blocks[1].divmod(rest);
-        [wb << t.lg_block[0], hb << t.lg_block[1], nb << t.lg_block[2]]
-    } else {
-        [0; 3]
-    };
+    let corner = if taps { blocks::corner(t, r.m0 >> blocks::bits(t)) } else { [0; 3] };
     // Reduction index -> (tap along Y, tap along X, channel).
     let tap = |k: u32| {
         if taps {
@@ -92,14 +87,7 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
 /// (`k_pad != 0`), or none past the input's edges.
 #[inline(always)]
 pub(super) fn block_pixel(a: &ConvArgs, m: u32) -> Option<(u32, [u32; 3])> {
-    let lg = &a.tma_rows.lg_block;
-    let (lw, lh) = (lg[0], lg[0] + lg[1]);
-    let bits = lh + lg[2];
-    let (rest, wb) = a.tma_rows.div_blocks[0].divmod(m >> bits);
-    let (nb, hb) = a.tma_rows.div_blocks[1].divmod(rest);
-    let i = m & ((1 << bits) - 1);
-    let x = (wb << lg[0]) + (i & ((1 << lg[0]) - 1));
-    let y = (hb << lg[1]) + ((i >> lw) & ((1 << lg[1]) - 1));
-    let n = (nb << lg[2]) + (i >> lh);
+    let (t, bits) = (&a.tma_rows, blocks::bits(&a.tma_rows));
+    let [x, y, n] = blocks::in_block(t, blocks::corner(t, m >> bits), m & ((1 << bits) - 1));
     (x < a.input[2] && y < a.input[1] && n < a.n).then_some((n, [0, y, x]))
 }

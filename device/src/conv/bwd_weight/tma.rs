@@ -20,6 +20,7 @@
 //! [`TmaPart`]: convgrad_types::params::TmaPart
 
 use crate::conv::filter_cols::split_filter_col;
+use crate::conv::pixel_blocks as blocks;
 use crate::elem::Elem;
 use crate::gemm::tma::{self, TmaOperand};
 use crate::gemm::warp::Acc;
@@ -48,15 +49,10 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
     r: BlockRange,
 ) -> Option<Acc<Tl::At, FR, FC>> {
     let (t, g) = (&a.tma_rows, g as i32);
-    let lg = t.lg_block;
-    let blocked = lg[0] + lg[1] + lg[2] != 0;
+    let blocked = blocks::bits(t) != 0;
     // Reduction index (a multiple of BK, one block per step) -> the block's
     // corner `[Wo, Ho, N]`.
-    let corner = |k: u32| {
-        let (rest, wb) = t.div_blocks[0].divmod(k >> (lg[0] + lg[1] + lg[2]));
-        let (nb, hb) = t.div_blocks[1].divmod(rest);
-        [(wb << lg[0]) as i32, (hb << lg[1]) as i32, (nb << lg[2]) as i32]
-    };
+    let corner = |k: u32| blocks::corner(t, k >> blocks::bits(t)).map(|v| v as i32);
     let dy_at = |row: u32, k: u32| {
         if blocked {
             let c = corner(k);
