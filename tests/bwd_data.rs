@@ -313,6 +313,27 @@ fn bwd_data_row_segments() {
     assert!(e.contains("does not apply"), "{e}");
 }
 
+/// `problems` on the TMA instances on sm_90, forced: 16-bit types, ring
+/// depths (3 stages, two workgroups per SM; 6, one), channels-last layouts,
+/// epilogues and inputs in turn, seeds from `seed`.
+fn tma_sweep(problems: &[(&str, ConvProblem)], seed: (u64, u64)) {
+    let epis = epilogues();
+    sweep(&[EmuArch::Sm90], problems, 2, |dev, module, at, name, p| {
+        if !dev.family().runs(Family::Hopper) {
+            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
+        }
+        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
+        let tmas: Vec<_> =
+            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdDataTma && i.types == t).collect();
+        assert!(tmas.len() >= 2, "a TMA instance per ring depth and 16-bit type");
+        let tma = at.pick(&tmas, 1, 1);
+        let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(tma.name.into()), ..Default::default() };
+        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
+        let o = case(*p, cfg, at.seed(seed.0, seed.1), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
+        (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
+    });
+}
+
 /// The TMA GEMM (`bwdd_*_128x128x64_tma`, Hopper): 1x1 stride-1 layers
 /// with tails in every GEMM dimension (pixels past the last 128-row tile,
 /// C past a 128-column tile and under one, K past a 64-deep slab and under
@@ -334,22 +355,7 @@ fn bwd_data_tma() {
         ("1d", prob(&[1, 1, 3, 64, 128, 1, 50, 1, 1, 0, 0])),
         ("3d", prob(&[3, 1, 2, 24, 64, 1, 1, 1, 3, 5, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0])),
     ];
-    let epis = epilogues();
-    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
-        if !dev.family().runs(Family::Hopper) {
-            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
-        }
-        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
-        // Every ring depth in turn (3 stages, two workgroups per SM; 6, one).
-        let tmas: Vec<_> =
-            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdDataTma && i.types == t).collect();
-        assert!(tmas.len() >= 2, "a TMA instance per ring depth and 16-bit type");
-        let tma = at.pick(&tmas, 1, 1);
-        let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(tma.name.into()), ..Default::default() };
-        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
-        let o = case(*p, cfg, at.seed(9100, 41), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
-        (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
-    });
+    tma_sweep(&problems, (9100, 41));
     let forced = BwdDataConfig { instance: Some("bwdd_f16_128x128x64_tma".into()), ..Default::default() };
     for (v, why) in [
         (vec![3, 1, 2, 64, 128, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "2-D problem"),
@@ -397,20 +403,7 @@ fn bwd_data_tma_taps() {
         ("1x1 pad 1", prob(&[2, 1, 2, 64, 64, 1, 1, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("1x7 pad (0,3), 1-D", prob(&[1, 1, 2, 48, 80, 7, 37, 1, 1, 3, 3])),
     ];
-    let epis = epilogues();
-    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
-        if !dev.family().runs(Family::Hopper) {
-            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
-        }
-        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
-        let tmas: Vec<_> =
-            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdDataTma && i.types == t).collect();
-        let tma = at.pick(&tmas, 1, 1);
-        let base = BwdDataConfig { layout: at.pick(&common::TAP_SHIFT_LAYOUTS, 1, 1), types: t, instance: Some(tma.name.into()), ..Default::default() };
-        let (cfg, alias, label) = with_epilogue(base, at.pick(&epis, 1, 3));
-        let o = case(*p, cfg, at.seed(9200, 43), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
-        (format!("{label} -> {}: {}", o.instance, o.report.summary()), o.passed())
-    });
+    tma_sweep(&problems, (9200, 43));
     // The blocks the host picks: the least padding, wider first among equals.
     let forced = BwdDataConfig { instance: Some("bwdd_f16_128x128x64_tma".into()), ..Default::default() };
     for (v, blocks) in [

@@ -396,6 +396,26 @@ fn bwd_weight_tap_shifts() {
     }
 }
 
+/// `problems` on the TMA instances on sm_90, forced: 16-bit types, ring
+/// depths (3 stages on even problem places, 6 on odd), split-K none,
+/// automatic, deterministic (a bitwise repeat) and fixed in turn, seeds
+/// from `seed`.
+fn tma_sweep(problems: &[(&str, ConvProblem)], seed: (u64, u64)) {
+    use convgrad::types::instance::Op;
+    let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true), (SplitK::Fixed(2), false)];
+    sweep(&[EmuArch::Sm90], problems, 2, |dev, module, at, name, p| {
+        if !dev.family().runs(Family::Hopper) {
+            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
+        }
+        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
+        let tmas: Vec<_> =
+            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdWeightTma && i.types == t).collect();
+        assert!(tmas.len() >= 2, "a TMA instance per ring depth and 16-bit type");
+        let tma = at.pick(&tmas, 1, 0);
+        forced_case(dev, module, at, name, p, t, tma.name, at.pick(&splits, 1, 1), at.seed(seed.0, seed.1))
+    });
+}
+
 /// Backward-weight of 1x1 layers on the TMA main loop (both operands
 /// MN-major boxes of the tensor maps): K, C and pixel tails, groups whose K
 /// ends inside a box, rings that wrap around, split-K atomic and
@@ -417,19 +437,7 @@ fn bwd_weight_tma() {
         ("1d", prob(&[1, 1, 3, 64, 136, 1, 50, 1, 1, 0, 0])),
         ("3d", prob(&[3, 1, 2, 80, 64, 1, 1, 1, 3, 5, 4, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0])),
     ];
-    let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true), (SplitK::Fixed(2), false)];
-    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
-        if !dev.family().runs(Family::Hopper) {
-            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
-        }
-        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
-        // Each ring depth in turn (3 stages on even problem places, 6 on odd).
-        let tmas: Vec<_> =
-            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdWeightTma && i.types == t).collect();
-        assert!(tmas.len() >= 2, "a TMA instance per ring depth and 16-bit type");
-        let tma = at.pick(&tmas, 1, 0);
-        forced_case(dev, module, at, name, p, t, tma.name, at.pick(&splits, 1, 1), at.seed(9300, 43))
-    });
+    tma_sweep(&problems, (9300, 43));
     let forced = BwdWeightConfig { instance: Some("bwdw_f16_128x128x64_tma".into()), ..Default::default() };
     for (v, why) in [
         (vec![3, 1, 2, 64, 128, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "2-D problem"),
@@ -481,17 +489,7 @@ fn bwd_weight_tma_taps() {
         ("1x1 pad 1", prob(&[2, 1, 2, 64, 64, 1, 1, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("1x7 pad 3, 1-D", prob(&[1, 1, 2, 80, 64, 7, 37, 1, 1, 3, 3])),
     ];
-    let splits = [(SplitK::Fixed(1), false), (SplitK::Auto, false), (SplitK::Fixed(3), true), (SplitK::Fixed(2), false)];
-    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
-        if !dev.family().runs(Family::Hopper) {
-            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
-        }
-        let t = at.pick(&common::TAP_SHIFT_TYPES, 0, 1);
-        let tmas: Vec<_> =
-            convgrad::types::instance::INSTANCES.iter().filter(|i| i.op == Op::BwdWeightTma && i.types == t).collect();
-        let tma = at.pick(&tmas, 1, 0);
-        forced_case(dev, module, at, name, p, t, tma.name, at.pick(&splits, 1, 1), at.seed(9400, 47))
-    });
+    tma_sweep(&problems, (9400, 47));
     // Until checked on an H200 the hand rules keep the cp.async tile for taps.
     let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
     let op = plan(&prob(&[2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]), &cfg, Family::Hopper, 132).unwrap().main.instance.op;
