@@ -22,6 +22,7 @@ pub mod wave;
 mod data;
 mod ds;
 mod flat;
+pub mod gfx12;
 mod gfx950;
 mod matrix;
 mod mubuf;
@@ -211,14 +212,33 @@ fn step(c: &mut Ctx, h: Handler, i: &Inst, present: u32) -> Result<Flow, String>
     } else {
         None
     };
+    let memory = matches!(i.enc, Enc::Flat | Enc::Mubuf | Enc::Smem | Enc::Ds);
+    if memory && c.wave.barrier_signaled {
+        return Err(
+            "a memory instruction between s_barrier_signal and s_barrier_wait is not modelled"
+                .into(),
+        );
+    }
     if matches!(i.enc, Enc::Flat | Enc::Mubuf | Enc::Smem) {
-        c.mem.set_access(Some(cache::Access {
-            wave: c.wave.uid,
-            bits: cache::Bits {
+        let bits = if c.family == Family::Gfx12 {
+            // GFX12 scope (gfx12.rs): SE or wider misses the L0, DEV or wider the
+            // SE-level cache; an atomic's `glc` says it returns (an acquire).
+            let atomic = i.name.contains("atomic");
+            cache::Bits {
+                glc: if atomic { i.mods.glc } else { i.mods.scope >= 1 },
+                slc: false,
+                dlc: i.mods.scope >= 2,
+            }
+        } else {
+            cache::Bits {
                 glc: i.mods.glc,
                 slc: i.mods.slc,
                 dlc: i.mods.dlc,
-            },
+            }
+        };
+        c.mem.set_access(Some(cache::Access {
+            wave: c.wave.uid,
+            bits,
             atomic: i.name.contains("atomic"),
             immediate: !c.wave.late.on,
             pc: i.addr,
@@ -295,6 +315,7 @@ fn registry() -> &'static HashMap<&'static str, Handler> {
             vop2::HANDLERS,
             vop3::HANDLERS,
             gfx950::HANDLERS,
+            gfx12::HANDLERS,
             vopc::HANDLERS,
             vop3p::HANDLERS,
             matrix::HANDLERS,
@@ -306,7 +327,13 @@ fn registry() -> &'static HashMap<&'static str, Handler> {
                 m.insert(n, h);
             }
         }
-        for t in [sop::ALIASES, smem::ALIASES, ds::ALIASES, flat::ALIASES] {
+        for t in [
+            sop::ALIASES,
+            smem::ALIASES,
+            ds::ALIASES,
+            flat::ALIASES,
+            gfx12::ALIASES,
+        ] {
             for &(alias, name) in t {
                 m.insert(alias, m[name]);
             }
@@ -638,6 +665,7 @@ fn init_wave(
     // 31 bits (the memory marks keep the top bit for atomics), never 0.
     wave.uid = ((linear * nwaves + w as u64) % 0x7fff_ffff) as u32 + 1;
     wave.late.on = launch.late_results;
+    wave.late.gfx12 = arch.gfx12();
     wave.hazard.on = launch.hazards && (arch.is_cdna() || arch == Arch::Gfx1100);
     wave.align = launch.alignment;
     // User SGPRs from s0, in the order the descriptor enables them.
@@ -768,6 +796,12 @@ fn run_workgroup(
                         }
                     },
                     Flow::End => {
+                        if wave.barrier_signaled {
+                            return Err(err(
+                                wave,
+                                "the wave ended between s_barrier_signal and s_barrier_wait".into(),
+                            ));
+                        }
                         wave.done = true;
                         counters.waits_needed.extend(wave.late.take_needed());
                         wave.late.end();
