@@ -243,3 +243,47 @@ pub(super) const ALIASES: &[(&str, &str)] = &[
     ("v_dual_max_num_f32", "v_dual_max_f32"),
     ("v_dual_min_num_f32", "v_dual_min_f32"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::{wmma_slot_a, wmma_slot_b, wmma_slot_d};
+    use convgrad_emu::matrix::MatrixOp;
+
+    /// Second opinion: the emulator's RDNA4 tables (`emu/src/matrix/wmma_gfx12.rs`,
+    /// from GPUOpen's RDNA4 article) give the same lane and element for every A, B
+    /// and D element, with no replicas. (The kernels' atom,
+    /// `device/src/atom/wmma_gfx12.rs`, states the same maps: a_elem(l, e) =
+    /// (l % 16, 8 (l / 16) + e), b_elem = (8 (l / 16) + e, l % 16), c_elem =
+    /// (8 (l / 16) + e, l % 16).)
+    #[test]
+    fn wmma_layout_agrees_with_the_emulator() {
+        for op in [MatrixOp::Wmma16x16x16Gfx12F16, MatrixOp::Wmma16x16x16Gfx12Bf16] {
+            for r in 0..16u32 {
+                for k in 0..16u32 {
+                    let s = op.a_slot(r, k);
+                    assert_eq!(wmma_slot_a(r, k), (s.lane, s.elem), "{op:?} A[{r}][{k}]");
+                    let s = op.b_slot(k, r);
+                    assert_eq!(wmma_slot_b(k, r), (s.lane, s.elem), "{op:?} B[{k}][{r}]");
+                    let s = op.d_slot(r, k);
+                    assert_eq!(wmma_slot_d(r, k), (s.lane, s.elem), "{op:?} D[{r}][{k}]");
+                    assert!(op.a_replica(r, k).is_none() && op.b_replica(k, r).is_none());
+                }
+            }
+        }
+    }
+
+    /// Every (lane, element) of A, B and D holds exactly one matrix element.
+    #[test]
+    fn wmma_layout_is_a_bijection() {
+        for f in [wmma_slot_a, wmma_slot_b, wmma_slot_d] {
+            let mut seen = [false; 256];
+            for x in 0..16 {
+                for y in 0..16 {
+                    let (l, e) = f(x, y);
+                    assert!(l < 32 && e < 8);
+                    assert!(!std::mem::replace(&mut seen[(l * 8 + e) as usize], true));
+                }
+            }
+        }
+    }
+}

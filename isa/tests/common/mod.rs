@@ -127,7 +127,7 @@ pub struct Machine {
 impl Machine {
     /// Wave64 on CDNA, wave32 on gfx1100; 1 KiB of LDS.
     pub fn new(arch: Arch) -> Machine {
-        let lanes = if arch == Arch::Gfx1100 { 32 } else { 64 };
+        let lanes = if arch.family().rdna() { 32 } else { 64 };
         let mut wave = convgrad_isa::exec::Wave::new(lanes, 0, arch.is_cdna());
         wave.set_exec(u64::MAX);
         Machine {
