@@ -697,6 +697,15 @@ fn init_wave(
     if d.workgroup_info_enabled() {
         wave.sgpr[s] = 0;
     }
+    // GFX12 architected SGPRs (LLVM `hasArchitectedSGPRs`, AMDGPULegalizerInfo
+    // `loadInputValue`): the workgroup ids also sit in trap temporaries, which the
+    // code reads: ttmp9 = x, ttmp7 = y | z << 16; ttmp8[29:25] = wave id in the group.
+    if arch.gfx12() {
+        const TTMP0: usize = 108;
+        wave.sgpr[TTMP0 + 9] = wg[0];
+        wave.sgpr[TTMP0 + 7] = (wg[1] & 0xffff) | wg[2] << 16;
+        wave.sgpr[TTMP0 + 8] = (w as u32 & 0x1f) << 25;
+    }
     // Work-item ids: packed into v0 (x 9:0, y 19:10, z 29:20) on gfx90a, gfx942 and
     // GFX11; separate v0, v1, v2 before.
     let [bx, by, _] = launch.block;
