@@ -1,5 +1,5 @@
 //! The isa backend (`Backend::Isa`): the real AMD code objects of gfx90a,
-//! gfx942 and gfx1100 run on the CPU by `convgrad-isa`, through the same
+//! gfx942 and gfx1100 (and, in their own tests, RDNA4's gfx1200/gfx1201) run on the CPU by `convgrad-isa`, through the same
 //! runtime, planner and verify harness as every other backend (issue #26).
 
 mod common;
@@ -25,10 +25,10 @@ fn open(arch: IsaArch) -> Device {
     dev
 }
 
-/// Runs every case of `cases` (each named by its options) on every
-/// architecture's code object; each must pass against the reference.
-fn on_every_arch<C: Check>(op: &str, cases: &[(String, C)]) {
-    for arch in ARCHS {
+/// Runs every case of `cases` (each named by its options) on the code object of
+/// each architecture of `archs`; each must pass against the reference.
+fn on_archs<C: Check>(archs: &[IsaArch], op: &str, cases: &[(String, C)]) {
+    for &arch in archs {
         let dev = open(arch);
         let module = dev.load_module().expect("module");
         for (what, case) in cases {
@@ -42,6 +42,21 @@ fn on_every_arch<C: Check>(op: &str, cases: &[(String, C)]) {
 
 #[test]
 fn bwd_weight_on_every_amd_arch() {
+    bwd_weight_cases(&ARCHS);
+}
+
+/// RDNA4 (#40): the GFX12 code objects (split wait counters, GFX12 WMMA).
+#[test]
+fn bwd_weight_on_rdna4() {
+    bwd_weight_cases(&[IsaArch::Gfx1200, IsaArch::Gfx1201]);
+}
+
+#[test]
+fn bwd_data_on_rdna4() {
+    bwd_data_cases(&[IsaArch::Gfx1200, IsaArch::Gfx1201]);
+}
+
+fn bwd_weight_cases(archs: &[IsaArch]) {
     // Plain, split-K with atomic partials (workspace zeroed by the runtime, the
     // last workgroup sums), and f32.
     let p = prob(&[2, 1, 2, 32, 16, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]);
@@ -55,11 +70,15 @@ fn bwd_weight_on_every_amd_arch() {
         let case = bwd_weight::Case { problem: p, config, seed: 11, init: Init::Float, timed_runs: 0, dump: false };
         (format!("{types:?} {split_k:?}"), case)
     });
-    on_every_arch("bwd-weight", &cases);
+    on_archs(archs, "bwd-weight", &cases);
 }
 
 #[test]
 fn bwd_data_on_every_amd_arch() {
+    bwd_data_cases(&ARCHS);
+}
+
+fn bwd_data_cases(archs: &[IsaArch]) {
     let cases = [
         (TypeConfig::F16, [2, 1, 2, 16, 32, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1]),
         (TypeConfig::Bf16, [2, 1, 1, 16, 16, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1]),
@@ -70,7 +89,7 @@ fn bwd_data_on_every_amd_arch() {
             bwd_data::Case { problem: prob(&p), config, seed: 12, init: Init::Float, alias_d0: false, timed_runs: 0, dump: false };
         (format!("{types:?}"), case)
     });
-    on_every_arch("bwd-data", &cases);
+    on_archs(archs, "bwd-data", &cases);
 }
 
 #[test]
@@ -81,9 +100,11 @@ fn parse_names_the_allowed_architectures() {
     for b in ARCHS.map(Backend::Isa) {
         assert_eq!(b.to_string().parse::<Backend>().unwrap(), b);
     }
-    for (name, arch) in [("isa", Some("sm_90")), ("isa:gfx1200", None), ("isa:", None)] {
+    assert_eq!(Backend::parse("isa:gfx1200", None).unwrap(), Backend::Isa(IsaArch::Gfx1200));
+    assert_eq!(Backend::parse("isa", Some("gfx1201")).unwrap(), Backend::Isa(IsaArch::Gfx1201));
+    for (name, arch) in [("isa", Some("sm_90")), ("isa:gfx1250", None), ("isa:", None)] {
         let e = Backend::parse(name, arch).expect_err(name).to_string();
-        assert!(e.contains("gfx90a, gfx942, gfx950, gfx1100"), "{e}");
+        assert!(e.contains("gfx90a, gfx942, gfx950, gfx1100, gfx1200, gfx1201"), "{e}");
     }
     let e = Device::open(Backend::Isa(IsaArch::Gfx942), 1).expect_err("index 1").to_string();
     assert!(e.contains("index 0"), "{e}");

@@ -14,6 +14,11 @@ pub enum Arch {
     Gfx950,
     /// RDNA3 (RX 7900): GFX11 encodings, wave32 (our kernels), WMMA.
     Gfx1100,
+    /// RDNA4 (RX 9060): GFX12 encodings (VFLAT/VGLOBAL, GFX12 SMEM, split wait
+    /// counters), wave32, GFX12 WMMA.
+    Gfx1200,
+    /// RDNA4 (RX 9070): gfx1200's instruction set (identical `.text` in our bundle).
+    Gfx1201,
 }
 
 /// Instruction-encoding family.
@@ -23,11 +28,28 @@ pub enum Family {
     Gfx9,
     /// GFX11 / RDNA3.
     Gfx11,
+    /// GFX12 / RDNA4.
+    Gfx12,
+}
+
+impl Family {
+    /// RDNA (GFX11 or GFX12): the encodings and semantics GFX12 kept from GFX11
+    /// (VOP1/2/3/3P/C, VOPD, DS, SOP layouts, NULL = s124, true16 VOP3 op_sel).
+    pub fn rdna(self) -> bool {
+        matches!(self, Family::Gfx11 | Family::Gfx12)
+    }
 }
 
 impl Arch {
     /// All architectures, in the order the project lists them.
-    pub const ALL: [Arch; 4] = [Arch::Gfx90a, Arch::Gfx942, Arch::Gfx950, Arch::Gfx1100];
+    pub const ALL: [Arch; 6] = [
+        Arch::Gfx90a,
+        Arch::Gfx942,
+        Arch::Gfx950,
+        Arch::Gfx1100,
+        Arch::Gfx1200,
+        Arch::Gfx1201,
+    ];
 
     /// The LLVM processor name (`--mcpu`).
     pub fn name(self) -> &'static str {
@@ -36,6 +58,8 @@ impl Arch {
             Arch::Gfx942 => "gfx942",
             Arch::Gfx950 => "gfx950",
             Arch::Gfx1100 => "gfx1100",
+            Arch::Gfx1200 => "gfx1200",
+            Arch::Gfx1201 => "gfx1201",
         }
     }
 
@@ -51,6 +75,7 @@ impl Arch {
         match self {
             Arch::Gfx90a | Arch::Gfx942 | Arch::Gfx950 => Family::Gfx9,
             Arch::Gfx1100 => Family::Gfx11,
+            Arch::Gfx1200 | Arch::Gfx1201 => Family::Gfx12,
         }
     }
 
@@ -58,6 +83,11 @@ impl Arch {
     /// MFMA wait-state columns (gfx950 extends gfx942).
     pub fn gfx94(self) -> bool {
         matches!(self, Arch::Gfx942 | Arch::Gfx950)
+    }
+
+    /// gfx1200 or gfx1201.
+    pub fn gfx12(self) -> bool {
+        self.family() == Family::Gfx12
     }
 
     /// Whether the architecture has AccVGPRs and MFMA (CDNA).
@@ -73,6 +103,9 @@ impl Arch {
             // EF_AMDGPU_MACH_AMDGCN_GFX950 (LLVM AMDGPUUsage, ELF header table).
             Arch::Gfx950 => 0x04f,
             Arch::Gfx1100 => 0x041,
+            // EF_AMDGPU_MACH_AMDGCN_GFX1200 / GFX1201 (LLVM AMDGPUUsage, ELF header table).
+            Arch::Gfx1200 => 0x048,
+            Arch::Gfx1201 => 0x04e,
         }
     }
 

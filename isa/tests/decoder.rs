@@ -78,7 +78,8 @@ fn tokens(text: &str) -> Vec<String> {
 
 /// A bare keyword modifier (cache bits and flags) as objdump prints it.
 fn is_flag(t: &str) -> bool {
-    matches!(
+    // GFX12 cache policy: `th:...`, `scope:...`.
+    t.starts_with("th:") || t.starts_with("scope:") || matches!(
         t,
         "glc"
             | "slc"
@@ -168,8 +169,8 @@ fn printed(text: &str) -> Printed {
 /// The text of an operand as objdump prints it (first register of a range).
 fn op_text(arch: Arch, o: Operand) -> String {
     match o {
-        Operand::Sgpr(124) if arch == Arch::Gfx1100 => "null".into(),
-        Operand::Sgpr(125) if arch == Arch::Gfx1100 => "m0".into(),
+        Operand::Sgpr(124) if arch.family().rdna() => "null".into(),
+        Operand::Sgpr(125) if arch.family().rdna() => "m0".into(),
         Operand::Sgpr(124) => "m0".into(),
         Operand::Sgpr(n @ 108..=123) => format!("ttmp{}", n - 108),
         Operand::Inline(248) => "0.15915494".into(),
@@ -183,7 +184,9 @@ fn op_text(arch: Arch, o: Operand) -> String {
 /// What the decoder says objdump must print for `i` (with `nsrc` VALU sources,
 /// where known).
 fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
-    let gfx11 = arch == Arch::Gfx1100;
+    // GFX11 and GFX12 print alike except where `gfx12` says.
+    let gfx11 = arch.family().rdna();
+    let gfx12 = arch.gfx12();
     // objdump's `vcc` (wave64) is normalized to `vcc_lo` like wave32's.
     let vcc = "vcc_lo".to_string();
     let mut ops: Vec<String> = Vec::new();
@@ -219,6 +222,23 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
     };
     // Cache bits of the memory encodings.
     let cache = |mods: &mut BTreeSet<String>| match arch {
+        Arch::Gfx1200 | Arch::Gfx1201 => {
+            // GFX12: th (atomics: bit 0 = TH_ATOMIC_RETURN) and scope.
+            let atomic = i.name.contains("atomic");
+            match (atomic, m.th) {
+                (_, 0) => {}
+                (true, 1) => {
+                    mods.insert("th:TH_ATOMIC_RETURN".into());
+                }
+                (_, t) => {
+                    mods.insert(format!("th:{t}"));
+                }
+            }
+            if m.scope != 0 {
+                let s = ["SCOPE_CU", "SCOPE_SE", "SCOPE_DEV", "SCOPE_SYS"][m.scope as usize];
+                mods.insert(format!("scope:{s}"));
+            }
+        }
         Arch::Gfx942 => {
             flag(mods, m.glc, "sc0");
             flag(mods, m.dlc, "sc1");
@@ -236,7 +256,7 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
                 || matches!(
                     i.name,
                     "s_setpc_b64" | "s_rfe_b64" | "s_set_gpr_idx_idx" | "s_cbranch_join"
-                );
+                ) || i.name.starts_with("s_barrier_signal");
             let no_src = matches!(i.name, "s_getpc_b64");
             if !no_dst {
                 ops.push(t(i.dst));
@@ -334,7 +354,10 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
                 ops.push(format!("instid1({})", id(id1)));
             }
         }
-        Enc::Sopp if i.name == "s_waitcnt_depctr" => {
+        Enc::Sopp if gfx12 && (i.name.starts_with("s_wait_") && i.name != "s_wait_alu" || i.name == "s_barrier_wait") => {
+            ops.push(format!("0x{:x}", i.imm as u16));
+        }
+        Enc::Sopp if matches!(i.name, "s_waitcnt_depctr" | "s_wait_alu") => {
             let v = i.imm as u16 as u32;
             for (name, sh, bits) in [
                 ("depctr_hold_cnt", 7, 1),
@@ -382,7 +405,8 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
             ops.push(t(i.src[0]));
             // GFX11: soffset NULL is no operand unless the offset is 0 too.
             let null = gfx11 && i.src[1] == Operand::Sgpr(124);
-            if null && i.imm == 0 {
+            // GFX12 prints the 0 offset instead.
+            if null && i.imm == 0 && !gfx12 {
                 ops.push("null".into());
             } else if some(i.src[1]) && !null {
                 ops.push(t(i.src[1]));
@@ -433,6 +457,9 @@ fn expected(arch: Arch, i: &Inst, nsrc: Option<usize>) -> Printed {
                 mods.insert(format!("offset:{}", i.imm));
             }
             flag(&mut mods, m.gds, "gds");
+        }
+        Enc::Flat if i.name == "global_inv" || i.name == "global_wb" || i.name == "global_wbinv" => {
+            cache(&mut mods);
         }
         Enc::Flat => {
             let atomic = i.name.contains("atomic");
@@ -733,6 +760,18 @@ fn check_arch(arch: Arch) -> (usize, usize) {
 }
 
 common::per_arch!(decoder_agrees_with_llvm_objdump, check_arch);
+
+/// GFX12 (RDNA4): the same comparison on the gfx1200 and gfx1201 objects.
+mod decoder_agrees_with_llvm_objdump_gfx12 {
+    #[test]
+    fn gfx1200() {
+        super::check_arch(convgrad_isa::Arch::Gfx1200);
+    }
+    #[test]
+    fn gfx1201() {
+        super::check_arch(convgrad_isa::Arch::Gfx1201);
+    }
+}
 
 #[test]
 fn code_objects_have_descriptors_and_metadata() {

@@ -48,6 +48,16 @@ const ALLOWED: &[(&str, &str)] = &[
     ("buffer_wbl2", "cache write-back: the cache model, tests/cache.rs"),
     ("buffer_gl0_inv", "cache invalidate: the cache model, tests/cache.rs"),
     ("buffer_gl1_inv", "cache invalidate: the cache model, tests/cache.rs"),
+    ("global_inv", "GFX12 cache invalidate by scope: the cache model"),
+    ("s_wait_loadcnt", "GFX12 split wait: no register effect (late results; tests/smoke.rs s_wait_* mutations)"),
+    ("s_wait_storecnt", "as s_wait_loadcnt (GFX12 store counter)"),
+    ("s_wait_dscnt", "as s_wait_loadcnt (GFX12 LDS counter)"),
+    ("s_wait_kmcnt", "as s_wait_loadcnt (GFX12 scalar-memory counter)"),
+    ("s_wait_loadcnt_dscnt", "as s_wait_loadcnt (two GFX12 counters)"),
+    ("s_wait_storecnt_dscnt", "as s_wait_loadcnt (two GFX12 counters)"),
+    ("s_wait_alu", "GFX12's s_waitcnt_depctr; hazards are not modelled on GFX12"),
+    ("s_barrier_signal", "GFX12 barrier arrival: synchronises waves only (with s_barrier_wait)"),
+    ("s_barrier_wait", "GFX12 barrier wait: synchronises waves only"),
 ];
 
 /// Used mnemonics without a case yet: printed, not failed.
@@ -327,6 +337,10 @@ fn table() -> Vec<Op> {
             let t = (s[0] as u32 as i64) - (s[1] as u32 as i64) - cin as i64;
             (t as u64 & 0xffff_ffff, t < 0)
         }, false),
+        op("v_mad_co_u64_u32", VOut, Int, &[32, 32, 64], 64, |s, _| {
+            let t = (s[0] & 0xffff_ffff) as u128 * (s[1] & 0xffff_ffff) as u128 + s[2] as u128;
+            (t as u64, t >> 64 != 0)
+        }, true),
         op("v_mad_u64_u32", VOut, Int, &[32, 32, 64], 64, |s, _| {
             let t = (s[0] & 0xffff_ffff) as u128 * (s[1] & 0xffff_ffff) as u128 + s[2] as u128;
             (t as u64, t >> 64 != 0)
@@ -337,6 +351,8 @@ fn table() -> Vec<Op> {
         op("v_add_f32", V, F32, w32, 32, |s, _| (bits(fl(s[0]) + fl(s[1])), false), true),
         op("v_mul_f32", V, F32, w32, 32, |s, _| (bits(fl(s[0]) * fl(s[1])), false), true),
         op("v_max_f32", V, F32, w32, 32, |s, _| (bits(fl(s[0]).max(fl(s[1]))), false), true),
+        // GFX12's IEEE maximumNumber (a NaN operand yields the other).
+        op("v_max_num_f32", V, F32, w32, 32, |s, _| (bits(fl(s[0]).max(fl(s[1]))), false), true),
         op("v_fma_f32", V, F32, w3, 32, |s, _| (bits(fl(s[0]).mul_add(fl(s[1]), fl(s[2]))), false), true),
         // V_FMAC_F32: D = S0 * S1 + D (the third source is the destination)
         op("v_fmac_f32", V, F32, w3, 32, |s, _| (bits(fl(s[0]).mul_add(fl(s[1]), fl(s[2]))), false), true),
@@ -456,6 +472,39 @@ fn table() -> Vec<Op> {
             let (v, o) = i(s[0]).overflowing_add(i(s[1]));
             (v as u32 as u64, o)
         }, true),
+        // GFX12 (RDNA4 guide "SOP2/SOPK"): the renamed carry ops as above; the 64-bit
+        // adds/subtracts/multiply without carry leave SCC unchanged.
+        op("s_add_co_u32", S, Int, w32, 32, |s, _| {
+            let (v, o) = u(s[0]).overflowing_add(u(s[1]));
+            (v as u64, o)
+        }, true),
+        op("s_add_co_i32", S, Int, w32, 32, |s, _| {
+            let (v, o) = i(s[0]).overflowing_add(i(s[1]));
+            (v as u32 as u64, o)
+        }, true),
+        op("s_sub_co_i32", S, Int, w32, 32, |s, _| {
+            let (v, o) = i(s[0]).overflowing_sub(i(s[1]));
+            (v as u32 as u64, o)
+        }, false),
+        op("s_add_co_ci_u32", S, Int, w32, 32, |s, scc| {
+            let t = s[0] as u32 as u64 + s[1] as u32 as u64 + scc as u64;
+            (t & 0xffff_ffff, t >> 32 != 0)
+        }, true),
+        op("s_addk_co_i32", SK, Int, w32, 32, |s, _| {
+            let (v, o) = i(s[0]).overflowing_add(i(s[1]));
+            (v as u32 as u64, o)
+        }, true),
+        op("s_add_nc_u64", S, Int, &[64, 64], 64, |s, scc| (s[0].wrapping_add(s[1]), scc), true),
+        op("s_sub_nc_u64", S, Int, &[64, 64], 64, |s, scc| (s[0].wrapping_sub(s[1]), scc), false),
+        op("s_mul_u64", S, Int, &[64, 64], 64, |s, scc| (s[0].wrapping_mul(s[1]), scc), true),
+        // SALU floats (GFX1150/GFX12): IEEE single, round to nearest even; SCC unchanged.
+        op("s_mul_f32", S, F32, w32, 32, |s, scc| (bits(fl(s[0]) * fl(s[1])), scc), true),
+        op("s_cvt_f32_u32", S, Int, w1, 32, |s, scc| (bits(u(s[0]) as f32), scc), true),
+        // NaN -> 0, saturating at 0 and 2^32 - 1.
+        op("s_cvt_u32_f32", S, F32, w1, 32, |s, scc| {
+            let x = fl(s[0]);
+            (if x.is_nan() { 0 } else { x as u32 as u64 }, scc)
+        }, true),
         op("s_mulk_i32", SK, Int, w32, 32, |s, scc| (u(s[0]).wrapping_mul(u(s[1])) as u64, scc), true),
         // saveexec: D = EXEC; EXEC = f(S0, EXEC); SCC = EXEC != 0
         op("s_and_saveexec_b64", SaveExec, Int, &[64], 64, |s, _| (s[0] & s[1], false), true),
@@ -496,7 +545,7 @@ struct M {
 
 impl M {
     fn new(arch: Arch) -> M {
-        let lanes = if arch == Arch::Gfx1100 { 32 } else { 64 };
+        let lanes = if arch.family().rdna() { 32 } else { 64 };
         M { arch, w: Wave::new(lanes, 0, arch.is_cdna()), lds: Lds::new(1 << 16), mem: Memory::new(), counters: Counters::default() }
     }
     fn run(&mut self, i: &Inst) -> Result<Flow, String> {
@@ -625,7 +674,7 @@ fn plain(i: &Inst, arch: Arch) -> bool {
         && m.neg_hi == 0
         && !m.clamp
         && m.omod == 0
-        && (arch == Arch::Gfx1100 || i.enc == Enc::Vop3p || m.opsel == 0)
+        && (arch.family().rdna() || i.enc == Enc::Vop3p || m.opsel == 0)
         && !i.src.iter().any(|o| matches!(o, Operand::Special(249 | 250 | 233 | 234)))
 }
 
@@ -773,7 +822,7 @@ struct Half<'a> {
 /// value sources are exchanged.
 fn reference(arch: Arch, i: &Inst, h: &Half, st: &State, out: &mut State, swap: bool) {
     let op = h.op;
-    let gfx11 = arch == Arch::Gfx1100;
+    let gfx11 = arch.family().rdna();
     let n = op.src.len();
     let mut src = h.src;
     if op.name.contains("fmac") {
@@ -1340,7 +1389,7 @@ fn mem_case(arch: Arch, i: &Inst, mo: MemOp, rng: &mut Rng) -> Result<(), String
         let Operand::Sgpr(sb) = i.src[0] else { unreachable!() };
         let base = m.mem.upload("buf", &image);
         let soff = match i.src[1] {
-            Operand::Sgpr(r) if !(arch == Arch::Gfx1100 && r == 124) => {
+            Operand::Sgpr(r) if !(arch.family().rdna() && r == 124) => {
                 let v = (rng.next() % 256) as u32 * 4;
                 m.w.sgpr[r as usize] = v;
                 v as i64
@@ -1535,12 +1584,16 @@ fn matrix_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Result<(), String> {
     // 16-bit elements per lane and operand: 8 in gfx950's double-k MFMAs
     // (k groups of 8 along the lane blocks), else 4.
     let kw = if kk * mm == 512 { 8 } else { 4 };
-    let wmma = i.name.starts_with("v_wmma");
+    let wmma = i.name.starts_with("v_wmma") && !arch.gfx12();
+    // GFX12 WMMA (RDNA4 guide): A and B in 4 VGPRs (8 halves a lane, no replicas):
+    // lanes 0-15 hold k 0..7, lanes 16-31 k 8..15; D VGPR r of lanes 16-31 holds row
+    // 8 + r.
+    let wmma12 = i.name.starts_with("v_wmma") && arch.gfx12();
     let half_of = |w: &Wave, o: Operand, e: usize, lane: usize| -> u32 { mreg(w, o, e / 2, lane) >> (16 * (e % 2)) & 0xffff };
     let elem_val = |h: u32| -> f64 { if bf16 { f32::from_bits(h << 16) as f64 } else { h2f(h) as f64 } };
     let rnd16 = |rng: &mut Rng| -> u32 { if bf16 { rng.f32_bits() >> 16 } else { rng.f16() } };
     // fill A and B with 16-bit values (WMMA: lanes 16..31 copy lanes 0..15)
-    let regs = if wmma { 8 } else { kw / 2 };
+    let regs = if wmma { 8 } else if wmma12 { 4 } else { kw / 2 };
     for o in [i.src[0], i.src[1]] {
         for g in 0..regs {
             for l in 0..lanes {
@@ -1559,15 +1612,17 @@ fn matrix_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Result<(), String> {
     let (a, b, cop, d) = (i.src[0], i.src[1], i.src[2], i.dst);
     // A[i][k], B[k][j]: (lane, element)
     let a_at = |r: usize, k: usize| -> (usize, usize) {
-        if wmma { (r, k) } else { (r + mm * (k / kw), k % kw) }
+        if wmma { (r, k) } else if wmma12 { (r + 16 * (k / 8), k % 8) } else { (r + mm * (k / kw), k % kw) }
     };
     let b_at = |k: usize, c: usize| -> (usize, usize) {
-        if wmma { (c, k) } else { (c + nn * (k / kw), k % kw) }
+        if wmma { (c, k) } else if wmma12 { (c + 16 * (k / 8), k % 8) } else { (c + nn * (k / kw), k % kw) }
     };
     // D[i][j] -> (register, lane)
     let d_at = |r: usize, c: usize| -> (usize, usize) {
         if wmma {
             (r / 2, 16 * (r % 2) + c)
+        } else if wmma12 {
+            (r % 8, c + 16 * (r / 8))
         } else if mm == 32 {
             (4 * (r / 8) + r % 4, c + 32 * ((r / 4) % 2))
         } else {
@@ -1608,7 +1663,7 @@ fn matrix_case(arch: Arch, i: &Inst, rng: &mut Rng) -> Result<(), String> {
         }
     }
     // nothing else changed: every other VGPR/AccVGPR and SGPR as before
-    let out_regs = if wmma { 8 } else { mm * nn / lanes };
+    let out_regs = if wmma || wmma12 { 8 } else { mm * nn / lanes };
     let mut w1 = m.w.clone();
     for g in 0..out_regs {
         for l in 0..lanes {

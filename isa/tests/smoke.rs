@@ -40,6 +40,14 @@ struct Case {
 
 fn case(arch: Arch) -> Case {
     match arch {
+        Arch::Gfx1200 | Arch::Gfx1201 => Case {
+            arch,
+            kernel: "smoke_wmma12",
+            m: 16,
+            n: 16,
+            k: 16,
+            block: 32,
+        },
         Arch::Gfx1100 => Case {
             arch,
             kernel: "smoke_wmma",
@@ -189,6 +197,7 @@ fn smoke(arch: Arch) {
 
 // smoke_mfma on gfx90a/gfx942, smoke_wmma on gfx1100.
 common::per_arch!(smoke_matches_f64_product, smoke);
+common::per_gfx12!(smoke_matches_f64_product_gfx12, smoke);
 
 #[test]
 fn checks_fire_on_gfx942() {
@@ -249,7 +258,7 @@ fn waitcnt_mutations(arch: Arch) {
     let insts = decode_all(arch, &k.code, k.entry).unwrap();
     let (r, ..) = launch(&c, |_| {});
     let landing = r.unwrap().waits_needed;
-    let trap = if arch == Arch::Gfx1100 {
+    let trap = if arch.family().rdna() {
         0xBF90_0002
     } else {
         0xBF92_0002
@@ -257,8 +266,12 @@ fn waitcnt_mutations(arch: Arch) {
     let nop = 0xBF80_0000u32;
     let (mut executed, mut caught, mut harmless) = (0, Vec::new(), Vec::new());
     for i in insts.iter().filter(|i| {
-        i.name.starts_with("s_waitcnt")
-            && !matches!(i.name, "s_waitcnt_depctr" | "s_waitcnt_expcnt")
+        // GFX12: the split s_wait_* forms (s_wait_alu is GFX11's s_waitcnt_depctr).
+        (i.name.starts_with("s_waitcnt") || i.name.starts_with("s_wait_"))
+            && !matches!(
+                i.name,
+                "s_waitcnt_depctr" | "s_waitcnt_expcnt" | "s_wait_alu" | "s_wait_expcnt"
+            )
     }) {
         // Not executed: the launch passes, or fails elsewhere.
         let Err(e) = mutated(&c, i.addr, trap) else {
@@ -299,6 +312,7 @@ fn waitcnt_mutations(arch: Arch) {
 }
 
 common::per_arch!(waitcnt_replaced_by_nop_is_caught, waitcnt_mutations);
+common::per_gfx12!(waitcnt_replaced_by_nop_is_caught_gfx12, waitcnt_mutations);
 
 /// Issue #42's wait-state mutation: every executed `s_nop` that a wait-state rule
 /// needed in the unmutated run (`Counters::nops_needed`; gfx90a's `s_nop 8` before

@@ -1,5 +1,5 @@
 //! The isa backend: `convgrad-isa` runs the real AMD code objects (the embedded
-//! `gfx90a`, `gfx942`, `gfx1100` HSA ELFs) on the CPU, instruction by
+//! `gfx90a`, `gfx942`, `gfx950`, `gfx1100`, `gfx1200`, `gfx1201` HSA ELFs) on the CPU, instruction by
 //! instruction, with checked memory (out-of-bounds accesses and reads of
 //! never-written bytes fail) and strict barriers. Launches are synchronous and
 //! timed by the host clock; the argument block goes through the same
@@ -21,7 +21,7 @@ pub(crate) fn arch_names() -> String {
 }
 
 /// Every architecture the executor runs.
-pub(crate) const ALL: [Arch; 4] = [Arch::Gfx90a, Arch::Gfx942, Arch::Gfx950, Arch::Gfx1100];
+pub(crate) const ALL: [Arch; 6] = Arch::ALL;
 
 /// Compute units reported for `arch` (the plans' split-K counts depend on it):
 /// those of the GPU the architecture is best known by (MI210, MI300X, RX 7900 XTX).
@@ -32,6 +32,9 @@ fn compute_units(arch: Arch) -> u32 {
         // MI355X.
         Arch::Gfx950 => 256,
         Arch::Gfx1100 => 96,
+        // RX 9060 XT, RX 9070 XT.
+        Arch::Gfx1200 => 32,
+        Arch::Gfx1201 => 64,
     }
 }
 
@@ -73,7 +76,7 @@ pub(crate) fn open(arch: Arch) -> IsaDriver {
             memory_bytes: cpu::host_memory_bytes(),
             compute_units: compute_units(arch),
             max_lds_bytes: lds,
-            wave_size: if arch == Arch::Gfx1100 { 32 } else { 64 },
+            wave_size: if arch.is_cdna() { 64 } else { 32 },
             ordinal: 0,
         },
         state: Mutex::new(State {

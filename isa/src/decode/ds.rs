@@ -124,7 +124,7 @@ pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
     // (op, gds, acc) of the first word.
     let (op, gds, acc) = match w.arch.family() {
         Family::Gfx9 => ((w0 >> 17) & 0xff, w0 >> 16 & 1, w0 >> 25 & 1),
-        Family::Gfx11 => ((w0 >> 18) & 0xff, w0 >> 17 & 1, 0),
+        Family::Gfx11 | Family::Gfx12 => ((w0 >> 18) & 0xff, w0 >> 17 & 1, 0),
     };
     let mut i = w.inst(Enc::Ds, "DS", op, DS.find(w.arch, op))?;
     i.len = 8;

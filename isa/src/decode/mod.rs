@@ -8,6 +8,7 @@
 
 mod ds;
 mod flat;
+mod gfx12;
 mod mubuf;
 mod operand;
 mod smem;
@@ -123,6 +124,10 @@ pub struct Mods {
     pub dlc: bool,
     /// FLAT segment: 0 flat, 1 scratch, 2 global.
     pub seg: u8,
+    /// GFX12 temporal hint `th` (VFLAT/VGLOBAL bits 54:52, SMEM 24:23 of word 0).
+    pub th: u8,
+    /// GFX12 scope: 0 CU, 1 SE, 2 DEV, 3 SYS.
+    pub scope: u8,
     /// DS: GDS instead of LDS.
     pub gds: bool,
     /// Data operand in AccVGPRs (gfx90a/gfx942 DS/FLAT/MUBUF `acc`; MFMA A/B: bit per source).
@@ -342,16 +347,21 @@ fn decode_word(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
         };
     }
     match (w.arch.family(), w0 >> 26) {
+        (Family::Gfx12, 0b111101) => gfx12::smem(w, w0),
+        (Family::Gfx12, 0b111011) => gfx12::vflat(w, w0),
+        (Family::Gfx12, 0b110001) => Err(w.err("a GFX12 VBUFFER instruction (not decoded)")),
+        (Family::Gfx12, 0b111000 | 0b110111) => Err(w.err("an unknown GFX12 encoding")),
         (Family::Gfx9, 0b110000) | (Family::Gfx11, 0b111101) => smem::decode(w, w0),
         (Family::Gfx9, 0b110100) if w0 >> 23 == 0x1a7 => vop3p::decode(w, w0),
-        (Family::Gfx9, 0b110100) | (Family::Gfx11, 0b110101) => vop3::decode(w, w0),
-        (Family::Gfx11, 0b110011) => vop3p::decode(w, w0),
-        (Family::Gfx11, 0b110010) => vopd::decode(w, w0),
+        (Family::Gfx9, 0b110100) | (Family::Gfx11 | Family::Gfx12, 0b110101) => vop3::decode(w, w0),
+        (Family::Gfx11 | Family::Gfx12, 0b110011) => vop3p::decode(w, w0),
+        (Family::Gfx11 | Family::Gfx12, 0b110010) => vopd::decode(w, w0),
         (_, 0b110110) => ds::decode(w, w0),
         (_, 0b110111) => flat::decode(w, w0),
         (_, 0b111000) => mubuf::decode(w, w0),
         (Family::Gfx9, _) => Err(w.err("an unknown GFX9 encoding")),
         (Family::Gfx11, _) => Err(w.err("an unknown GFX11 encoding")),
+        (Family::Gfx12, _) => Err(w.err("an unknown GFX12 encoding")),
     }
 }
 

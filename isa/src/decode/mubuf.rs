@@ -52,6 +52,7 @@ pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
     let op = match w.arch.family() {
         Family::Gfx9 => (w0 >> 18) & 0x7f,
         Family::Gfx11 => (w0 >> 18) & 0xff,
+        Family::Gfx12 => return Err(w.err("MUBUF is not a GFX12 encoding")),
     };
     let mut i = w.inst(Enc::Mubuf, "MUBUF", op, MUBUF.find(w.arch, op))?;
     i.len = 8;

@@ -110,6 +110,23 @@ const SOP2: Tables = Tables {
         (49, "s_cselect_b64"),
         (53, "s_pack_hl_b32_b16"),
     ],
+    // LLVM SOPInstructions.td "SOP2 - GFX12" / "GFX11, GFX12" / "Renamed_gfx12".
+    gfx12: &[
+        (0, "s_add_co_u32"),
+        (1, "s_sub_co_u32"),
+        (2, "s_add_co_i32"),
+        (3, "s_sub_co_i32"),
+        (4, "s_add_co_ci_u32"),
+        (5, "s_sub_co_ci_u32"),
+        (0x40, "s_add_f32"),
+        (0x41, "s_sub_f32"),
+        (0x42, "s_min_num_f32"),
+        (0x43, "s_max_num_f32"),
+        (0x44, "s_mul_f32"),
+        (0x53, "s_add_nc_u64"),
+        (0x54, "s_sub_nc_u64"),
+        (0x55, "s_mul_u64"),
+    ],
     ..Tables::NONE
 };
 
@@ -163,6 +180,9 @@ const SOPK: Tables = Tables {
         (26, "s_waitcnt_expcnt"),
         (27, "s_waitcnt_lgkmcnt"),
     ],
+    gfx12: &[(15, "s_addk_co_i32")],
+    // s_cmpk_* and s_waitcnt_{vscnt,vmcnt,expcnt,lgkmcnt} are GFX11-only.
+    gfx11_only: &[3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 24, 25, 26, 27],
     ..Tables::NONE
 };
 
@@ -287,6 +307,16 @@ const SOP1: Tables = Tables {
         (76, "s_sendmsg_rtn_b32"),
         (77, "s_sendmsg_rtn_b64"),
     ],
+    // s_barrier_signal takes its barrier id as an inline constant in ssrc0 (-1: the
+    // workgroup barrier); the float conversions are GFX1150/GFX12 SALU floats.
+    gfx12: &[
+        (0x4e, "s_barrier_signal"),
+        (0x4f, "s_barrier_signal_isfirst"),
+        (0x64, "s_cvt_f32_i32"),
+        (0x65, "s_cvt_f32_u32"),
+        (0x66, "s_cvt_i32_f32"),
+        (0x67, "s_cvt_u32_f32"),
+    ],
     ..Tables::NONE
 };
 
@@ -393,6 +423,22 @@ const SOPP: Tables = Tables {
         (60, "s_icache_inv"),
         (61, "s_barrier"),
     ],
+    // LLVM SOPInstructions.td "SOPP - GFX12 only" and the GFX11 renames.
+    gfx12: &[
+        (8, "s_wait_alu"),
+        (0x14, "s_barrier_wait"),
+        (0x40, "s_wait_loadcnt"),
+        (0x41, "s_wait_storecnt"),
+        (0x42, "s_wait_samplecnt"),
+        (0x43, "s_wait_bvhcnt"),
+        (0x44, "s_wait_expcnt"),
+        (0x46, "s_wait_dscnt"),
+        (0x47, "s_wait_kmcnt"),
+        (0x48, "s_wait_loadcnt_dscnt"),
+        (0x49, "s_wait_storecnt_dscnt"),
+    ],
+    // s_set_inst_prefetch_distance, the cdbg branches, s_barrier: GFX11-only.
+    gfx11_only: &[4, 39, 40, 41, 42, 61],
     ..Tables::NONE
 };
 
@@ -418,6 +464,10 @@ pub(super) fn sopk(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
 pub(super) fn sop1(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
     let mut i = new(w, Enc::Sop1, "SOP1", &SOP1, (w0 >> 8) & 0xff)?;
     i.dst = Operand::sdst7(w0 >> 16);
+    if i.name.starts_with("s_barrier_signal") {
+        // GFX12: no destination; the barrier id is ssrc0.
+        i.dst = Operand::None;
+    }
     i.src[0] = Operand::ssrc8(w0);
     Ok(i)
 }

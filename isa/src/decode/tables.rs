@@ -23,6 +23,11 @@ pub(crate) struct Tables {
     /// gfx950's own, on top of gfx942's.
     pub gfx950: Table,
     pub gfx11: Table,
+    /// GFX12 (gfx1200/gfx1201): its own and renamed opcodes, looked up before `gfx11`,
+    /// whose entries GFX12 keeps unless listed in `gfx11_only`.
+    pub gfx12: Table,
+    /// GFX11 opcodes that GFX12 removed (decoding them on GFX12 is an error).
+    pub gfx11_only: &'static [u16],
 }
 
 impl Tables {
@@ -34,6 +39,8 @@ impl Tables {
         gfx942: &[],
         gfx950: &[],
         gfx11: &[],
+        gfx12: &[],
+        gfx11_only: &[],
     };
 
     /// The mnemonic of `op` on `arch`.
@@ -43,6 +50,15 @@ impl Tables {
             Arch::Gfx942 => [self.gfx942, self.gfx9, &[]],
             Arch::Gfx950 => [self.gfx950, self.gfx942, self.gfx9],
             Arch::Gfx1100 => [self.gfx11, &[], &[]],
+            Arch::Gfx1200 | Arch::Gfx1201 => {
+                if let Some(n) = find(self.gfx12, op) {
+                    return Some(n);
+                }
+                if self.gfx11_only.iter().any(|&o| o as u32 == op) {
+                    return None;
+                }
+                [self.gfx11, &[], &[]]
+            }
         };
         own.into_iter().chain([self.both]).find_map(|t| find(t, op))
     }

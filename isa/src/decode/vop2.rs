@@ -120,6 +120,14 @@ pub(super) const VOP2: Tables = Tables {
     // forms there (CDNA3 guide; llvm-project's gfx940_asm_features.s).
     gfx90a: &[(22, "v_mac_f32"), (23, "v_madmk_f32"), (24, "v_madak_f32")],
     gfx942: &[(23, "v_fmamk_f32"), (24, "v_fmaak_f32")],
+    // GFX12 (LLVM VOP2Instructions.td, gfx12 reals): the IEEE min/max became the
+    // `_num` forms at new opcodes, v_lshlrev_b64 moved into VOP2.
+    gfx12: &[
+        (0x15, "v_min_num_f32"),
+        (0x16, "v_max_num_f32"),
+        (0x1f, "v_lshlrev_b64"),
+    ],
+    gfx11_only: &[15, 16],
 };
 
 pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
@@ -215,7 +223,7 @@ fn sdwa_dpp(w: &Words, i: &mut Inst) -> Result<(), DecodeError> {
 /// into `mods.opsel` (bit 0 src0, bit 1 src1, bit 3 dst, as VOP3's op_sel) and keeps
 /// the register number.
 fn gfx11_t16(w: &Words, i: &mut Inst) {
-    if w.arch.family() != Family::Gfx11 {
+    if !w.arch.family().rdna() {
         return;
     }
     let (d16, s16) = t16_types(i.name);

@@ -248,6 +248,13 @@ const VOP3: Tables = Tables {
         (0x363, "v_or_b16"),
         (0x364, "v_xor_b16"),
     ],
+    // GFX12 renames (LLVM VOP3Instructions.td `_Renamed_gfx12`); v_lshlrev_b64 is a
+    // VOP2 opcode on GFX12 (its VOP3 form is 0x11f).
+    gfx12: &[
+        (0x2fe, "v_mad_co_u64_u32"),
+        (0x2ff, "v_mad_co_i64_i32"),
+    ],
+    gfx11_only: &[0x33c, 0x25e, 0x25f, 0x510, 0x50f],
     ..Tables::NONE
 };
 
@@ -255,7 +262,7 @@ const VOP3: Tables = Tables {
 fn is_vop3b(fam: Family, op: u32) -> bool {
     match fam {
         Family::Gfx9 => matches!(op, 0x119..=0x11e | 0x1e0 | 0x1e1 | 0x1e8 | 0x1e9),
-        Family::Gfx11 => matches!(op, 0x120..=0x122 | 0x2fc..=0x2ff | 0x300..=0x302),
+        Family::Gfx11 | Family::Gfx12 => matches!(op, 0x120..=0x122 | 0x2fc..=0x2ff | 0x300..=0x302),
     }
 }
 
@@ -264,7 +271,7 @@ fn name(arch: Arch, op: u32) -> Option<(&'static str, Variant)> {
     let fam = arch.family();
     let (vop2_base, vop1_base, own) = match fam {
         Family::Gfx9 => (0x100, 0x140, 0x1c0),
-        Family::Gfx11 => (0x100, 0x180, 0x200),
+        Family::Gfx11 | Family::Gfx12 => (0x100, 0x180, 0x200),
     };
     if op < 0x100 {
         return vopc::name(fam, op).map(|n| (n, Variant::E64));

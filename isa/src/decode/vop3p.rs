@@ -120,6 +120,8 @@ const VOP3P: Tables = Tables {
         (0x44, "v_wmma_i32_16x16x16_iu8"),
         (0x45, "v_wmma_i32_16x16x16_iu4"),
     ],
+    gfx12: &[],
+    gfx11_only: &[],
 };
 
 /// Whether a VOP3P mnemonic is a CDNA matrix instruction.

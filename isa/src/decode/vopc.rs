@@ -61,7 +61,7 @@ pub(super) fn name(fam: Family, op: u32) -> Option<&'static str> {
             }
             _ => None,
         },
-        Family::Gfx11 => {
+        Family::Gfx11 | Family::Gfx12 => {
             let x = op & 0x80 != 0;
             let o = op & 0x7f;
             match o {

@@ -22,6 +22,9 @@ const OPX: Table = &[
     (12, "v_dual_dot2acc_f32_f16"),
     (13, "v_dual_dot2acc_f32_bf16"),
 ];
+/// GFX12's names of the same opcodes (LLVM VOPInstructions: `v_dual_max_num_f32`,
+/// `v_dual_min_num_f32`).
+const OPX12: Table = &[(10, "v_dual_max_num_f32"), (11, "v_dual_min_num_f32")];
 const OPY_EXTRA: Table = &[
     (16, "v_dual_add_nc_u32"),
     (17, "v_dual_lshlrev_b32"),
@@ -32,8 +35,10 @@ pub(super) fn decode(w: &Words, w0: u32) -> Result<Inst, DecodeError> {
     let w1 = w.word(1)?;
     let opx = (w0 >> 22) & 0xf;
     let opy = (w0 >> 17) & 0x1f;
-    let xname = find(OPX, opx).ok_or_else(|| w.unknown("VOPD X", opx))?;
-    let yname = find(OPX, opy)
+    let gfx12 = w.arch.gfx12();
+    let name = |op: u32| if gfx12 { find(OPX12, op).or_else(|| find(OPX, op)) } else { find(OPX, op) };
+    let xname = name(opx).ok_or_else(|| w.unknown("VOPD X", opx))?;
+    let yname = name(opy)
         .or_else(|| find(OPY_EXTRA, opy))
         .ok_or_else(|| w.unknown("VOPD Y", opy))?;
     let mut i = Inst::new(w.addr(), Enc::Vopd, opx as u16, xname);

@@ -57,7 +57,7 @@ impl Level {
         match arch {
             Arch::Gfx90a => &[Level::L1],
             Arch::Gfx942 | Arch::Gfx950 => &[Level::L1, Level::L2],
-            Arch::Gfx1100 => &[Level::L0, Level::Gl1],
+            Arch::Gfx1100 | Arch::Gfx1200 | Arch::Gfx1201 => &[Level::L0, Level::Gl1],
         }
     }
     fn name(self) -> &'static str {
@@ -73,6 +73,12 @@ impl Level {
         match (self, arch) {
             (Level::L1, Arch::Gfx90a) => "`buffer_wbinvl1_vol` after the acquire, or a `glc` load",
             (Level::L1 | Level::L2, _) => "`buffer_inv sc1` after the acquire, or an `sc1` load",
+            (Level::L0, Arch::Gfx1200 | Arch::Gfx1201) => {
+                "`global_inv scope:SCOPE_SE` (or wider) after the acquire, or a load of scope SE or wider"
+            }
+            (Level::Gl1, Arch::Gfx1200 | Arch::Gfx1201) => {
+                "`global_inv scope:SCOPE_DEV` after the acquire, or a load of scope DEV or wider"
+            }
             (Level::L0, _) => "`buffer_gl0_inv` after the acquire, or a `glc` load",
             (Level::Gl1, _) => "`buffer_gl1_inv` after the acquire, or a `dlc` load",
         }
@@ -80,8 +86,8 @@ impl Level {
     /// Does a load with these bits miss this level?
     fn bypassed(self, arch: Arch, b: Bits) -> bool {
         match (arch, self) {
-            (Arch::Gfx90a, Level::L1) | (Arch::Gfx1100, Level::L0) => b.glc,
-            (Arch::Gfx942 | Arch::Gfx950, _) | (Arch::Gfx1100, Level::Gl1) => b.dlc,
+            (Arch::Gfx90a, Level::L1) | (Arch::Gfx1100 | Arch::Gfx1200 | Arch::Gfx1201, Level::L0) => b.glc,
+            (Arch::Gfx942 | Arch::Gfx950, _) | (Arch::Gfx1100 | Arch::Gfx1200 | Arch::Gfx1201, Level::Gl1) => b.dlc,
             _ => false,
         }
     }
@@ -255,7 +261,7 @@ impl Cache {
                 self.per_xcd[x as usize] += 1;
                 [x * CUS_PER_XCD + n % CUS_PER_XCD, x]
             }
-            Arch::Gfx1100 => {
+            Arch::Gfx1100 | Arch::Gfx1200 | Arch::Gfx1201 => {
                 let wgp = k % WGPS;
                 [wgp * 2, wgp / WGPS_PER_SA]
             }
@@ -265,7 +271,7 @@ impl Cache {
     /// Records wave `uid`'s place; `wg_dom` from [`Cache::dispatch`].
     pub fn place_wave(&mut self, uid: u32, wg: u32, wg_id: [u32; 3], wave: u32, wg_dom: [u32; 2]) {
         let mut dom = wg_dom;
-        if self.arch == Arch::Gfx1100 && self.wgp_mode {
+        if matches!(self.arch, Arch::Gfx1100 | Arch::Gfx1200 | Arch::Gfx1201) && self.wgp_mode {
             dom[0] += wave % 2;
         }
         self.places.insert(
@@ -316,6 +322,9 @@ impl Cache {
             }
             (Arch::Gfx1100, "buffer_gl0_inv") => vec![0],
             (Arch::Gfx1100, "buffer_gl1_inv") => vec![1],
+            // GFX12 global_inv: scope SE (glc) invalidates the L0, DEV/SYS (dlc) both.
+            (Arch::Gfx1200 | Arch::Gfx1201, "global_inv") if b.dlc => vec![0, 1],
+            (Arch::Gfx1200 | Arch::Gfx1201, "global_inv") if b.glc => vec![0],
             _ => vec![],
         };
         let acquired = self.acq.get(&p.wg).cloned().unwrap_or_default();

@@ -35,7 +35,7 @@
 //! register afterwards is allowed.
 
 use super::Ctx;
-use crate::arch::{Arch, Family};
+use crate::arch::Arch;
 use crate::decode::{Enc, Inst};
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
@@ -61,6 +61,15 @@ pub enum Class {
 }
 
 impl Class {
+    /// The counter's name on GFX12 (split counters).
+    fn counter12(self) -> &'static str {
+        match self {
+            Class::Vm => "loadcnt",
+            Class::Vs => "storecnt",
+            Class::Lds => "dscnt",
+            Class::Smem => "kmcnt",
+        }
+    }
     fn counter(self) -> &'static str {
         match self {
             Class::Vm => "vmcnt",
@@ -102,6 +111,8 @@ pub struct Pending {
 pub struct Late {
     /// Late results modelled (else every instruction completes at issue).
     pub on: bool,
+    /// GFX12: name the split counters in errors.
+    pub gfx12: bool,
     pending: Vec<Pending>,
     /// Per register: outstanding loads that will write it.
     busy: Vec<u16>,
@@ -117,6 +128,7 @@ impl Default for Late {
     fn default() -> Self {
         Late {
             on: false,
+            gfx12: false,
             pending: Vec::new(),
             busy: vec![0; NREGS],
             landed: vec![Cell::new(0); NREGS],
@@ -177,7 +189,7 @@ impl Late {
                 reg_name(r),
                 p.inst,
                 p.inst.addr,
-                p.class.counter()
+                self.cname(p.class)
             ),
             None => format!("reads {} before its load completes", reg_name(r)),
         }
@@ -190,12 +202,15 @@ impl Late {
                 reg_name(r),
                 p.inst,
                 p.inst.addr,
-                p.class.counter()
+                self.cname(p.class)
             ),
             None => format!("writes {} while a load may still write it", reg_name(r)),
         }
     }
     /// Outstanding entries (for reports and tests).
+    fn cname(&self, c: Class) -> &'static str {
+        if self.gfx12 { c.counter12() } else { c.counter() }
+    }
     pub fn outstanding(&self) -> usize {
         self.pending.len()
     }
@@ -210,7 +225,7 @@ impl Late {
 /// The class of a memory instruction, and whether it is a FLAT one; `None` for
 /// everything else (including cache maintenance, which returns nothing).
 pub fn class_of(arch: Arch, i: &Inst) -> Option<(Class, bool)> {
-    let gfx11 = arch.family() == Family::Gfx11;
+    let gfx11 = arch.family().rdna();
     match i.enc {
         Enc::Smem if i.name.starts_with("s_load") || i.name.starts_with("s_buffer_load") => {
             Some((Class::Smem, false))
@@ -254,7 +269,7 @@ pub fn issue(
                     reg_name(r as usize),
                     old.inst,
                     old.inst.addr,
-                    old.class.counter()
+                    late.cname(old.class)
                 ));
             }
         }
@@ -277,6 +292,33 @@ pub fn issue(
 /// `s_waitcnt`: waits until `vmcnt <= vm`, `lgkmcnt <= lgkm` and `vscnt <= vs`
 /// (`None`: that counter is not waited for), then lands what is guaranteed complete.
 pub fn wait(c: &mut Ctx, pc: u64, vm: Option<u32>, lgkm: Option<u32>, vs: Option<u32>) {
+    wait_on(c, pc, vm, vs, lgkm, lgkm);
+}
+
+/// GFX12 `s_wait_*`: waits until `loadcnt <= load`, `storecnt <= store`, `dscnt <= ds`
+/// and `kmcnt <= km` (`None`: not waited for). loadcnt and storecnt are the in-order
+/// classes `vmcnt`/`vscnt` stand for on GFX11; dscnt counts LDS (in order) and FLAT
+/// instructions (no order); kmcnt scalar loads (no order).
+pub fn wait_split(
+    c: &mut Ctx,
+    pc: u64,
+    load: Option<u32>,
+    store: Option<u32>,
+    ds: Option<u32>,
+    km: Option<u32>,
+) {
+    wait_on(c, pc, load, store, ds, km);
+}
+
+/// `ds` covers LDS and FLAT entries, `km` scalar loads (GFX9/GFX11: both lgkmcnt).
+fn wait_on(
+    c: &mut Ctx,
+    pc: u64,
+    vm: Option<u32>,
+    vs: Option<u32>,
+    ds: Option<u32>,
+    km: Option<u32>,
+) {
     // A new wait: values landed by the previous ones no longer tell which was needed.
     for r in std::mem::take(&mut c.wave.late.landed_regs) {
         c.wave.late.landed[r as usize].set(0);
@@ -293,11 +335,11 @@ pub fn wait(c: &mut Ctx, pc: u64, vm: Option<u32>, lgkm: Option<u32>, vs: Option
         let from_x = |cls: Class| p[k..].iter().filter(|y| y.class == cls).count() as u32;
         let by_vm = matches!(x.class, Class::Vm) && vm.is_some_and(|n| from_x(Class::Vm) > n);
         let by_vs = matches!(x.class, Class::Vs) && vs.is_some_and(|n| from_x(Class::Vs) > n);
-        let by_lgkm = lgkm.is_some_and(|n| match x.class {
-            Class::Lds => from_x(Class::Lds) > n,
-            Class::Smem => n == 0,
-            _ => x.flat && n == 0,
-        });
+        let by_lgkm = match x.class {
+            Class::Lds => ds.is_some_and(|n| from_x(Class::Lds) > n),
+            Class::Smem => km == Some(0),
+            _ => x.flat && ds == Some(0),
+        };
         done[k] = by_vm || by_vs || by_lgkm;
     }
     // In-order classes complete in issue order: an entry older than a complete one
@@ -365,7 +407,7 @@ pub fn summary(l: &Late) -> String {
             "`{}` at 0x{:x} ({}); ",
             p.inst,
             p.inst.addr,
-            p.class.counter()
+            l.cname(p.class)
         );
     }
     s

@@ -227,6 +227,9 @@ fn dgemm(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
 }
 
 fn wmma(c: &mut Ctx, i: &Inst) -> Result<Flow, String> {
+    if c.arch.gfx12() {
+        return super::gfx12::wmma(c, i);
+    }
     let n = i.name;
     let ty = match n {
         "v_wmma_f32_16x16x16_f16" => In::F16,

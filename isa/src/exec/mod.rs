@@ -22,6 +22,7 @@ pub mod wave;
 mod data;
 mod ds;
 mod flat;
+pub mod gfx12;
 mod gfx950;
 mod matrix;
 mod mubuf;
@@ -211,14 +212,33 @@ fn step(c: &mut Ctx, h: Handler, i: &Inst, present: u32) -> Result<Flow, String>
     } else {
         None
     };
+    let memory = matches!(i.enc, Enc::Flat | Enc::Mubuf | Enc::Smem | Enc::Ds);
+    if memory && c.wave.barrier_signaled {
+        return Err(
+            "a memory instruction between s_barrier_signal and s_barrier_wait is not modelled"
+                .into(),
+        );
+    }
     if matches!(i.enc, Enc::Flat | Enc::Mubuf | Enc::Smem) {
-        c.mem.set_access(Some(cache::Access {
-            wave: c.wave.uid,
-            bits: cache::Bits {
+        let bits = if c.family == Family::Gfx12 {
+            // GFX12 scope (gfx12.rs): SE or wider misses the L0, DEV or wider the
+            // SE-level cache; an atomic's `glc` says it returns (an acquire).
+            let atomic = i.name.contains("atomic");
+            cache::Bits {
+                glc: if atomic { i.mods.glc } else { i.mods.scope >= 1 },
+                slc: false,
+                dlc: i.mods.scope >= 2,
+            }
+        } else {
+            cache::Bits {
                 glc: i.mods.glc,
                 slc: i.mods.slc,
                 dlc: i.mods.dlc,
-            },
+            }
+        };
+        c.mem.set_access(Some(cache::Access {
+            wave: c.wave.uid,
+            bits,
             atomic: i.name.contains("atomic"),
             immediate: !c.wave.late.on,
             pc: i.addr,
@@ -295,6 +315,7 @@ fn registry() -> &'static HashMap<&'static str, Handler> {
             vop2::HANDLERS,
             vop3::HANDLERS,
             gfx950::HANDLERS,
+            gfx12::HANDLERS,
             vopc::HANDLERS,
             vop3p::HANDLERS,
             matrix::HANDLERS,
@@ -306,7 +327,13 @@ fn registry() -> &'static HashMap<&'static str, Handler> {
                 m.insert(n, h);
             }
         }
-        for t in [sop::ALIASES, smem::ALIASES, ds::ALIASES, flat::ALIASES] {
+        for t in [
+            sop::ALIASES,
+            smem::ALIASES,
+            ds::ALIASES,
+            flat::ALIASES,
+            gfx12::ALIASES,
+        ] {
             for &(alias, name) in t {
                 m.insert(alias, m[name]);
             }
@@ -638,6 +665,7 @@ fn init_wave(
     // 31 bits (the memory marks keep the top bit for atomics), never 0.
     wave.uid = ((linear * nwaves + w as u64) % 0x7fff_ffff) as u32 + 1;
     wave.late.on = launch.late_results;
+    wave.late.gfx12 = arch.gfx12();
     wave.hazard.on = launch.hazards && (arch.is_cdna() || arch == Arch::Gfx1100);
     wave.align = launch.alignment;
     // User SGPRs from s0, in the order the descriptor enables them.
@@ -668,6 +696,15 @@ fn init_wave(
     }
     if d.workgroup_info_enabled() {
         wave.sgpr[s] = 0;
+    }
+    // GFX12 architected SGPRs (LLVM `hasArchitectedSGPRs`, AMDGPULegalizerInfo
+    // `loadInputValue`): the workgroup ids also sit in trap temporaries, which the
+    // code reads: ttmp9 = x, ttmp7 = y | z << 16; ttmp8[29:25] = wave id in the group.
+    if arch.gfx12() {
+        const TTMP0: usize = 108;
+        wave.sgpr[TTMP0 + 9] = wg[0];
+        wave.sgpr[TTMP0 + 7] = (wg[1] & 0xffff) | wg[2] << 16;
+        wave.sgpr[TTMP0 + 8] = (w as u32 & 0x1f) << 25;
     }
     // Work-item ids: packed into v0 (x 9:0, y 19:10, z 29:20) on gfx90a, gfx942 and
     // GFX11; separate v0, v1, v2 before.
@@ -768,6 +805,12 @@ fn run_workgroup(
                         }
                     },
                     Flow::End => {
+                        if wave.barrier_signaled {
+                            return Err(err(
+                                wave,
+                                "the wave ended between s_barrier_signal and s_barrier_wait".into(),
+                            ));
+                        }
                         wave.done = true;
                         counters.waits_needed.extend(wave.late.take_needed());
                         wave.late.end();

@@ -30,6 +30,7 @@ fn load(c: &mut Ctx, i: &Inst, dwords: usize) -> Result<Flow, String> {
 pub(super) const HANDLERS: &[(&str, Handler)] = &[
     ("s_load_dword", |c, i| load(c, i, 1)),
     ("s_load_dwordx2", |c, i| load(c, i, 2)),
+    ("s_load_dwordx3", |c, i| load(c, i, 3)),
     ("s_load_dwordx4", |c, i| load(c, i, 4)),
     ("s_load_dwordx8", |c, i| load(c, i, 8)),
     ("s_load_dwordx16", |c, i| load(c, i, 16)),

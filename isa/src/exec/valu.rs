@@ -127,7 +127,7 @@ pub(super) fn write16(c: &mut Ctx, i: &Inst, lane: usize, v: u16) -> Result<(), 
     let hi = i.mods.opsel >> 3 & 1 != 0;
     let w = match (hi, c.family) {
         (true, _) => (old & 0xffff) | (v as u32) << 16,
-        (false, Family::Gfx11) => (old & 0xffff_0000) | v as u32,
+        (false, Family::Gfx11 | Family::Gfx12) => (old & 0xffff_0000) | v as u32,
         (false, Family::Gfx9) => v as u32,
     };
     c.set_v32(i.dst, lane, w)

@@ -137,8 +137,9 @@ fn vopd_half(
         "v_dual_fmac_f32" => f(s0)?.mul_add(f(s1)?, f(dst)?).to_bits(),
         "v_dual_fmaak_f32" => f(s0)?.mul_add(f(s1)?, f32::from_bits(k)).to_bits(),
         "v_dual_fmamk_f32" => f(s0)?.mul_add(f32::from_bits(k), f(s1)?).to_bits(),
-        "v_dual_max_f32" => f(s0)?.max(f(s1)?).to_bits(),
-        "v_dual_min_f32" => f(s0)?.min(f(s1)?).to_bits(),
+        // GFX12 names the same operations v_dual_{max,min}_num_f32.
+        "v_dual_max_f32" | "v_dual_max_num_f32" => f(s0)?.max(f(s1)?).to_bits(),
+        "v_dual_min_f32" | "v_dual_min_num_f32" => f(s0)?.min(f(s1)?).to_bits(),
         "v_dual_cndmask_b32" => {
             if c.wave.vcc() >> l & 1 != 0 {
                 u(s1)?

@@ -5,7 +5,6 @@
 use super::valu::{R, mods, src, src16};
 use super::wave::Ty;
 use super::{Ctx, Flow, Handler};
-use crate::arch::Family;
 use crate::decode::Inst;
 
 fn fcmp(cond: &str, a: f64, b: f64) -> Option<bool> {
@@ -104,7 +103,7 @@ fn compare(c: &mut Ctx, i: &Inst) -> R {
             m |= 1 << l;
         }
     }
-    let gfx11 = c.family == Family::Gfx11;
+    let gfx11 = c.family.rdna();
     if !(x && gfx11) {
         // VCC for the 32-bit form, the SGPR destination for VOP3 and SDWA.
         c.set_mask(i.dst, m)?;

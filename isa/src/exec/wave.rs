@@ -3,7 +3,6 @@
 use super::Ctx;
 use super::hazard::Hazard;
 use super::late::{AGPR0, Late, SGPR0, Write};
-use crate::arch::Family;
 use crate::decode::Operand;
 
 /// Operand type, which decides how inline constants and literals are read.
@@ -63,6 +62,8 @@ pub struct Wave {
     /// Hardware registers as `s_setreg`/`s_getreg` see them (by id; no effect on
     /// execution: MODE is not modelled).
     pub hwreg: [u32; 64],
+    /// GFX12: `s_barrier_signal` executed, `s_barrier_wait` not yet.
+    pub barrier_signaled: bool,
 }
 
 impl Wave {
@@ -89,6 +90,7 @@ impl Wave {
             hazard: Hazard::default(),
             align: super::align::Check::Off,
             hwreg: [0; 64],
+            barrier_signaled: false,
         }
     }
     /// The lanes that exist, as a mask.
@@ -162,7 +164,7 @@ fn inline64(code: u8, ty: Ty) -> Option<u64> {
 
 impl Ctx<'_> {
     fn sreg(&self, n: u8) -> u32 {
-        if n == 124 && self.family == Family::Gfx11 {
+        if n == 124 && self.family.rdna() {
             0
         } else {
             self.wave.sgpr[n as usize]
@@ -194,7 +196,7 @@ impl Ctx<'_> {
     pub fn s64(&self, o: Operand, ty: Ty) -> Result<u64, String> {
         match o {
             Operand::Sgpr(n) => {
-                if n == 124 && self.family == Family::Gfx11 {
+                if n == 124 && self.family.rdna() {
                     return Ok(0);
                 }
                 let hi = self
@@ -260,7 +262,7 @@ impl Ctx<'_> {
     /// Writes a scalar register (NULL on GFX11 and writes past the file are dropped/errors).
     pub fn set_s32(&mut self, o: Operand, v: u32) -> Result<(), String> {
         match o {
-            Operand::Sgpr(124) if self.family == Family::Gfx11 => Ok(()),
+            Operand::Sgpr(124) if self.family.rdna() => Ok(()),
             Operand::Sgpr(n) => self.put(SGPR0 + n as usize, 0, v, u32::MAX),
             o => Err(format!("cannot write scalar operand {o}")),
         }
@@ -268,7 +270,7 @@ impl Ctx<'_> {
     /// Writes a scalar register pair.
     pub fn set_s64(&mut self, o: Operand, v: u64) -> Result<(), String> {
         match o {
-            Operand::Sgpr(124) if self.family == Family::Gfx11 => Ok(()),
+            Operand::Sgpr(124) if self.family.rdna() => Ok(()),
             Operand::Sgpr(n) if (n as usize) < 127 => {
                 self.put(SGPR0 + n as usize, 0, v as u32, u32::MAX)?;
                 self.put(SGPR0 + n as usize + 1, 0, (v >> 32) as u32, u32::MAX)

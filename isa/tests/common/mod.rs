@@ -49,6 +49,14 @@ macro_rules! per_arch {
 }
 pub(crate) use per_arch;
 
+/// `per_gfx12!(name, check)`: like [`per_arch`] for the RDNA4 objects (gfx1200, gfx1201).
+macro_rules! per_gfx12 {
+    ($name:ident, $check:ident) => {
+        $crate::common::per_arch!(@ $name, $check, gfx1200 Gfx1200, gfx1201 Gfx1201);
+    };
+}
+pub(crate) use per_gfx12;
+
 /// `llvm-objdump` of the toolchain's llvm-tools component.
 pub fn llvm_objdump() -> PathBuf {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
@@ -119,7 +127,7 @@ pub struct Machine {
 impl Machine {
     /// Wave64 on CDNA, wave32 on gfx1100; 1 KiB of LDS.
     pub fn new(arch: Arch) -> Machine {
-        let lanes = if arch == Arch::Gfx1100 { 32 } else { 64 };
+        let lanes = if arch.family().rdna() { 32 } else { 64 };
         let mut wave = convgrad_isa::exec::Wave::new(lanes, 0, arch.is_cdna());
         wave.set_exec(u64::MAX);
         Machine {

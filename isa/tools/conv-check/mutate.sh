@@ -13,7 +13,7 @@ T=${MUT_TYPE:-f16}; S=${MUT_SPLIT:-2}; M=${MUT_MODE:-weight}
 archs=("$@"); [ ${#archs[@]} -eq 0 ] && archs=(gfx90a gfx942 gfx1100)
 total=0; caught=0; missed=0; idle=0
 for a in "${archs[@]}"; do
-  if [ "$a" = gfx1100 ]; then trap=bf900002; else trap=bf920002; fi
+  case "$a" in gfx1100 | gfx1200 | gfx1201) trap=bf900002 ;; *) trap=bf920002 ;; esac
   list=$(LIST_WAITCNT=1 CONVGRAD_ISA_ORDER_SEED=sequential "$B" $a "$P" "" $T $S x $M 2>/dev/null)
   mapfile -t waits < <(echo "$list" | grep '^WAITCNT' | cut -d' ' -f2)
   lands=" $(echo "$list" | grep '^LANDS' | cut -d' ' -f2 | tr '\n' ' ') "

@@ -36,7 +36,7 @@ fn main() {
     let arg = |i: usize| args.get(i).map(String::as_str);
     let name = arg(1).unwrap_or("gfx942");
     let arch = Arch::from_name(name)
-        .unwrap_or_else(|| fail(1, &format!("{name}: allowed gfx90a, gfx942, gfx1100")));
+        .unwrap_or_else(|| fail(1, &format!("{name}: allowed gfx90a, gfx942, gfx1100, gfx1200, gfx1201")));
     let ck: Vec<usize> = arg(2)
         .map(|s| {
             s.split_whitespace()
@@ -55,6 +55,8 @@ fn main() {
     let deterministic = arg(6) == Some("det");
     let family = if arch == Arch::Gfx1100 {
         Family::Rdna3
+    } else if arch.gfx12() {
+        Family::Rdna4
     } else {
         Family::Cdna
     };
@@ -168,8 +170,12 @@ impl Check {
         }
         if std::env::var("LIST_WAITCNT").is_ok() && how != "unfold pre-pass" {
             for i in prog.insts.iter().filter(|i| {
-                i.name.starts_with("s_waitcnt")
-                    && !matches!(i.name, "s_waitcnt_depctr" | "s_waitcnt_expcnt")
+                // GFX12: the split s_wait_* (s_wait_alu is s_waitcnt_depctr).
+                (i.name.starts_with("s_waitcnt") || i.name.starts_with("s_wait_"))
+                    && !matches!(
+                        i.name,
+                        "s_waitcnt_depctr" | "s_waitcnt_expcnt" | "s_wait_alu" | "s_wait_expcnt"
+                    )
             }) {
                 println!("WAITCNT 0x{:x} {}", i.addr, i);
             }
