@@ -441,7 +441,7 @@ fn bwd_weight_tma() {
     let forced = BwdWeightConfig { instance: Some("bwdw_f16_128x128x64_tma".into()), ..Default::default() };
     for (v, why) in [
         (vec![3, 1, 2, 64, 128, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "2-D problem"),
-        (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 2, 2, 1, 1, 0, 0, 0, 0], "stride 1"),
+        (vec![2, 1, 2, 64, 128, 1, 1, 99, 9, 9, 2, 1, 1, 0, 0, 0, 0], "at most 8"),
         (vec![2, 1, 2, 64, 96, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "a multiple of 64"),
         (vec![2, 1, 2, 64, 60, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "16-byte"),
         (vec![2, 1, 2, 32, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "half the tile's rows"),
@@ -488,12 +488,19 @@ fn bwd_weight_tma_taps() {
         ("3x3 ring wraps", prob(&[2, 1, 2, 128, 192, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("1x1 pad 1", prob(&[2, 1, 2, 64, 64, 1, 1, 6, 5, 1, 1, 1, 1, 1, 1, 1, 1])),
         ("1x7 pad 3, 1-D", prob(&[1, 1, 2, 80, 64, 7, 37, 1, 1, 3, 3])),
+        // Strides: x's box steps by them (the map's element strides).
+        ("3x3 stride 2 pad 1", prob(&[2, 1, 2, 64, 128, 3, 3, 15, 14, 2, 2, 1, 1, 1, 1, 1, 1])),
+        // Several blocks along W and H (5 x 35 output pixels).
+        ("3x3 stride 2, wide", prob(&[2, 1, 2, 64, 64, 3, 3, 9, 70, 2, 2, 1, 1, 1, 1, 1, 1])),
+        ("1x1 stride 2", prob(&[2, 1, 3, 96, 64, 1, 1, 13, 12, 2, 2, 1, 1, 0, 0, 0, 0])),
+        ("3x3 stride (3,2) dilation 2", prob(&[2, 1, 2, 64, 64, 3, 3, 17, 16, 3, 2, 2, 2, 2, 1, 2, 1])),
     ];
     tma_sweep(&problems, (9400, 47));
-    // Until checked on an H200 the hand rules keep the cp.async tile for taps.
+    // Until checked on an H200 the hand rules keep the cp.async tile for taps and strides.
     let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
-    let op = plan(&prob(&[2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1]), &cfg, Family::Hopper, 132).unwrap().main.instance.op;
-    assert_ne!(op, Op::BwdWeightTma);
+    for v in [[2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], [2, 1, 64, 512, 256, 1, 1, 56, 56, 2, 2, 1, 1, 0, 0, 0, 0]] {
+        assert_ne!(plan(&prob(&v), &cfg, Family::Hopper, 132).unwrap().main.instance.op, Op::BwdWeightTma, "{v:?}");
+    }
 }
 
 /// The tile heuristic's measured decisions, per family: the 16-row tile only

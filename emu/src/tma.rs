@@ -150,6 +150,9 @@ pub(crate) fn check_map(m: &TmaMap, dst: usize) -> Result<(), String> {
         if m.boxes[d] == 0 || m.boxes[d] > 256 || m.dims[d] == 0 {
             return Err(format!("tensor map: dimension {d} of {} elements with a box of {}", m.dims[d], m.boxes[d]));
         }
+        if m.step(d) > 8 || (d == 0 && m.step(0) != 1) {
+            return Err(format!("tensor map: element stride {} in dimension {d} (1 to 8; 1 in dimension 0)", m.step(d)));
+        }
         if d > 0 && !m.strides[d - 1].is_multiple_of(16) {
             return Err(format!("tensor map: stride of dimension {d} is {} bytes (a multiple of 16)", m.strides[d - 1]));
         }
@@ -174,14 +177,14 @@ pub(crate) fn gather(
 ) -> Result<Vec<(usize, [u8; 16])>, String> {
     let rank = m.rank as usize;
     let eb = m.elem_bytes as usize;
-    let total: usize = (0..rank).map(|d| m.boxes[d] as usize).product();
+    let total: usize = (0..rank).map(|d| m.box_elems(d) as usize).product();
     let mut chunks = Vec::with_capacity(total * eb / 16);
     let mut chunk = [0u8; 16];
     for i in 0..total {
         let (mut rest, mut addr, mut inside) = (i, m.base, true);
         for (d, &at) in coords.iter().enumerate().take(rank) {
-            let b = m.boxes[d] as usize;
-            let c = at as i64 + (rest % b) as i64;
+            let b = m.box_elems(d) as usize;
+            let c = at as i64 + (rest % b) as i64 * m.step(d) as i64;
             rest /= b;
             inside &= c >= 0 && c < m.dims[d] as i64;
             let stride = if d == 0 { eb as u64 } else { m.strides[d - 1] };
@@ -218,6 +221,8 @@ mod tests {
             strides: [dims[0] as u64 * 2, 0, 0, 0],
             boxes: [boxes[0], boxes[1], 1, 1, 1],
             swizzle,
+            elem_strides: [1; 5],
+            _pad: 0,
         }
     }
 
@@ -251,6 +256,27 @@ mod tests {
             let want = if gx < 104 && gy < 50 { (gx + 1000 * gy) as u16 } else { 0 };
             assert_eq!(at(&chunks, sw), want, "box element ({x}, {y})");
         }
+    }
+
+    #[test]
+    fn element_strides_read_every_eth_element() {
+        // Rows 3, 5, 7, ... of a 20-row tensor (a box of 16 rows by 2): 8
+        // rows, the last two past the edge; dimension 0 unstrided.
+        let m = TmaMap { elem_strides: [1, 2, 1, 1, 1], ..map2d([64, 20], [64, 16], 128) };
+        check_map(&m, 0).unwrap();
+        assert_eq!(m.box_bytes(), 64 * 8 * 2);
+        let chunks = gather(&m, 0, [0, 3, 0, 0, 0], read(&m)).unwrap();
+        assert_eq!(chunks.len(), 64 * 8 * 2 / 16);
+        for (r, x) in (0..8).flat_map(|r| (0..64).map(move |x| (r, x))) {
+            let lin = r * 128 + x * 2;
+            let sw = lin ^ (((lin >> 7) & 7) << 4);
+            let gy = 3 + 2 * r;
+            let want = if gy < 20 { (x + 1000 * gy) as u16 } else { 0 };
+            assert_eq!(at(&chunks, sw), want, "box row {r} element {x}");
+        }
+        let bad = |e: [u32; 5]| check_map(&TmaMap { elem_strides: e, ..m }, 0).is_err();
+        assert!(bad([1, 9, 1, 1, 1]), "stride past 8");
+        assert!(bad([2, 1, 1, 1, 1]), "dimension 0 strided");
     }
 
     #[test]

@@ -108,6 +108,8 @@ fn map_1d(emu: &convgrad_emu::Emulator, base: u64, elems: usize) -> u64 {
         strides: [0; 4],
         boxes: [32, 1, 1, 1, 1],
         swizzle: 0,
+        elem_strides: [1; 5],
+        _pad: 0,
     };
     let mut slot = [0u64; 16];
     // SAFETY: a plain-data map into the 128-byte slot (it fits: asserted in convgrad_types).

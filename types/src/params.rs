@@ -187,7 +187,10 @@ const _: () = assert!(core::mem::offset_of!(ConvArgs, tma) % 64 == 0);
 /// the emulator reads back from it. Dimension 0 is the contiguous one.
 /// Elements outside `dims` read as zero; a box of `boxes` elements lands
 /// in LDS in dimension order (dimension 0 fastest), 16-byte chunks
-/// swizzled by the 128-byte pattern when `swizzle` is 128.
+/// swizzled by the 128-byte pattern when `swizzle` is 128. Along a
+/// dimension with an element stride `e > 1` the box spans `boxes` elements
+/// and reads every `e`-th, `ceil(boxes / e)` in all (the driver's
+/// `elementStrides`: a strided convolution's input read per output pixel).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
 pub struct TmaMap {
@@ -208,17 +211,30 @@ pub struct TmaMap {
     pub boxes: [u32; 5],
     /// Swizzle span in bytes: 0 or 128.
     pub swizzle: u32,
+    /// Element strides per dimension (1 to 8; 0 reads as 1; dimension 0's
+    /// is 1): see above.
+    pub elem_strides: [u32; 5],
+    /// Padding to 8 bytes (zero).
+    pub _pad: u32,
 }
 
 impl TmaMap {
     /// `"TMAP"`.
     pub const MAGIC: u32 = 0x5041_4d54;
+    /// Element stride of dimension `d` (0 reads as 1).
+    pub const fn step(&self, d: usize) -> u32 {
+        if self.elem_strides[d] == 0 { 1 } else { self.elem_strides[d] }
+    }
+    /// Elements one box reads along dimension `d`.
+    pub const fn box_elems(&self, d: usize) -> u32 {
+        self.boxes[d].div_ceil(self.step(d))
+    }
     /// Bytes of one box.
     pub const fn box_bytes(&self) -> u32 {
         let mut b = self.elem_bytes;
         let mut d = 0;
         while d < self.rank as usize {
-            b *= self.boxes[d];
+            b *= self.box_elems(d);
             d += 1;
         }
         b

@@ -176,8 +176,9 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
 /// MobileNetV2 320->1280); 2-6% slower on three (64->256, EfficientNet
 /// 80->480, MobileNetV2 960->160).
 fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
-    // Filters with taps: forced only until checked on an H200 (as backward-data's).
-    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup() && family::tma::plain_gemm(r.p)) {
+    // Filters with taps or strides: forced only until checked on an H200 (as backward-data's).
+    let in_order = family::tma::plain_gemm(r.p) && r.p.strides.iter().all(|&s| s == 1);
+    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup() && in_order) {
         return None;
     }
     let p = r.p;

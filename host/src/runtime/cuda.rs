@@ -241,11 +241,11 @@ impl Driver for CudaDriver {
             _ => Ty::CU_TENSOR_MAP_DATA_TYPE_UINT32,
         };
         let dims: Vec<u64> = m.dims[..rank].iter().map(|&d| d as u64).collect();
-        let ones = [1u32; 5];
+        let steps: [u32; 5] = std::array::from_fn(|d| m.step(d));
         let swizzle = if m.swizzle == 128 { Sw::CU_TENSOR_MAP_SWIZZLE_128B } else { Sw::CU_TENSOR_MAP_SWIZZLE_NONE };
         let mut out = sys::CUtensorMap { opaque: [0; 16] };
         self.bind()?;
-        // SAFETY: every array holds `rank` (strides `rank - 1`) entries; the
+        // SAFETY: every array holds at least `rank` (strides `rank - 1`) entries; the
         // map is written into `out` only (encoding reads no device memory).
         call("cuTensorMapEncodeTiled", unsafe {
             sys::cuTensorMapEncodeTiled(
@@ -256,7 +256,7 @@ impl Driver for CudaDriver {
                 dims.as_ptr(),
                 m.strides.as_ptr(),
                 m.boxes.as_ptr(),
-                ones.as_ptr(),
+                steps.as_ptr(),
                 Il::CU_TENSOR_MAP_INTERLEAVE_NONE,
                 swizzle,
                 L2::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,

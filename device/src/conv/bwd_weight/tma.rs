@@ -1,4 +1,4 @@
-//! Backward-weight of stride-1 layers on the TMA main loop
+//! Backward-weight on the TMA main loop
 //! ([`Op::BwdWeightTma`], Hopper): `dW[k, (tap, c)] = sum_m dY[m, k] X[m + tap, c]`
 //! per group, `m` the output pixels, split into k-batches like the
 //! implicit GEMM's. Both operands keep their channels contiguous, so both
@@ -6,11 +6,12 @@
 //! the reduction, by the host's [`TmaPart`]:
 //! - 1x1 filters, no padding (`lg_block` all 0): the pixels in order;
 //!   `tma[0]` = `dY` as `(K, G, M)`, `tma[1]` = `X` as `(C, G, M)` (rank 3).
-//! - 2-D filters with taps: each `BK` step is a block of `2^lg_block`
-//!   output pixels along `[Wo, Ho, N]`; `tma[0]` = `dY` as
+//! - 2-D filters with taps or strides: each `BK` step is a block of
+//!   `2^lg_block` output pixels along `[Wo, Ho, N]`; `tma[0]` = `dY` as
 //!   `(K, G, Wo, Ho, N)` at the block's corner, `tma[1]` = `X` as
-//!   `(C, G, W, H, N)` at the corner shifted by `tap * dilation - pad`
-//!   (zeros past every edge from the map). A column box of 64 channels lies
+//!   `(C, G, W, H, N)` at the corner times the stride shifted by
+//!   `tap * dilation - pad`, its box stepping by the stride (the map's
+//!   element strides; zeros past every edge from the map). A column box of 64 channels lies
 //!   in one tap (the host asks for C a multiple of 64).
 //!
 //! The epilogue and the split-K finish are the implicit GEMM's
@@ -61,14 +62,15 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
             [row as i32, g, k as i32, 0, 0]
         }
     };
-    let (pad, dil) = (&a.lpad, &a.dilation);
+    let (pad, dil, st) = (&a.lpad, &a.dilation, &a.stride);
     let x_at = |col: u32, k: u32| {
         if blocked {
             // Filter column -> (channel, tap); dW's channels are fastest (host).
             let (ch, f) = split_filter_col(a, col);
             let c = corner(k);
-            let w = c[0] + (f[2] * dil[2]) as i32 - pad[2] as i32;
-            let h = c[1] + (f[1] * dil[1]) as i32 - pad[1] as i32;
+            // The block's first input pixel; the map steps by the stride.
+            let w = c[0] * st[2] as i32 + (f[2] * dil[2]) as i32 - pad[2] as i32;
+            let h = c[1] * st[1] as i32 + (f[1] * dil[1]) as i32 - pad[1] as i32;
             [ch as i32, g, w, h, c[2]]
         } else {
             [col as i32, g, k as i32, 0, 0]

@@ -52,14 +52,19 @@ pub(crate) fn check_base(name: &str, addr: u64) -> Result<(), String> {
 }
 
 /// The block of `2^bits` pixels for a grid of `[W, H, N]` pixels: log2 of
-/// its pixels along each, the one that pads the grid least (wider blocks
-/// first among equals). The TMA kernels on filters with taps read one map
-/// box per block ([`convgrad_types::params::TmaPart`]).
-pub(crate) fn pixel_block(grid: [usize; 3], bits: u32) -> [u32; 3] {
+/// its pixels along each, at most `2^cap[d]` along `d` (a box spans at most
+/// 256 elements: `stride` of them per pixel of a strided input), the one
+/// that pads the grid least (wider blocks first among equals). The TMA
+/// kernels on filters with taps read one map box per block
+/// ([`convgrad_types::params::TmaPart`]).
+pub(crate) fn pixel_block(grid: [usize; 3], bits: u32, cap: [u32; 3]) -> [u32; 3] {
     let mut best = ([0, 0, bits], u64::MAX);
-    for lw in (0..=bits).rev() {
-        for lh in (0..=bits - lw).rev() {
+    for lw in (0..=bits.min(cap[0])).rev() {
+        for lh in (0..=(bits - lw).min(cap[1])).rev() {
             let b = [lw, lh, bits - lw - lh];
+            if b[2] > cap[2] {
+                continue;
+            }
             let n = padded(grid, b);
             if n < best.1 {
                 best = (b, n);
@@ -91,7 +96,15 @@ pub(crate) fn blocks_part(grid: [usize; 3], lg: [u32; 3]) -> (TmaPart, u64) {
 /// dimension `(elements, byte stride, box)`, dimension 0 contiguous (its
 /// stride unused).
 pub(crate) fn map(addr: u64, dims: &[(u64, u64, u32)]) -> TmaMap {
-    let mut m = TmaMap { magic: TmaMap::MAGIC, rank: dims.len() as u32, base: addr, elem_bytes: 2, swizzle: 128, ..Default::default() };
+    let mut m = TmaMap {
+        magic: TmaMap::MAGIC,
+        rank: dims.len() as u32,
+        base: addr,
+        elem_bytes: 2,
+        swizzle: 128,
+        elem_strides: [1; 5],
+        ..Default::default()
+    };
     for (d, &(len, stride, boxed)) in dims.iter().enumerate() {
         m.dims[d] = len as u32;
         m.boxes[d] = boxed;

@@ -57,7 +57,7 @@ pub fn fits(r: &Request<'_>, w: &TensorDesc, t: &TileConfig) -> Result<(), Reaso
 /// ResNet-50's 56, 28, 14 and 7 pixel layers at batch 64: `8x8x2`,
 /// `4x4x8`, `2x2x32`, `8x1x16` (the last pads 7 columns to 8 only).
 pub fn block(p: &ConvProblem, bm: u32) -> [u32; 3] {
-    pixel_block(input_grid(p), bm.trailing_zeros())
+    pixel_block(input_grid(p), bm.trailing_zeros(), [8; 3])
 }
 
 /// `[W, H, N]` of `p`'s input.
