@@ -2,7 +2,7 @@
 # Float64 checks and compute-sanitizer runs of every Hopper TMA kernel mode on
 # a real GPU (the device machine): backward-data and backward-weight, 1x1
 # plain GEMMs and filters with taps (padding, dilation, tails, groups, both
-# rings, split-K, an epilogue). Every line of output goes to files under
+# rings, split-K, an epilogue), backward-weight with strides (element strides). Every line of output goes to files under
 # $OUT (or ./tma-checks); the console gets the PASS/FAIL counts only, so a
 # long run cannot push the verdicts out of a truncated console.
 #
@@ -37,7 +37,9 @@ for t in f16 bf16; do
              "2 1 64 512 512 3 3 7 7 1 1 1 1 1 1 1 1" "2 1 3 72 128 3 3 13 11 1 1 1 1 1 1 1 1" \
              "2 2 3 72 64 3 3 7 7 1 1 2 2 2 2 2 2" "2 1 2 64 64 5 3 8 11 1 1 1 1 2 0 1 2" \
              "2 1 4 64 64 1 1 6 5 1 1 1 1 1 1 1 1" "1 1 2 80 64 7 37 1 1 3 3" \
-             "2 1 64 2048 512 1 1 7 7 1 1 1 1 0 0 0 0" "2 1 3 96 160 1 1 19 17 1 1 1 1 0 0 0 0"; do
+             "2 1 64 2048 512 1 1 7 7 1 1 1 1 0 0 0 0" "2 1 3 96 160 1 1 19 17 1 1 1 1 0 0 0 0" \
+             "2 1 64 128 128 3 3 56 56 2 2 1 1 1 1 1 1" "2 1 2 64 64 3 3 9 70 2 2 1 1 1 1 1 1" \
+             "2 1 3 96 64 1 1 13 12 2 2 1 1 0 0 0 0" "2 1 2 64 64 3 3 17 16 3 2 2 2 2 1 2 1"; do
       verify --op bwd-weight --dtype $t --instance $W --problem "$p"
     done
     verify --op bwd-weight --dtype $t --instance $W --split-k 5 --deterministic --problem "2 1 8 128 192 3 3 16 16 1 1 1 1 1 1 1 1"
@@ -49,7 +51,8 @@ for tool in memcheck racecheck synccheck; do
   for args in "--op bwd-data --instance bwdd_f16_128x128x64_tma --problem '2 1 3 72 136 3 3 13 11 1 1 1 1 1 1 1 1'" \
               "--op bwd-data --instance bwdd_f16_128x128x64_tma_ring6 --problem '2 1 2 64 96 5 3 8 11 1 1 1 1 2 0 1 2'" \
               "--op bwd-weight --instance bwdw_f16_128x128x64_tma --split-k 3 --problem '2 1 3 72 128 3 3 13 11 1 1 1 1 1 1 1 1'" \
-              "--op bwd-weight --instance bwdw_f16_128x128x64_tma_ring6 --problem '2 1 2 64 64 5 3 8 11 1 1 1 1 2 0 1 2'"; do
+              "--op bwd-weight --instance bwdw_f16_128x128x64_tma_ring6 --problem '2 1 2 64 64 5 3 8 11 1 1 1 1 2 0 1 2'" \
+              "--op bwd-weight --instance bwdw_f16_128x128x64_tma --problem '2 1 2 64 64 3 3 9 70 2 2 1 1 1 1 1 1'"; do
     echo "=== $tool $args" >> "$san"
     eval timeout 120 compute-sanitizer --tool $tool "$xt" verify --backend cuda "$args" >> "$san" 2>&1
     echo "exit $?" >> "$san"
