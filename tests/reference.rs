@@ -1087,7 +1087,7 @@ fn correct_f32_kernels_pass() {
     let (mut worst, mut l2_worst) = (0.0f64, 0.0f64);
     for (pi, p) in sim_problems().into_iter().enumerate() {
         for data in [true, false] {
-            for tc in TypeConfig::ALL {
+            for tc in TypeConfig::EVERY {
                 for (init, abs) in [
                     (Init::Float, false),
                     (Init::Float, true),
@@ -1161,7 +1161,7 @@ fn correct_f32_kernels_pass() {
 fn wrong_tap_fails() {
     for p in sim_problems() {
         for data in [true, false] {
-            for tc in TypeConfig::ALL {
+            for tc in TypeConfig::EVERY {
                 let sim = Sim::new(p, data, tc, Init::Float, 11, false);
                 let (acc, absr) = sim.reference();
                 let tol = sim.tolerance(tc, 1);

@@ -132,6 +132,15 @@ fn run_data(dev: &Device, p: &ConvProblem, types: TypeConfig, instance: Option<&
     dx.download().unwrap()
 }
 
+/// Bitwise equal f32 outputs, else the count and the first difference.
+fn assert_same(got: &[u8], want: &[u8], what: &str) {
+    let (g, w) = (check::from_bytes(DType::F32, got), check::from_bytes(DType::F32, want));
+    let diff: Vec<usize> = (0..g.len()).filter(|&i| g[i].to_bits() != w[i].to_bits()).collect();
+    if let Some(&i) = diff.first() {
+        panic!("{what}: {} of {} elements differ; first at {i}: {} instead of {}", diff.len(), g.len(), g[i], w[i]);
+    }
+}
+
 /// The kernels multiply the operands rounded by `cvt.rna.tf32.f32`, bit for
 /// bit: on inputs full of rounding ties, the TF32 result equals the exact
 /// f32 kernel's on the inputs rounded to nearest with ties away (every sum
@@ -152,7 +161,7 @@ fn tf32_operands_round_to_nearest_ties_away_bit_for_bit() {
             let got = run_weight(&dev, &p, TF32, Some(inst), &x, &dy);
             let want = run_weight(&dev, &p, TypeConfig::F32, None, &xr, &dy);
             let unrounded = run_weight(&dev, &p, TypeConfig::F32, None, &x, &dy);
-            assert_eq!(got, want, "{arch:?} {inst}: dw is not the product of RNA-rounded operands");
+            assert_same(&got, &want, &format!("{arch:?} {inst}: dw is not the product of RNA-rounded operands"));
             assert_ne!(got, unrounded, "{arch:?} {inst}: the ties did not matter");
             seen_weight += 1;
         }
@@ -164,7 +173,7 @@ fn tf32_operands_round_to_nearest_ties_away_bit_for_bit() {
             let got = run_data(&dev, &p, TF32, Some(inst), &dy, &w);
             let want = run_data(&dev, &p, TypeConfig::F32, None, &dy, &wr);
             let unrounded = run_data(&dev, &p, TypeConfig::F32, None, &dy, &w);
-            assert_eq!(got, want, "{arch:?} {inst}: dx is not the product of RNA-rounded operands");
+            assert_same(&got, &want, &format!("{arch:?} {inst}: dx is not the product of RNA-rounded operands"));
             assert_ne!(got, unrounded, "{arch:?} {inst}: the ties did not matter");
             seen_data += 1;
         }
