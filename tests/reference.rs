@@ -1215,8 +1215,14 @@ fn wrong_tap_fails() {
                 // cannot be told from rounding.
                 // The bound grows like 2uL * sum|t| (worst case), a wrong tap like sqrt(L):
                 // at L = 8192 about 4% of single wrong taps hide under it (expected).
+                // TF32 operands (f32-tf32, e_p ~ 2^-10): the bound is ~2^-10 of
+                // sum|t| from the first product on: 94.4-99.5% caught here
+                // (94.4% at L = 8192, 97.9% at L = 144); the L2 test 2 catches
+                // what hides element by element.
                 let need = if tol.product_err() > 1e-3 {
                     0.85
+                } else if tol.product_err() > 5e-4 {
+                    0.90
                 } else if tol.accum_len > 4096 {
                     0.90
                 } else {
