@@ -1221,9 +1221,7 @@ fn wrong_tap_fails() {
                 // what hides element by element.
                 let need = if tol.product_err() > 1e-3 {
                     0.85
-                } else if tol.product_err() > 5e-4 {
-                    0.90
-                } else if tol.accum_len > 4096 {
+                } else if tol.product_err() > 5e-4 || tol.accum_len > 4096 {
                     0.90
                 } else {
                     0.99
