@@ -1087,7 +1087,7 @@ fn correct_f32_kernels_pass() {
     let (mut worst, mut l2_worst) = (0.0f64, 0.0f64);
     for (pi, p) in sim_problems().into_iter().enumerate() {
         for data in [true, false] {
-            for tc in TypeConfig::ALL {
+            for tc in TypeConfig::EVERY {
                 for (init, abs) in [
                     (Init::Float, false),
                     (Init::Float, true),
@@ -1161,7 +1161,7 @@ fn correct_f32_kernels_pass() {
 fn wrong_tap_fails() {
     for p in sim_problems() {
         for data in [true, false] {
-            for tc in TypeConfig::ALL {
+            for tc in TypeConfig::EVERY {
                 let sim = Sim::new(p, data, tc, Init::Float, 11, false);
                 let (acc, absr) = sim.reference();
                 let tol = sim.tolerance(tc, 1);
@@ -1215,9 +1215,13 @@ fn wrong_tap_fails() {
                 // cannot be told from rounding.
                 // The bound grows like 2uL * sum|t| (worst case), a wrong tap like sqrt(L):
                 // at L = 8192 about 4% of single wrong taps hide under it (expected).
+                // TF32 operands (f32-tf32, e_p ~ 2^-10): the bound is ~2^-10 of
+                // sum|t| from the first product on: 94.4-99.5% caught here
+                // (94.4% at L = 8192, 97.9% at L = 144); the L2 test 2 catches
+                // what hides element by element.
                 let need = if tol.product_err() > 1e-3 {
                     0.85
-                } else if tol.accum_len > 4096 {
+                } else if tol.product_err() > 5e-4 || tol.accum_len > 4096 {
                     0.90
                 } else {
                     0.99

@@ -472,3 +472,18 @@ pub fn tma_load(dst: usize, mbar: usize, map: *const u8, coords: [i32; 5], dims:
     }
     progressed();
 }
+
+/// NVIDIA's `cvt.rna.tf32.f32` on f32 bits `b`: rounded to TF32 (10 mantissa
+/// bits) to nearest, ties away from zero (PTX ISA, `cvt`: `.rna` is "round to
+/// nearest, ties away from zero"), as an f32 bit pattern with its low 13 bits
+/// 0. Values past the largest TF32 round to infinity; NaN gives the canonical
+/// NaN. Exact for every input (integer arithmetic on the bits).
+pub fn cvt_rna_tf32(b: u32) -> u32 {
+    if f32::from_bits(b).is_nan() {
+        return f32::NAN.to_bits();
+    }
+    // Adding half a TF32 ulp to the magnitude carries into the kept bits
+    // exactly when the dropped part is at least half (ties away from zero);
+    // a carry out of the mantissa bumps the exponent, up to infinity.
+    (b.wrapping_add(0x1000)) & !0x1fff
+}

@@ -54,6 +54,9 @@ pub enum MatrixOp {
     Mfma16x16x32F16,
     /// gfx950 `v_mfma_f32_16x16x32_bf16`.
     Mfma16x16x32Bf16,
+    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`: 32-bit operands
+    /// (each two 16-bit words in the register arrays, low word first).
+    Mma16x8x8Tf32,
 }
 
 /// Where one matrix element lives: lane of the wave and element index in that
@@ -77,9 +80,10 @@ enum Operand {
 /// Per-lane operand element counts of an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Regs {
-    /// 16-bit elements of A per lane.
+    /// 16-bit words of A per lane (a 32-bit TF32 element takes two,
+    /// [`MatrixOp::words`]).
     pub a: usize,
-    /// 16-bit elements of B per lane.
+    /// 16-bit words of B per lane.
     pub b: usize,
     /// f32 elements of C (and D) per lane.
     pub c: usize,
@@ -87,7 +91,7 @@ pub struct Regs {
 
 impl MatrixOp {
     /// All instructions.
-    pub const ALL: [MatrixOp; 14] = [
+    pub const ALL: [MatrixOp; 15] = [
         MatrixOp::Mfma32x32x8F16,
         MatrixOp::Mfma32x32x8Bf16,
         MatrixOp::Mfma16x16x16F16,
@@ -102,6 +106,7 @@ impl MatrixOp {
         MatrixOp::Mfma32x32x16Bf16,
         MatrixOp::Mfma16x16x32F16,
         MatrixOp::Mfma16x16x32Bf16,
+        MatrixOp::Mma16x8x8Tf32,
     ];
 
     /// `(m, n, k)`: D is m x n, the reduction is k deep.
@@ -114,6 +119,7 @@ impl MatrixOp {
             Mma16x8x16F16 | Mma16x8x16Bf16 => (16, 8, 16),
             Mfma32x32x16F16 | Mfma32x32x16Bf16 => (32, 32, 16),
             Mfma16x16x32F16 | Mfma16x16x32Bf16 => (16, 16, 32),
+            Mma16x8x8Tf32 => (16, 8, 8),
         }
     }
     /// Operand element counts per lane.
@@ -127,7 +133,17 @@ impl MatrixOp {
             Mma16x8x16F16 | Mma16x8x16Bf16 => Regs { a: 8, b: 4, c: 4 },
             Mfma32x32x16F16 | Mfma32x32x16Bf16 => Regs { a: 8, b: 8, c: 16 },
             Mfma16x16x32F16 | Mfma16x16x32Bf16 => Regs { a: 8, b: 8, c: 4 },
+            // 4 and 2 TF32 elements, two words each.
+            Mma16x8x8Tf32 => Regs { a: 8, b: 4, c: 4 },
         }
+    }
+    /// 16-bit words per A/B element: 2 for the TF32 ops (f32 containers), else 1.
+    pub const fn words(self) -> usize {
+        if self.is_tf32() { 2 } else { 1 }
+    }
+    /// Whether A and B are TF32 (32-bit containers).
+    pub const fn is_tf32(self) -> bool {
+        matches!(self, MatrixOp::Mma16x8x8Tf32)
     }
     /// The GPU family that has this instruction.
     pub const fn family(self) -> Family {
@@ -136,7 +152,7 @@ impl MatrixOp {
             Mfma32x32x8F16 | Mfma32x32x8Bf16 | Mfma16x16x16F16 | Mfma16x16x16Bf16 => Family::Cdna,
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => Family::Rdna3,
             Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => Family::Rdna4,
-            Mma16x8x16F16 | Mma16x8x16Bf16 => Family::Nvidia,
+            Mma16x8x16F16 | Mma16x8x16Bf16 | Mma16x8x8Tf32 => Family::Nvidia,
             Mfma32x32x16F16 | Mfma32x32x16Bf16 | Mfma16x16x32F16 | Mfma16x16x32Bf16 => Family::Cdna4,
         }
     }
@@ -179,6 +195,7 @@ impl MatrixOp {
             Mfma32x32x16Bf16 => "v_mfma_f32_32x32x16_bf16",
             Mfma16x16x32F16 => "v_mfma_f32_16x16x32_f16",
             Mfma16x16x32Bf16 => "v_mfma_f32_16x16x32_bf16",
+            Mma16x8x8Tf32 => "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
         }
     }
     /// Where `A[i][k]` lives (for WMMA: the primary copy, lane i < 16).
@@ -203,6 +220,7 @@ impl MatrixOp {
             Wmma16x16x16F16 | Wmma16x16x16Bf16 => (wmma::a(r, c), wmma::b(r, c), wmma::d(r, c)),
             Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (wmma_gfx12::a(r, c), wmma_gfx12::b(r, c), wmma_gfx12::d(r, c)),
             Mma16x8x16F16 | Mma16x8x16Bf16 => (mma_sync::a(r, c), mma_sync::b(r, c), mma_sync::d(r, c)),
+            Mma16x8x8Tf32 => (mma_sync::a_tf32(r, c), mma_sync::b_tf32(r, c), mma_sync::d(r, c)),
             // gfx950: own A/B tables, C/D as 32x32x8 resp. 16x16x16.
             Mfma32x32x16F16 | Mfma32x32x16Bf16 => (mfma_gfx950::a32(r, c), mfma_gfx950::b32(r, c), mfma::d32(r, c)),
             Mfma16x16x32F16 | Mfma16x16x32Bf16 => (mfma_gfx950::a16(r, c), mfma_gfx950::b16(r, c), mfma::d16(r, c)),
@@ -270,7 +288,12 @@ pub fn execute(op: MatrixOp, a: &[u16], b: &[u16], c: &[f32], d: &mut [f32]) -> 
     let mut dm = [0f32; MAX_D];
     let cvt = |out: &mut [f32], src: &[u16], idx: &[u16]| {
         // The branch is hoisted out of the loops.
-        if op.is_bf16() {
+        if op.is_tf32() {
+            out.iter_mut().zip(idx).for_each(|(x, &i)| {
+                let i = i as usize;
+                *x = tf32_operand(src[i] as u32 | (src[i + 1] as u32) << 16);
+            });
+        } else if op.is_bf16() {
             out.iter_mut().zip(idx).for_each(|(x, &i)| *x = f32::from_bits((src[i as usize] as u32) << 16));
         } else {
             out.iter_mut().zip(idx).for_each(|(x, &i)| *x = half::f16::from_bits(src[i as usize]).to_f32());
@@ -288,12 +311,24 @@ pub fn execute(op: MatrixOp, a: &[u16], b: &[u16], c: &[f32], d: &mut [f32]) -> 
         (16, 8, 16) => product::<16, 8, 16>(&am, &bm, &mut dm),
         (32, 32, 16) => product::<32, 32, 16>(&am, &bm, &mut dm),
         (16, 16, 32) => product::<16, 16, 32>(&am, &bm, &mut dm),
+        (16, 8, 8) => product::<16, 8, 8>(&am, &bm, &mut dm),
         _ => unreachable!(),
     }
     for (&x, &i) in dm.iter().zip(t.d.iter()) {
         d[i as usize] = x;
     }
     Ok(())
+}
+
+/// The value a TF32 matrix operand register holds as the tensor core reads
+/// it: the f32 bit pattern with its low 13 mantissa bits ignored (PTX ISA,
+/// `.tf32` operands of `mma`: the instruction reads the sign, the 8-bit
+/// exponent and the top 10 mantissa bits). Kernels round with
+/// `cvt.rna.tf32.f32` ([`crate::lane::cvt_rna_tf32`]) first, which leaves
+/// those bits 0; an operand passed unrounded is truncated here.
+#[inline]
+pub fn tf32_operand(bits: u32) -> f32 {
+    f32::from_bits(bits & !0x1fff)
 }
 
 /// Register indices (`lane * regs + elem`) of A (row-major m x k), B (k x n) and
@@ -311,11 +346,13 @@ fn gather(op: MatrixOp) -> &'static Gather {
             .iter()
             .map(|&op| {
                 let ((m, n, k), r) = (op.shape(), op.regs());
-                let at = |s: Slot, regs: usize| (s.lane as usize * regs + s.elem as usize) as u16;
+                // A and B elements take `words` 16-bit words each; D one f32.
+                let words = op.words();
+                let at = |s: Slot, regs: usize, words: usize| (s.lane as usize * regs + s.elem as usize * words) as u16;
                 Gather {
-                    a: (0..m).flat_map(|i| (0..k).map(move |kk| at(op.a_slot(i, kk), r.a))).collect(),
-                    b: (0..k).flat_map(|kk| (0..n).map(move |j| at(op.b_slot(kk, j), r.b))).collect(),
-                    d: (0..m).flat_map(|i| (0..n).map(move |j| at(op.d_slot(i, j), r.c))).collect(),
+                    a: (0..m).flat_map(|i| (0..k).map(move |kk| at(op.a_slot(i, kk), r.a, words))).collect(),
+                    b: (0..k).flat_map(|kk| (0..n).map(move |j| at(op.b_slot(kk, j), r.b, words))).collect(),
+                    d: (0..m).flat_map(|i| (0..n).map(move |j| at(op.d_slot(i, j), r.c, 1))).collect(),
                 }
             })
             .collect()
@@ -396,11 +433,12 @@ mod tests {
             let d: HashSet<_> = (0..m).flat_map(|i| (0..n).map(move |j| op.d_slot(i, j))).collect();
             // Replicated ops use half the wave for the primary copy.
             let rep = if op.a_replica(0, 0).is_some() { 2 } else { 1 };
-            assert_eq!(a.len() * rep, (w as usize) * r.a, "{op:?} A");
-            assert_eq!(b.len() * rep, (w as usize) * r.b, "{op:?} B");
+            let words = op.words();
+            assert_eq!(a.len() * rep * words, (w as usize) * r.a, "{op:?} A");
+            assert_eq!(b.len() * rep * words, (w as usize) * r.b, "{op:?} B");
             assert_eq!(d.len(), (w as usize) * r.c, "{op:?} D");
-            assert!(a.iter().all(|s| s.lane < w / rep as u32 && (s.elem as usize) < r.a), "{op:?} A range");
-            assert!(b.iter().all(|s| s.lane < w / rep as u32 && (s.elem as usize) < r.b), "{op:?} B range");
+            assert!(a.iter().all(|s| s.lane < w / rep as u32 && (s.elem as usize) * words < r.a), "{op:?} A range");
+            assert!(b.iter().all(|s| s.lane < w / rep as u32 && (s.elem as usize) * words < r.b), "{op:?} B range");
             assert!(d.iter().all(|s| s.lane < w && (s.elem as usize) < r.c), "{op:?} D range");
         }
     }
@@ -413,8 +451,8 @@ mod tests {
             let (m, n, k) = op.shape();
             let (r, w) = (op.regs(), op.wave() as usize);
             let rep = if op.a_replica(0, 0).is_some() { 2 } else { 1 };
-            assert_eq!(w * r.a, (m * k) as usize * rep);
-            assert_eq!(w * r.b, (k * n) as usize * rep);
+            assert_eq!(w * r.a, (m * k) as usize * rep * op.words());
+            assert_eq!(w * r.b, (k * n) as usize * rep * op.words());
             assert_eq!(w * r.c, (m * n) as usize);
         }
     }

@@ -30,6 +30,12 @@ fn doc_a(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
             let (g, t) = (l >> 2, l % 4);
             (g + if matches!(e, 2 | 3 | 6 | 7) { 8 } else { 0 }, 2 * t + e % 2 + if e >= 4 { 8 } else { 0 })
         }
+        // m16n8k8 .tf32 (e counts 32-bit elements): row = groupID for a0, a2,
+        // +8 for a1, a3; col = t for a0, a1, t + 4 for a2, a3.
+        Mma16x8x8Tf32 => {
+            let (g, t) = (l >> 2, l % 4);
+            (g + if e % 2 == 1 { 8 } else { 0 }, t + if e >= 2 { 4 } else { 0 })
+        }
     }
 }
 fn doc_b(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
@@ -43,6 +49,8 @@ fn doc_b(op: MatrixOp, l: u32, e: u32) -> (u32, u32) {
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (8 * (l / 16) + e, l % 16),
         // k = 2t + (e mod 2) for b0,b1, +8 for b2,b3; n = groupID.
         Mma16x8x16F16 | Mma16x8x16Bf16 => (2 * (l % 4) + e % 2 + if e >= 2 { 8 } else { 0 }, l >> 2),
+        // m16n8k8 .tf32: k = t for b0, t + 4 for b1; n = groupID.
+        Mma16x8x8Tf32 => (l % 4 + if e == 1 { 4 } else { 0 }, l >> 2),
     }
 }
 fn doc_d(op: MatrixOp, l: u32, g: u32) -> (u32, u32) {
@@ -60,7 +68,7 @@ fn doc_d(op: MatrixOp, l: u32, g: u32) -> (u32, u32) {
         // GFX12: row 8*(l/16) + g, column l % 16 (no even/odd split).
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (8 * (l / 16) + g, l % 16),
         // row = groupID for c0,c1, +8 for c2,c3; col = 2t + (e mod 2).
-        Mma16x8x16F16 | Mma16x8x16Bf16 => ((l >> 2) + if g >= 2 { 8 } else { 0 }, 2 * (l % 4) + g % 2),
+        Mma16x8x16F16 | Mma16x8x16Bf16 | Mma16x8x8Tf32 => ((l >> 2) + if g >= 2 { 8 } else { 0 }, 2 * (l % 4) + g % 2),
     }
 }
 
@@ -160,9 +168,104 @@ fn check_product(op: MatrixOp, seed: u64) {
 fn every_op_matches_a_plain_product() {
     for (s, op) in MatrixOp::ALL.into_iter().enumerate() {
         for seed in 0..3 {
-            check_product(op, 0x9e37_79b9_7f4a_7c15 ^ (s as u64 * 1000 + seed));
+            let seed = 0x9e37_79b9_7f4a_7c15 ^ (s as u64 * 1000 + seed);
+            if op.is_tf32() { check_product_tf32(op, seed) } else { check_product(op, seed) }
         }
     }
+}
+
+/// A TF32 op (32-bit operands, two words each, low word first) against a
+/// float64 product of its operands as the tensor core reads them: the low
+/// 13 mantissa bits ignored. Operands are full f32 values (not rounded by
+/// `cvt`), so an emulator that used them unrounded is off by far more than
+/// the f32 accumulation's 1e-6.
+fn check_product_tf32(op: MatrixOp, seed: u64) {
+    let (m, n, k) = op.shape();
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let (r, wave, words) = (op.regs(), op.wave(), op.words());
+    let mut rng = Rng(seed);
+    let tf32 = |x: f32| f32::from_bits(x.to_bits() & !0x1fff) as f64;
+    let am: Vec<f32> = (0..m * k).map(|_| rng.unit()).collect();
+    let bm: Vec<f32> = (0..k * n).map(|_| rng.unit()).collect();
+    let cm: Vec<f32> = (0..m * n).map(|_| rng.unit()).collect();
+    let (mut a, mut b, mut c) = (vec![0u16; wave as usize * r.a], vec![0u16; wave as usize * r.b], vec![0f32; wave as usize * r.c]);
+    let put = |v: &mut [u16], at: usize, x: f32| (v[at], v[at + 1]) = (x.to_bits() as u16, (x.to_bits() >> 16) as u16);
+    for l in 0..wave {
+        for e in 0..(r.a / words) as u32 {
+            let (i, kk) = doc_a(op, l, e);
+            put(&mut a, l as usize * r.a + e as usize * words, am[i as usize * k + kk as usize]);
+        }
+        for e in 0..(r.b / words) as u32 {
+            let (kk, j) = doc_b(op, l, e);
+            put(&mut b, l as usize * r.b + e as usize * words, bm[kk as usize * n + j as usize]);
+        }
+        for g in 0..r.c as u32 {
+            let (i, j) = doc_d(op, l, g);
+            c[(l as usize) * r.c + g as usize] = cm[i as usize * n + j as usize];
+        }
+    }
+    let emu = emu(arch_of(op));
+    let (pa, pb, pc) = (upload(&emu, "a", &a), upload(&emu, "b", &b), upload(&emu, "c", &c));
+    let pd = alloc::<f32>(&emu, "d", c.len());
+    let idx = MatrixOp::ALL.iter().position(|&o| o == op).unwrap() as u64;
+    let args = args(&emu, &[pa, pb, pc, pd, idx]);
+    let rep = launch(&emu, "mma_kernel", mma_kernel, [1, 1, 1], wave, 0, args).unwrap();
+    assert_eq!(rep.matrix_flops, op.flops());
+    let d: Vec<f32> = download(&emu, pd, c.len());
+    let (mut worst, mut unrounded_off) = (0f64, 0f64);
+    for l in 0..wave {
+        for g in 0..r.c as u32 {
+            let (i, j) = doc_d(op, l, g);
+            let (i, j) = (i as usize, j as usize);
+            let want = cm[i * n + j] as f64 + (0..k).map(|kk| tf32(am[i * k + kk]) * tf32(bm[kk * n + j])).sum::<f64>();
+            let full = cm[i * n + j] as f64 + (0..k).map(|kk| am[i * k + kk] as f64 * bm[kk * n + j] as f64).sum::<f64>();
+            let got = d[l as usize * r.c + g as usize] as f64;
+            worst = worst.max((got - want).abs() / (1.0 + want.abs()));
+            unrounded_off = unrounded_off.max((full - want).abs() / (1.0 + want.abs()));
+        }
+    }
+    assert!(worst <= 1e-6, "{op:?}: off the TF32 product by {worst:e}");
+    // The check can tell: unrounded operands would be this far off.
+    assert!(unrounded_off > 1e-4, "{op:?}: operands too close to TF32 for the check ({unrounded_off:e})");
+}
+
+/// `cvt.rna.tf32.f32`: to nearest, ties away from zero, low 13 bits 0.
+#[test]
+fn cvt_rna_tf32_rounds_ties_away() {
+    let f = |x: f32| f32::from_bits(lane::cvt_rna_tf32(x.to_bits()));
+    let (u, h) = (2f32.powi(-10), 2f32.powi(-11)); // TF32 ulp at 1, half of it
+    assert_eq!(f(1.0), 1.0);
+    assert_eq!(f(1.0 + h / 2.0), 1.0); // below the tie: down
+    assert_eq!(f(1.0 + h), 1.0 + u); // tie: away (ties-to-even would give 1.0)
+    assert_eq!(f(-(1.0 + h)), -(1.0 + u));
+    assert_eq!(f(1.0 + u + h), 1.0 + 2.0 * u); // tie from an odd mantissa: away (= even here)
+    assert_eq!(f(1.0 + h + h / 4.0), 1.0 + u);
+    assert_eq!(f(2.0 - h), 2.0); // carry into the exponent
+    assert_eq!(f(f32::MAX), f32::INFINITY); // past TF32's largest: infinity
+    assert_eq!(f(f32::INFINITY), f32::INFINITY);
+    assert!(f(f32::NAN).is_nan());
+    assert_eq!(f(0.0).to_bits(), 0);
+    assert_eq!(f(-0.0).to_bits(), (-0.0f32).to_bits());
+    // Subnormals keep 10 bits below the exponent too.
+    let sub = f32::from_bits(0x0000_1800); // a tie at the subnormal TF32 quantum 2^-136
+    assert_eq!(lane::cvt_rna_tf32(sub.to_bits()), 0x0000_2000);
+    for b in [0x3f80_0fffu32, 0x3f80_1000, 0x3f80_1001, 0xbf80_1000, 0x4049_0fdb] {
+        assert_eq!(lane::cvt_rna_tf32(b) & 0x1fff, 0, "{b:#x}");
+    }
+}
+
+#[test]
+fn explicit_entries_mma_sync_tf32() {
+    let op = MatrixOp::Mma16x8x8Tf32;
+    // lane 6: groupID 1, t 2.
+    assert_eq!(op.a_slot(1, 2), s(6, 0)); // a0: row g, col t
+    assert_eq!(op.a_slot(9, 2), s(6, 1)); // a1: row g+8, col t
+    assert_eq!(op.a_slot(1, 6), s(6, 2)); // a2: row g, col t+4
+    assert_eq!(op.a_slot(9, 6), s(6, 3)); // a3: row g+8, col t+4
+    assert_eq!(op.b_slot(2, 1), s(6, 0)); // b0: k = t, n = g
+    assert_eq!(op.b_slot(6, 1), s(6, 1)); // b1: k = t+4
+    assert_eq!(op.d_slot(9, 5), s(6, 3)); // c3: row g+8, col 2t+1
+    assert_eq!((op.words(), op.regs().a, op.regs().b), (2, 8, 4));
 }
 
 /// Direct (no launch) use of `matrix::execute` agrees with the doc too: identity A picks B.
@@ -195,14 +298,15 @@ fn execute_identity_times_b() {
 fn tables_invert_the_doc_direction() {
     for op in MatrixOp::ALL {
         let r = op.regs();
+        let words = op.words() as u32;
         for l in 0..op.wave() {
-            for e in 0..r.a as u32 {
+            for e in 0..r.a as u32 / words {
                 let (i, k) = doc_a(op, l, e);
                 let s = op.a_slot(i, k);
                 let ok = s == (Slot { lane: l, elem: e }) || op.a_replica(i, k) == Some(Slot { lane: l, elem: e });
                 assert!(ok, "{op:?} A lane {l} elem {e}");
             }
-            for e in 0..r.b as u32 {
+            for e in 0..r.b as u32 / words {
                 let (k, j) = doc_b(op, l, e);
                 let ok = op.b_slot(k, j) == (Slot { lane: l, elem: e }) || op.b_replica(k, j) == Some(Slot { lane: l, elem: e });
                 assert!(ok, "{op:?} B lane {l} elem {e}");
@@ -345,6 +449,7 @@ fn atom_c_slot_inverts_c_elem() {
     check::<mfma_gfx950::Mfma32x32x16<Bf16>>("mfma32k16");
     check::<mfma_gfx950::Mfma16x16x32<Bf16>>("mfma16k32");
     check::<mma_sync::Mma16x8x16<Bf16>>("mma16x8");
+    check::<mma_sync::Mma16x8x8Tf32>("mma16x8k8tf32");
     check::<wmma::Wmma16x16x16<Bf16>>("wmma16");
     check::<wmma_gfx12::Wmma16x16x16Gfx12<Bf16>>("wmma12");
     check::<wgmma::Wgmma64x128x16<Bf16>>("wgmma64x128");
@@ -371,6 +476,26 @@ fn nvidia_atoms_hold_column_pairs() {
         }
     }
     check::<mma_sync::Mma16x8x16<Bf16>>("mma16x8");
+    check::<mma_sync::Mma16x8x8Tf32>("mma16x8k8tf32");
     check::<wgmma::Wgmma64x128x16<Bf16>>("wgmma64x128");
     check::<wgmma::Wgmma64x64x16<Bf16>>("wgmma64x64");
+}
+
+/// The device's TF32 atom maps its A and B slots to the elements the
+/// emulator's (independent) table puts there.
+#[test]
+fn tf32_atom_layout_matches_the_table() {
+    use convgrad_device::atom::MmaAtom;
+    use convgrad_device::atom::mma_sync::Mma16x8x8Tf32 as At;
+    let op = MatrixOp::Mma16x8x8Tf32;
+    for lane in 0..32 {
+        for e in 0..4 {
+            let (i, k) = At::a_elem(lane, e);
+            assert_eq!(op.a_slot(i as u32, k as u32), s(lane as u32, e as u32), "A lane {lane} slot {e}");
+        }
+        for e in 0..2 {
+            let (k, j) = At::b_elem(lane, e);
+            assert_eq!(op.b_slot(k as u32, j as u32), s(lane as u32, e as u32), "B lane {lane} slot {e}");
+        }
+    }
 }

@@ -140,7 +140,7 @@ pub fn types(ts: &[&Tensor]) -> PyResult<TypeConfig> {
         }
     }
     Ok(match first.dt() {
-        DType::F32 => TypeConfig::F32,
+        DType::F32 | DType::Tf32 => TypeConfig::F32,
         DType::F16 => TypeConfig::F16,
         DType::Bf16 => TypeConfig::Bf16,
     })
@@ -149,7 +149,7 @@ pub fn types(ts: &[&Tensor]) -> PyResult<TypeConfig> {
 /// PyTorch-style dtype name.
 pub fn dtype_name(d: DType) -> &'static str {
     match d {
-        DType::F32 => "float32",
+        DType::F32 | DType::Tf32 => "float32",
         DType::F16 => "float16",
         DType::Bf16 => "bfloat16",
     }

@@ -172,6 +172,10 @@ pub enum AtomKind {
     Wmma16x16x16Gfx12,
     /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}`, warp32.
     Mma16x8x16,
+    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`, warp32: f32
+    /// operands rounded to TF32 (`cvt.rna.tf32.f32`) first. Fed by the
+    /// double-buffered main loop (4-byte elements, no `ldmatrix`).
+    Mma16x8x8Tf32,
     /// `wgmma.mma_async.sync.aligned.m64n128k16.f32.{f16,bf16}`: one warpgroup
     /// (4 warps, 128 threads), both operands in LDS.
     Wgmma64x128x16,
@@ -191,6 +195,7 @@ impl AtomKind {
             AtomKind::Mfma16x16x32 => (16, 16, 32),
             AtomKind::Mfma16x16x16 | AtomKind::Wmma16x16x16 | AtomKind::Wmma16x16x16Gfx12 => (16, 16, 16),
             AtomKind::Mma16x8x16 => (16, 8, 16),
+            AtomKind::Mma16x8x8Tf32 => (16, 8, 8),
             AtomKind::Wgmma64x128x16 => (64, 128, 16),
             AtomKind::Wgmma64x64x16 => (64, 64, 16),
             AtomKind::Fma => (1, 1, 1),
@@ -219,6 +224,7 @@ impl AtomKind {
             AtomKind::Mfma16x16x32 => Some("v_mfma_f32_16x16x32"),
             AtomKind::Wmma16x16x16 | AtomKind::Wmma16x16x16Gfx12 => Some("v_wmma_f32_16x16x16"),
             AtomKind::Mma16x8x16 => Some("mma.sync.aligned.m16n8k16"),
+            AtomKind::Mma16x8x8Tf32 => Some("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
             AtomKind::Wgmma64x128x16 => Some("wgmma.mma_async.sync.aligned.m64n128k16"),
             AtomKind::Wgmma64x64x16 => Some("wgmma.mma_async.sync.aligned.m64n64k16"),
             AtomKind::Fma => None,
@@ -567,6 +573,9 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdw_halo_phased_bf16_128x64x16_mfma16, [Cdna], BwdWeightTapShiftPhased, Bf16, 128, 64, 16, 1, 4, Mfma16x16x16);
         // Backward-weight, f32: scalar FMA tiles on every family.
         $m!($($extra,)* bwdw_f32_64x64x16_fma, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeight, F32, 64, 64, 16, 16, 16, Fma);
+        // Backward-weight, f32 data on TF32 matrix operands (opt-in `F32Tf32`).
+        $m!($($extra,)* bwdw_f32tf32_128x128x32_mma16x8k8, [Nvidia], BwdWeight, F32Tf32, 128, 128, 32, 2, 4, Mma16x8x8Tf32);
+        $m!($($extra,)* bwdw_f32tf32_64x64x32_mma16x8k8, [Nvidia], BwdWeight, F32Tf32, 64, 64, 32, 2, 2, Mma16x8x8Tf32);
         // Backward-weight, direct path for tiny per-group GEMMs (f32 FMA, any family).
         $m!($($extra,)* bwdw_direct_f32, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDirect, F32, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdw_direct_f16, [Cdna, Rdna3, Rdna4, Nvidia], BwdWeightDirect, F16, 256, 1, 1, 256, 1, Fma);
@@ -628,6 +637,9 @@ macro_rules! for_each_instance {
         $m!($($extra,)* bwdd_bf16_128x32x32_wmma16, [Rdna3], BwdData, Bf16, 128, 32, 32, 4, 1, Wmma16x16x16);
         $m!($($extra,)* bwdd_bf16_128x32x32_wmma12, [Rdna4], BwdData, Bf16, 128, 32, 32, 4, 1, Wmma16x16x16Gfx12);
         $m!($($extra,)* bwdd_f32_64x64x16_fma, [Cdna, Rdna3, Rdna4, Nvidia], BwdData, F32, 64, 64, 16, 16, 16, Fma);
+        // Backward-data, f32 data on TF32 matrix operands (opt-in `F32Tf32`).
+        $m!($($extra,)* bwdd_f32tf32_128x128x32_mma16x8k8, [Nvidia], BwdData, F32Tf32, 128, 128, 32, 2, 4, Mma16x8x8Tf32);
+        $m!($($extra,)* bwdd_f32tf32_64x64x32_mma16x8k8, [Nvidia], BwdData, F32Tf32, 64, 64, 32, 2, 2, Mma16x8x8Tf32);
         // Backward-data, direct path (depthwise, small C and K).
         $m!($($extra,)* bwdd_direct_f32, [Cdna, Rdna3, Rdna4, Nvidia], BwdDataDirect, F32, 256, 1, 1, 256, 1, Fma);
         $m!($($extra,)* bwdd_direct_f16, [Cdna, Rdna3, Rdna4, Nvidia], BwdDataDirect, F16, 256, 1, 1, 256, 1, Fma);
@@ -698,7 +710,7 @@ macro_rules! table_entry {
     };
 }
 
-const MAX_INSTANCES: usize = 128;
+const MAX_INSTANCES: usize = 160;
 
 const TABLE: [Option<Instance>; MAX_INSTANCES] = {
     let mut v: [Option<Instance>; MAX_INSTANCES] = [None; MAX_INSTANCES];

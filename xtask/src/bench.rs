@@ -103,7 +103,7 @@ impl ShapeArgs {
             .split(',')
             .map(|s| {
                 TypeConfig::parse(s)
-                    .with_context(|| format!("--dtypes: '{s}' is not f32, f16, bf16, bf16-f32"))
+                    .with_context(|| format!("--dtypes: '{s}' is not f32, f16, bf16, bf16-f32, f32-tf32"))
             })
             .collect::<Result<_>>()?;
         let dev = Device::open(Backend::parse(&self.backend, self.emu_arch.as_deref())?, 0)?;

@@ -34,7 +34,8 @@ pub struct VerifyArgs {
     /// Emulated GPU: gfx942, gfx90a, gfx950, gfx1100, gfx1200, gfx1201, sm_80, sm_90 (isa: gfx90a, gfx942, gfx1100).
     #[arg(long)]
     pub emu_arch: Option<String>,
-    /// f32, f16, bf16, bf16-f32 (bf16 activations, f32 weight gradient; bwd-weight only).
+    /// f32, f16, bf16, bf16-f32 (bf16 activations, f32 weight gradient; bwd-weight only),
+    /// f32-tf32 (f32 tensors, TF32 matrix operands, f32 accumulation; NVIDIA only, opt-in).
     #[arg(long, default_value = "f16")]
     pub dtype: String,
     /// nhwgc (NHWGC/GKYXC/NHWGK), gnhwc, ngchw-gkyxc, ngchw (NGCHW/GKCYX/NGKHW).
@@ -308,7 +309,7 @@ pub fn run(args: &[String]) -> Result<()> {
         }
     }
     let types = TypeConfig::parse(&a.dtype)
-        .with_context(|| format!("--dtype {}: allowed f32, f16, bf16, bf16-f32", a.dtype))?;
+        .with_context(|| format!("--dtype {}: allowed f32, f16, bf16, bf16-f32, f32-tf32", a.dtype))?;
     let layout = ConvLayout::parse(&a.layout).with_context(|| {
         format!(
             "--layout {}: allowed nhwgc, gnhwc, ngchw-gkyxc, ngchw",

@@ -43,6 +43,83 @@ mma_atom! {
     }
 }
 
+mma_atom! {
+    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32` on f32 data: each
+    /// operand is rounded to TF32 first with `cvt.rna.tf32.f32` (round to
+    /// nearest, ties away from zero: what CUTLASS and cuBLAS do before a TF32
+    /// mma), then the tensor core multiplies exactly and sums in f32.
+    ///
+    /// Layout (PTX ISA, "Matrix fragments for mma.m16n8k8", `.tf32`): with
+    /// `gid = lane/4`, `t = lane%4`: A slot `e` holds row `gid + 8*(e%2)`,
+    /// column `t + 4*(e/2)`; B slot `e` holds k `t + 4*e`, column `gid`;
+    /// C as m16n8k16's (row `gid + 8*(e/2)`, column `2t + e%2`).
+    pub struct Mma16x8x8Tf32: 16 x 8 x 8, wave 32;
+    In = f32, A = [f32; 4], B = [f32; 2], C = [f32; 4], Run = [f32; 1];
+    fn a_elem(lane, e) = (lane / 4 + 8 * (e % 2), lane % 4 + 4 * (e / 2));
+    fn b_elem(lane, e) = (lane % 4 + 4 * e, lane / 4);
+    fn c_elem(lane, e) = (lane / 4 + 8 * (e / 2), 2 * (lane % 4) + e % 2);
+    fn c_slot(i, j) = (4 * (i % 8) + j / 2, 2 * (i / 8) + j % 2);
+    unsafe fn mma(a, b, c) = unsafe { tf32::mma(&a.map(tf32::round), &b.map(tf32::round), c) };
+}
+
+/// The TF32 atom's two instructions: the operand rounding and the multiply
+/// on operands that are TF32 values in f32 containers.
+pub mod tf32 {
+    /// `cvt.rna.tf32.f32`: `v` rounded to 10 mantissa bits, to nearest with
+    /// ties away from zero, as an f32 bit pattern whose low 13 bits are 0.
+    #[inline(always)]
+    pub fn round(v: f32) -> f32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            unsafe extern "C" {
+                #[link_name = "llvm.nvvm.f2tf32.rna"]
+                fn f2tf32_rna(v: f32) -> i32;
+            }
+            f32::from_bits(unsafe { f2tf32_rna(v) } as u32)
+        }
+        #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+        {
+            f32::from_bits(convgrad_emu::lane::cvt_rna_tf32(v.to_bits()))
+        }
+        // No TF32 instances on AMD: the module only has to build.
+        #[cfg(target_arch = "amdgpu")]
+        {
+            v
+        }
+    }
+
+    /// `c += a * b` on one lane's registers.
+    ///
+    /// # Safety
+    /// Every lane of the warp calls it together (convergent).
+    #[inline(always)]
+    pub unsafe fn mma(a: &[f32; 4], b: &[f32; 2], c: &mut [f32; 4]) {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            #[repr(C)]
+            #[derive(Clone, Copy)]
+            struct F32x4Ret(f32, f32, f32, f32);
+            #[allow(improper_ctypes)]
+            unsafe extern "unadjusted" {
+                #[link_name = "llvm.nvvm.mma.m16n8k8.row.col.tf32"]
+                fn mma_tf32(a0: i32, a1: i32, a2: i32, a3: i32, b0: i32, b1: i32, c0: f32, c1: f32, c2: f32, c3: f32) -> F32x4Ret;
+            }
+            let i = |x: f32| x.to_bits() as i32;
+            let r = unsafe { mma_tf32(i(a[0]), i(a[1]), i(a[2]), i(a[3]), i(b[0]), i(b[1]), c[0], c[1], c[2], c[3]) };
+            *c = [r.0, r.1, r.2, r.3];
+        }
+        #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+        {
+            crate::atom::emulate32(convgrad_emu::matrix::MatrixOp::Mma16x8x8Tf32, a, b, c);
+        }
+        #[cfg(target_arch = "amdgpu")]
+        {
+            let _ = (a, b, c);
+            crate::arch::trap()
+        }
+    }
+}
+
 input_trait! {
     /// f16 or bf16 mma.sync.
     pub trait MmaSyncInput {

@@ -327,6 +327,26 @@ macro_rules! input_trait {
 }
 pub(crate) use input_trait;
 
+/// The emulator's `op` on this lane's registers of 32-bit operands (TF32
+/// in f32 containers), each element as two 16-bit words, low word first.
+#[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
+#[inline(always)]
+pub(crate) fn emulate32<const LA: usize, const LB: usize, const LC: usize>(
+    op: convgrad_emu::matrix::MatrixOp, a: &[f32; LA], b: &[f32; LB], c: &mut [f32; LC],
+) {
+    let words = |f: &[f32]| -> ([u16; 8], usize) {
+        let mut w = [0u16; 8];
+        for (i, x) in f.iter().enumerate() {
+            let v = x.to_bits();
+            (w[2 * i], w[2 * i + 1]) = (v as u16, (v >> 16) as u16);
+        }
+        (w, 2 * f.len())
+    };
+    let ((aw, na), (bw, nb)) = (words(a), words(b));
+    let cin = *c;
+    convgrad_emu::lane::mma(op, &aw[..na], &bw[..nb], &cin, c);
+}
+
 /// The emulator's `op` on this lane's registers: `c = a * b + c`.
 #[cfg(not(any(target_arch = "amdgpu", target_arch = "nvptx64")))]
 #[inline(always)]

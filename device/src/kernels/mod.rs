@@ -12,12 +12,14 @@ macro_rules! in_ty {
     (F16) => { $crate::elem::F16 };
     (Bf16) => { $crate::elem::Bf16 };
     (Bf16F32) => { $crate::elem::Bf16 };
+    (F32Tf32) => { f32 };
 }
 macro_rules! out_ty {
     (F32) => { f32 };
     (F16) => { $crate::elem::F16 };
     (Bf16) => { $crate::elem::Bf16 };
     (Bf16F32) => { f32 };
+    (F32Tf32) => { f32 };
 }
 macro_rules! atom_ty {
     (Mfma32x32x8, $t:ident) => { $crate::atom::mfma::Mfma32x32x8<in_ty!($t)> };
@@ -27,6 +29,7 @@ macro_rules! atom_ty {
     (Wmma16x16x16, $t:ident) => { $crate::atom::wmma::Wmma16x16x16<in_ty!($t)> };
     (Wmma16x16x16Gfx12, $t:ident) => { $crate::atom::wmma_gfx12::Wmma16x16x16Gfx12<in_ty!($t)> };
     (Mma16x8x16, $t:ident) => { $crate::atom::mma_sync::Mma16x8x16<in_ty!($t)> };
+    (Mma16x8x8Tf32, $t:ident) => { $crate::atom::mma_sync::Mma16x8x8Tf32 };
     (Wgmma64x128x16, $t:ident) => { $crate::atom::wgmma::Wgmma64x128x16<in_ty!($t)> };
     (Wgmma64x64x16, $t:ident) => { $crate::atom::wgmma::Wgmma64x64x16<in_ty!($t)> };
     (Fma, $t:ident) => { $crate::atom::fma::Fma };

@@ -17,3 +17,15 @@ pub(super) const fn b(k: u32, j: u32) -> Slot {
 pub(super) const fn d(i: u32, j: u32) -> Slot {
     Slot { lane: 4 * (i % 8) + j / 2, elem: j % 2 + 2 * (i / 8) }
 }
+
+/// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32` (PTX ISA, "Matrix
+/// fragments for mma.m16n8k8", `.tf32`): `A[i][k]` (16x8), 4 registers a lane:
+/// a0, a2 hold row groupID, a1, a3 row groupID+8; a0, a1 column t, a2, a3
+/// column t+4.
+pub(super) const fn a_tf32(i: u32, k: u32) -> Slot {
+    Slot { lane: 4 * (i % 8) + k % 4, elem: i / 8 + 2 * (k / 4) }
+}
+/// m16n8k8 `.tf32`: `B[k][j]` (8x8), 2 registers: b0 holds k = t, b1 k = t+4; n = groupID.
+pub(super) const fn b_tf32(k: u32, j: u32) -> Slot {
+    Slot { lane: 4 * j + k % 4, elem: k / 4 }
+}

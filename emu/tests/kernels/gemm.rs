@@ -44,6 +44,8 @@ fn a_run(op: MatrixOp, l: usize, r: usize) -> (usize, usize) {
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (l % 16, 8 * (l / 16)),
         // a0a1: (g, 2t), a2a3: (g+8, 2t), a4a5: (g, 2t+8), a6a7: (g+8, 2t+8).
         Mma16x8x16F16 | Mma16x8x16Bf16 => ((l >> 2) + 8 * (r % 2), 2 * (l % 4) + 8 * (r / 2)),
+        // 16-bit operand runs only (the TF32 op has its own tests in matrix_ops.rs).
+        Mma16x8x8Tf32 => unreachable!("16-bit ops only"),
     }
 }
 /// Run `r` of the B fragment of lane `l` starts at (column n, k).
@@ -59,6 +61,7 @@ fn b_run(op: MatrixOp, l: usize, r: usize) -> (usize, usize) {
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (l % 16, 8 * (l / 16)),
         // b0b1: k = 2t, b2b3: k = 2t+8; n = g.
         Mma16x8x16F16 | Mma16x8x16Bf16 => (l >> 2, 2 * (l % 4) + 8 * r),
+        Mma16x8x8Tf32 => unreachable!("16-bit ops only"),
     }
 }
 fn run_len(op: MatrixOp) -> usize {
@@ -80,6 +83,7 @@ fn d_ij(op: MatrixOp, l: usize, g: usize) -> (usize, usize) {
         Wmma16x16x16F16 | Wmma16x16x16Bf16 => (2 * g + l / 16, l % 16),
         Wmma16x16x16Gfx12F16 | Wmma16x16x16Gfx12Bf16 => (8 * (l / 16) + g, l % 16),
         Mma16x8x16F16 | Mma16x8x16Bf16 => ((l >> 2) + 8 * (g / 2), 2 * (l % 4) + g % 2),
+        Mma16x8x8Tf32 => unreachable!("16-bit ops only"),
     }
 }
 

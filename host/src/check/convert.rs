@@ -16,6 +16,8 @@ const fn params(t: DType) -> (i32, i32, f64) {
         DType::F16 => (10, -14, 65504.0),
         // (2 - 2^-7) * 2^127
         DType::Bf16 => (7, -126, 3.389_531_389_251_535_5e38),
+        // (2 - 2^-10) * 2^127 (a compute type: f32's range, 10 mantissa bits)
+        DType::Tf32 => (10, -126, 3.401_162_134_214_653_5e38),
     }
 }
 
@@ -94,7 +96,8 @@ pub fn from_bf16(v: &[bf16]) -> Vec<f64> {
 /// (what a device buffer of `t` holds), rounded to nearest even.
 pub fn to_bytes(t: DType, v: &[f64]) -> Vec<u8> {
     match t {
-        DType::F32 => bytemuck::cast_slice(&to_f32(v)).to_vec(),
+        // TF32 is only a compute type; its container is f32.
+        DType::F32 | DType::Tf32 => bytemuck::cast_slice(&to_f32(v)).to_vec(),
         DType::F16 => bytemuck::cast_slice(&to_f16(v)).to_vec(),
         DType::Bf16 => bytemuck::cast_slice(&to_bf16(v)).to_vec(),
     }
@@ -111,7 +114,7 @@ pub fn from_bytes(t: DType, b: &[u8]) -> Vec<f64> {
     );
     // pod_collect_to_vec copies, so the byte slice need not be aligned.
     match t {
-        DType::F32 => from_f32(&bytemuck::pod_collect_to_vec::<u8, f32>(b)),
+        DType::F32 | DType::Tf32 => from_f32(&bytemuck::pod_collect_to_vec::<u8, f32>(b)),
         DType::F16 => from_f16(&bytemuck::pod_collect_to_vec::<u8, f16>(b)),
         DType::Bf16 => from_bf16(&bytemuck::pod_collect_to_vec::<u8, bf16>(b)),
     }

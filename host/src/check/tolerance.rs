@@ -71,6 +71,22 @@
 //!    with f32 compute it may be rounded (`<= u`). So
 //!    `|t_hat - t| <= e_p |t|`, `e_p = (1 + u_c)^r * (1 + u_m) - 1`, `r` the
 //!    number of rounded operands, `u_m = u` for f32 compute else 0.
+//!
+//!    **TF32** ([`TypeConfig::F32Tf32`], opt-in): f32 tensors, both operands
+//!    rounded to TF32 (10 mantissa bits, f32's exponent range) by
+//!    `cvt.rna.tf32.f32` before NVIDIA's `mma.sync` `.tf32`, so `c` =
+//!    [`DType::Tf32`], `u_c = 2^-11`, `r = 2`, and the product of two 11-bit
+//!    significands is exact in f32 (`u_m = 0`): `e_p = (1 + 2^-11)^2 - 1 ~
+//!    2^-10`, the f16 rule's product term on f32 data. Ties away from zero
+//!    (`.rna`) and ties to even have the same bound `u_c`; the rounding
+//!    itself is checked bit for bit by `tests/tf32.rs`, not by this bound.
+//!    The accumulation, the epilogue and the f32 output rounding are f32's
+//!    (steps 2-4). So the worst-case bound scales as `(2^-10 + 2^-23 L) A`
+//!    and the typical one as `(2^-10 + 2^-23 sqrt(L)) A`: at the reduction
+//!    lengths of real layers the operand rounding dominates, unlike exact f32
+//!    (`e_p = 2^-24`). Integer data up to 256 is exact in TF32 (11 bits), so
+//!    test 3 holds unchanged. On the emulator (sm_80, sm_90) the TF32 kernels
+//!    use up to 0.35 of the worst-case bound and 0.094 of the typical one.
 //! 2. **Accumulation.** However the kernel orders and groups the sum
 //!    (sequential k-loop, matrix-instruction trees, split-K partials reduced in
 //!    a fixed order or with atomics), if no product passes through more than

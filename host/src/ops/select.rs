@@ -15,7 +15,8 @@ use super::error::{OpError, Reason, Unsupported, forced_mismatch};
 use super::family::{self, bwd_data as data, bwd_weight as weight};
 use super::tuned::{self, Operation};
 use convgrad_types::ConvProblem;
-use convgrad_types::instance::{self, Instance, Op};
+use convgrad_types::instance::{self, Family, Instance, Op};
+use convgrad_types::TypeConfig;
 
 pub use super::family::bwd_data::rows::RowFit;
 pub use super::family::tap_grid::TapShiftFit;
@@ -132,9 +133,26 @@ fn forced_or_tuned(op: Operation, ops: &[Op], r: &Request<'_>) -> Result<Option<
 }
 
 /// The instances of kernel family `op` serving the request's types on its family.
+/// `f32-tf32` has GEMM tiles of its own (TF32 matrix operands); every other
+/// family serves it with the exact f32 kernels (same f32 tensors, and exact
+/// f32 products are within TF32's tolerance).
 fn family_of(op: Op, r: &Request<'_>) -> impl Iterator<Item = &'static Instance> {
-    let (types, family) = (r.types, r.family);
+    let family = r.family;
+    let types = match r.types {
+        TypeConfig::F32Tf32 if !matches!(op, Op::BwdWeight | Op::BwdData) => TypeConfig::F32,
+        t => t,
+    };
     instance::INSTANCES.iter().filter(move |i| i.op == op && i.types == types && i.on(family))
+}
+
+/// `f32-tf32` only where its TF32 matrix instruction is built: NVIDIA
+/// (`mma.sync` m16n8k8 `.tf32`, sm_80 and sm_90). AMD's xf32 MFMAs
+/// (gfx942 only) have no kernels yet.
+fn tf32_family(r: &Request<'_>, op: &'static str) -> Result<(), OpError> {
+    if r.types == TypeConfig::F32Tf32 && !matches!(r.family, Family::Nvidia | Family::Hopper) {
+        return Err(no_kernel(op, "f32-tf32 only on NVIDIA (sm_80, sm_90); use f32 (exact) elsewhere", r));
+    }
+    Ok(())
 }
 
 /// The first instance of family `op` that fits, with its fit.
@@ -155,6 +173,7 @@ const SHORT_REDUCTION: u64 = 4096;
 
 /// Backward-weight's kernel: GEMM per group `M = K`, `N = C * taps`.
 pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
+    tf32_family(r, "bwd-weight")?;
     if let Some(c) = forced_or_tuned(Operation::BwdWeight, Op::BWD_WEIGHT, r)? {
         return Ok(c);
     }
@@ -259,7 +278,7 @@ fn weight_gemm_or_direct(r: &Request<'_>) -> Result<&'static Instance, OpError> 
         (Some(_), Some(d)) if 10 * m * n < least || m < 8 => d,
         (Some(b), _) => b,
         (None, Some(d)) => d,
-        (None, None) => return Err(no_kernel("bwd-weight", "f32, f16, bf16 and bf16-f32", r)),
+        (None, None) => return Err(no_kernel("bwd-weight", "f32, f16, bf16, bf16-f32 and f32-tf32", r)),
     })
 }
 
@@ -307,6 +326,7 @@ fn weight_replacement(inst: &'static Instance, r: &Request<'_>) -> Option<Choice
 /// Backward-data's kernel: per group and stride slice a GEMM `N = C`,
 /// reduction `class taps * K`.
 pub fn bwd_data(r: &Request<'_>) -> Result<Choice, OpError> {
+    tf32_family(r, "bwd-data")?;
     if let Some(c) = forced_or_tuned(Operation::BwdData, Op::BWD_DATA, r)? {
         return Ok(c);
     }

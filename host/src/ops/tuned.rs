@@ -74,7 +74,7 @@ pub struct Entry {
     pub op: Operation,
     /// The architecture it was measured on: `sm_90`, `gfx942`, ...
     pub arch: String,
-    /// Data types (`TypeConfig` name): `f16`, `bf16`, `f32`, `bf16-f32`.
+    /// Data types (`TypeConfig` name): `f16`, `bf16`, `f32`, `bf16-f32`, `f32-tf32`.
     pub types: String,
     /// The problem in CK's argument order, numbers separated by spaces
     /// (`ConvProblem::ck_args`, what `cargo xtask verify --problem` takes).
@@ -170,7 +170,7 @@ impl Entry {
         let family = Family::of_arch(&self.arch)
             .ok_or_else(|| format!("unknown arch `{}` (gfx90a, gfx942, gfx1100, sm_80, sm_90)", self.arch))?;
         let types = TypeConfig::parse(&self.types)
-            .ok_or_else(|| format!("unknown types `{}` (f32, f16, bf16, bf16-f32)", self.types))?;
+            .ok_or_else(|| format!("unknown types `{}` (f32, f16, bf16, bf16-f32, f32-tf32)", self.types))?;
         let numbers = self
             .problem
             .split_whitespace()
