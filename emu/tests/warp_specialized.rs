@@ -74,7 +74,7 @@ unsafe fn ring(args: *const u8) {
                         tma::mbar_wait(EMPTY + 8 * s, ph ^ 1);
                     }
                     tma::mbar_expect_tx(FULL + 8 * s, STAGE as u32);
-                    tma::tma_load(s * STAGE, FULL + 8 * s, map, [(32 * step) as i32, 0, 0]);
+                    tma::tma_load(s * STAGE, FULL + 8 * s, map, [(32 * step) as i32, 0, 0, 0, 0], false);
                 }
             }
         }
@@ -96,12 +96,13 @@ unsafe fn ring(args: *const u8) {
     unsafe { arch::st(out, tid, acc + other) };
 }
 
-/// A 1-D map over `elems` f32 at `base` in boxes of 32 (one stage), as a
+/// A map over `elems` f32 at `base` (rank 3, as the 3-D copy wants) in boxes of 32 (one stage), as a
 /// filled argument-block slot uploaded to the emulator: its address.
 fn map_1d(emu: &convgrad_emu::Emulator, base: u64, elems: usize) -> u64 {
     let map = TmaMap {
         magic: TmaMap::MAGIC,
-        rank: 1,
+        // Rank 3 (two dimensions of one element): the 3-D copy's.
+        rank: 3,
         base,
         dims: [elems as u32, 1, 1, 1, 1],
         elem_bytes: 4,
@@ -203,7 +204,7 @@ fn a_read_of_a_stage_after_its_copy_was_issued_is_a_race() {
                 }
                 1 => {
                     tma::mbar_expect_tx(FULL, STAGE as u32);
-                    tma::tma_load(0, FULL, map, [0, 0, 0]);
+                    tma::tma_load(0, FULL, map, [0; 5], false);
                     tma::mbar_arrive(GO);
                     tma::mbar_wait(DONE, 0);
                     tma::mbar_wait(FULL, 0);
