@@ -196,8 +196,7 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
 /// 80->480, MobileNetV2 960->160).
 fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
     // Filters with taps or strides: forced only until checked on an H200 (as backward-data's).
-    let in_order = family::tma::plain_gemm(r.p) && r.p.strides.iter().all(|&s| s == 1);
-    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup() && in_order) {
+    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup() && weight::tma::in_order(r.p)) {
         return None;
     }
     let p = r.p;

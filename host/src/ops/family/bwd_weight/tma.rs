@@ -63,7 +63,7 @@ fn output_grid(p: &ConvProblem) -> [usize; 3] {
 
 /// Whether the reduction runs over the pixels in order: a 1x1 stride-1
 /// filter without padding (else over blocks of output pixels).
-fn in_order(p: &ConvProblem) -> bool {
+pub(crate) fn in_order(p: &ConvProblem) -> bool {
     plain_gemm(p) && p.strides.iter().all(|&s| s == 1)
 }
 
