@@ -7,6 +7,7 @@
 # long run cannot push the verdicts out of a truncated console.
 #
 # Usage: benches/hopper_tma_checks.sh XTASK_BINARY
+# SAN_TIMEOUT (seconds per sanitizer run, default 120) bounds the sanitizer part.
 # Exit status: 0 when every check passed and the sanitizers found nothing.
 set -u
 xt=${1:?usage: $0 XTASK_BINARY}
@@ -54,7 +55,7 @@ for tool in memcheck racecheck synccheck; do
               "--op bwd-weight --instance bwdw_f16_128x128x64_tma_ring6 --problem '2 1 2 64 64 5 3 8 11 1 1 1 1 2 0 1 2'" \
               "--op bwd-weight --instance bwdw_f16_128x128x64_tma --problem '2 1 2 64 64 3 3 9 70 2 2 1 1 1 1 1 1'"; do
     echo "=== $tool $args" >> "$san"
-    eval timeout 120 compute-sanitizer --tool $tool "$xt" verify --backend cuda "$args" >> "$san" 2>&1
+    eval timeout "${SAN_TIMEOUT:-120}" compute-sanitizer --tool $tool "$xt" verify --backend cuda "$args" >> "$san" 2>&1
     echo "exit $?" >> "$san"
   done
 done

@@ -44,7 +44,10 @@ FILL_BYTES = 256 << 20
 # Calls queued back to back per timed interval (xtask/src/bench.rs BATCH_ENV).
 BATCH = int(os.environ.get("CONVGRAD_BENCH_BATCH", "1"))
 
-DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+# "f32-tf32" (our opt-in TF32 operands) is timed against cuDNN with TF32 allowed for
+# that shape only; every other dtype keeps TF32 off. "bf16-f32" (bf16 tensors, f32
+# weight gradient) has no PyTorch equivalent and gets null.
+DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f32-tf32": torch.float32}
 OPS = ("bwd-weight", "bwd-data")
 
 
@@ -57,6 +60,7 @@ def time_one(s, iters):
         raise ValueError(f"epilogue {epilogue!r} with op {op!r}: only bwd-data takes add-relu-bias")
     nd = len(s["filter"])
     dt = DT[s["dtype"]]
+    torch.backends.cudnn.allow_tf32 = s["dtype"] == "f32-tf32"
     g, n, c, k = s["G"], s["N"], s["C"], s["K"]
     dev = "cuda"
     x = torch.randn([n, g * c] + s["input"], device=dev, dtype=dt)
@@ -118,6 +122,9 @@ def main():
         if s["lpads"] != s["rpads"]:
             out.append(None)  # PyTorch has symmetric padding only
             note = "skipped (asymmetric padding)"
+        elif s["dtype"] not in DT:
+            out.append(None)
+            note = f"skipped (no PyTorch dtype for {s['dtype']})"
         else:
             out.append(time_one(s, iters))
             note = f"{out[-1]:.4f} ms"

@@ -415,6 +415,29 @@ fn bwd_data_tma_taps() {
         let d = plan(&prob(&v), &forced, Family::Hopper, 132).unwrap().describe();
         assert!(d.contains(&format!("TMA pixel blocks {blocks}")), "{v:?}: {d}");
     }
+    // The hand rules take it on Hopper, 3-stage ring, where C spans two
+    // column tiles, K fills a box per tap and the grid exceeds one round
+    // (132 SMs here): ResNet-50 layer3 3x3 (N = 64, 14x14: 98 x 2 tiles),
+    // DeepLabV3's dilated layer4, Stable Diffusion's 320-channel layer. Not
+    // C = 128, K = 32, a grid of one round (layer4 3x3 at 7x7: 25 x 4), or sm_80.
+    let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
+    let chosen = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance;
+    for v in [
+        [2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1],
+        [2, 1, 16, 512, 512, 3, 3, 64, 64, 1, 1, 4, 4, 4, 4, 4, 4],
+        [2, 1, 8, 320, 320, 3, 3, 64, 64, 1, 1, 1, 1, 1, 1, 1, 1],
+    ] {
+        let i = chosen(&v, Family::Hopper);
+        assert_eq!((i.op, i.tile.stages(i.atom)), (Op::BwdDataTma, 3), "{v:?}");
+        assert_ne!(chosen(&v, Family::Nvidia).op, Op::BwdDataTma, "{v:?}");
+    }
+    for v in [
+        [2, 1, 64, 128, 128, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1],
+        [2, 1, 64, 32, 128, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1],
+        [2, 1, 64, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1],
+    ] {
+        assert_ne!(chosen(&v, Family::Hopper).op, Op::BwdDataTma, "{v:?}");
+    }
 }
 
 /// The hand rules take row segments on Hopper for 48-64 output channels,
@@ -479,7 +502,10 @@ fn bwd_data_tile_choice() {
                 assert_eq!(inst.op, Op::BwdDataTapShift, "{family:?} C=K={c}: chose {}", inst.name);
                 continue;
             }
-            let got = (inst.op == Op::BwdData).then_some(inst.tile.bn);
+            // Hopper's C = 256 (32 groups x 7 x 2 tiles): the TMA tile in place of the slice GEMM's, as wide.
+            let tma = hopper && c == 256;
+            assert_eq!(inst.op == Op::BwdDataTma, tma, "{family:?} C=K={c}: chose {}", inst.name);
+            let got = (inst.op == Op::BwdData || tma).then_some(inst.tile.bn);
             assert_eq!(got, want, "{family:?} C=K={c}: chose {}", inst.name);
             assert_eq!(inst.atom.warpgroup(), wgmma, "{family:?} C=K={c}: chose {}", inst.name);
         }

@@ -467,7 +467,6 @@ fn bwd_weight_tma() {
     assert_eq!(ring(&one, 132), 6);
     assert_eq!(ring(&one, 8), 3);
     assert_ne!(chosen(&one, Family::Nvidia), Op::BwdWeightTma);
-    assert_ne!(chosen(&[2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], Family::Hopper), Op::BwdWeightTma);
 }
 
 /// The TMA kernel on filters with taps: each reduction step a block of 64
@@ -496,10 +495,22 @@ fn bwd_weight_tma_taps() {
         ("3x3 stride (3,2) dilation 2", prob(&[2, 1, 2, 64, 64, 3, 3, 17, 16, 3, 2, 2, 2, 2, 1, 2, 1])),
     ];
     tma_sweep(&problems, (9400, 47));
-    // Until checked on an H200 the hand rules keep the cp.async tile for taps and strides.
+    // The hand rules take it on Hopper for taps and strides where K fills
+    // the tile's 128 rows, with the 3-stage ring (tuning-log 2026-11-29b);
+    // not for K = 64 (half the tile idle), nor off Hopper.
     let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
-    for v in [[2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], [2, 1, 64, 512, 256, 1, 1, 56, 56, 2, 2, 1, 1, 0, 0, 0, 0]] {
-        assert_ne!(plan(&prob(&v), &cfg, Family::Hopper, 132).unwrap().main.instance.op, Op::BwdWeightTma, "{v:?}");
+    let chosen = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance;
+    for v in [
+        [2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1],
+        [2, 1, 64, 512, 256, 1, 1, 56, 56, 2, 2, 1, 1, 0, 0, 0, 0],
+        [2, 1, 16, 512, 512, 3, 3, 64, 64, 1, 1, 4, 4, 4, 4, 4, 4],
+    ] {
+        let i = chosen(&v, Family::Hopper);
+        assert_eq!((i.op, i.tile.stages(i.atom)), (Op::BwdWeightTma, 3), "{v:?}");
+        assert_ne!(chosen(&v, Family::Nvidia).op, Op::BwdWeightTma, "{v:?}");
+    }
+    for v in [[2, 1, 64, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], [2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1]] {
+        assert_ne!(chosen(&v, Family::Hopper).op, Op::BwdWeightTma, "{v:?}");
     }
 }
 

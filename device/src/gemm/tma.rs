@@ -23,8 +23,10 @@ use crate::elem::Elem;
 
 /// A GEMM operand (`rows x K`) read as boxes of a tensor map (rank 3 or 5):
 /// the box of rows `row0..` and reductions `k0..` starts at coordinates
-/// `at(row0, k0)` (an MN-major slab takes one box per 64 rows, each placed
-/// by `at`: the boxes of a convolution's columns may lie in different taps).
+/// `at(row0, k0)`. An MN-major slab takes one box per 64 rows: placed by
+/// stepping the first box's coordinates along `row_dim` where the slab's
+/// rows run along one map dimension, else each by `at` (the boxes of a
+/// convolution's columns may lie in different taps).
 /// The host builds the map with the boxes the tile takes
 /// ([`TmaOperand::box_rows`] x `BK`).
 pub struct TmaOperand<F> {
@@ -35,6 +37,13 @@ pub struct TmaOperand<F> {
     pub mn_major: bool,
     /// The map has rank 5 (else 3: the copies name the rank).
     pub rank5: bool,
+    /// The map dimension a slab's rows run along (`None`: they need not,
+    /// every box is placed by `at`). One `at` per slab keeps the single
+    /// producer thread's work per step small: the build of backward-data's
+    /// taps kernel that placed every box by `at` (and chose each copy's
+    /// rank at run time) ran 1.18-1.46x slower on the H200 than the one
+    /// before it (tuning-log 2026-11-29b).
+    pub row_dim: Option<usize>,
     /// Coordinates of the box of element `(row0, k0)`: plain offsets for a
     /// GEMM on plain tensors, pixel blocks and taps for a convolution's.
     pub at: F,
@@ -52,9 +61,15 @@ impl<F: Fn(u32, u32) -> [i32; 5]> TmaOperand<F> {
     #[inline(always)]
     unsafe fn load<S: SlabShape, T: Elem>(&self, dst: usize, bar: usize, row0: u32, k0: u32) {
         let rows = Self::box_rows(self.mn_major, S::ROWS);
+        let mut c = (self.at)(row0, k0);
         let mut h = 0;
         while h < S::ROWS / rows {
-            let c = (self.at)(row0 + (h * rows) as u32, k0);
+            if h > 0 {
+                match self.row_dim {
+                    Some(d) => c[d] += rows as i32,
+                    None => c = (self.at)(row0 + (h * rows) as u32, k0),
+                }
+            }
             unsafe { tma::tma_load(dst + h * rows * S::BK * T::BYTES, bar, self.map, c, self.rank5) };
             h += 1;
         }

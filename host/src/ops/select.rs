@@ -185,21 +185,36 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
 }
 
 /// The TMA GEMM in place of a `cp.async` warpgroup GEMM tile, where it
-/// fits (1x1 layers of 64 channels or more). Its ring as backward-data's
-/// ([`tma_tile`]): the deepest where the tiles alone hold at most one
-/// workgroup per SM (split-K then fills one round), else the shallowest.
-/// H200, f16, the networks suite's 14 such layers (tuning-log
-/// 2026-11-28h): the 6-stage ring was faster than the 3-stage one on all,
-/// and than the tile the rules chose before (64x64 for short reductions,
-/// else 128x128) on 11, by up to 17-20% (ResNet-50 128->512 and 64->64,
-/// MobileNetV2 320->1280); 2-6% slower on three (64->256, EfficientNet
-/// 80->480, MobileNetV2 960->160).
+/// fits.
+///
+/// 1x1 stride-1 layers (pixels in order) of 64 channels or more: its ring
+/// as backward-data's ([`tma_tile`]): the deepest where the tiles alone
+/// hold at most one workgroup per SM (split-K then fills one round), else
+/// the shallowest. H200, f16, the networks suite's 14 such layers
+/// (tuning-log 2026-11-28h): the 6-stage ring was faster than the 3-stage
+/// one on all, and than the tile the rules chose before (64x64 for short
+/// reductions, else 128x128) on 11, by up to 17-20% (ResNet-50 128->512
+/// and 64->64, MobileNetV2 320->1280); 2-6% slower on three (64->256,
+/// EfficientNet 80->480, MobileNetV2 960->160).
+///
+/// Filters with taps or strides, where K (the tile's 128 rows) is at least
+/// 128: the 3-stage ring. H200, f16, 26 such layers of five networks
+/// (tuning-log 2026-11-29b; float64 checks and sanitizers passed in the
+/// same session): 1.06-1.71x faster than the tile the rules chose on all
+/// 26 (median 1.5x; DeepLabV3's dilated layers 1.2-1.7x); the 6-stage ring
+/// lost to the 3-stage one on all stride-1 layers but one (3% the other
+/// way) and on 3 of 6 strided ones (up to 1.5x slower; up to 9% faster).
+/// With K = 64 half the tile idles and it was 0.68-0.89x (ResNet-50 layer1
+/// 3x3, U-Net's 64-wide ends).
 fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
-    // Filters with taps or strides: forced only until checked on an H200 (as backward-data's).
-    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup() && weight::tma::in_order(r.p)) {
+    if !(inst.op == Op::BwdWeight && inst.atom.warpgroup()) {
         return None;
     }
     let p = r.p;
+    if !weight::tma::in_order(p) {
+        // No grid is small enough for the deeper ring: the shallowest.
+        return if p.k >= 128 { tma_ring(Op::BwdWeightTma, r, |_| u64::MAX) } else { None };
+    }
     let tiles = |i: &Instance| p.g as u64 * (p.k as u64).div_ceil(i.tile.bm as u64) * (p.c as u64).div_ceil(i.tile.bn as u64);
     tma_ring(Op::BwdWeightTma, r, tiles)
 }
@@ -423,18 +438,33 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
     // The TMA GEMM in place of the slice GEMM on the plain 1x1 layers it
     // takes: 1.17-1.60x faster than the cp.async warpgroup tile on all nine
     // ResNet-50 1x1 shapes (H100, 100 to 3136 workgroups; tuning-log 2026-11-28c).
-    // Filters with taps run on it only where forced (`instance`) until its
-    // float64 checks have passed on an H200: it passes on the emulator and
-    // ran 1.1-1.4x faster than the cp.async tile on ResNet-50's and U-Net's
-    // stride-1 3x3 layers where the rules chose a 128-wide tile, slower where
-    // they chose the 64-wide one (64 channels; tuning-log 2026-11-29a).
-    if choice.instance.op == Op::BwdData
-        && family::tma::plain_gemm(r.p)
-        && let Some(c) = tma_tile(r)
-    {
-        choice = c;
+    if choice.instance.op == Op::BwdData {
+        let tma = if family::tma::plain_gemm(p) { tma_tile(r) } else { taps_tma_tile(r) };
+        if let Some(c) = tma {
+            choice = c;
+        }
     }
     choice
+}
+
+/// The TMA tile on a filter with taps (stride 1; `fits` checks the rest),
+/// 3-stage ring, where `C` spans at least two 128-wide column tiles, `K`
+/// fills a 64-channel box per tap and the 128x128 tiles outnumber the
+/// compute units. H200, f16, the networks suite's 28 stride-1 layers with
+/// taps (tuning-log 2026-11-29b, float64 checks and sanitizers passed in
+/// the same session): the 13 this takes ran 1.09-1.67x faster than the
+/// rules' cp.async tile on 12 (Stable Diffusion's U-Net 1.1-1.7x, DeepLabV3
+/// and U-Net 1.1x), 0.95x on one. Mostly slower elsewhere: one column
+/// tile (C = 64 to 128: 0.46-0.98x, U-Net's enc3 1.14x), K = 32 (DenseNet,
+/// 0.68-0.74x: a tap's box is half zeros), grids of one round (0.80-0.86x,
+/// one 1.09x).
+fn taps_tma_tile(r: &Request<'_>) -> Option<Choice> {
+    let p = r.p;
+    let tiles = p.g as u64 * (p.n as u64 * p.input_pixels()).div_ceil(128) * (p.c as u64).div_ceil(128);
+    if p.c < 256 || p.k < 64 || tiles <= r.compute_units as u64 {
+        return None;
+    }
+    tma_ring(Op::BwdDataTma, r, |_| u64::MAX)
 }
 
 /// The TMA tile for `r`: the deepest ring where the grid holds at most one

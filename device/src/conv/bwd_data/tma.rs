@@ -50,36 +50,36 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
     r: BlockRange,
 ) -> Option<Acc<Tl::At, FR, FC>> {
     let (t, g) = (&a.tma_rows, g as i32);
-    let taps = t.k_pad != 0;
+    // Two loops, each with constant map ranks and no test of the filter per
+    // copy (the producer is one thread: its work per step is kept small).
+    if t.k_pad == 0 {
+        // A 1x1 filter without padding: rows are the pixels in order, rank-3 maps.
+        let dy = TmaOperand { map: &a.tma[0], mn_major: false, rank5: false, row_dim: None, at: |row: u32, k: u32| [k as i32, g, row as i32, 0, 0] };
+        let w = TmaOperand { map: &a.tma[1], mn_major: true, rank5: false, row_dim: Some(0), at: |row: u32, k: u32| [row as i32, k as i32, g, 0, 0] };
+        return unsafe { tma::run::<Tl, FR, FC>(&dy, &w, r) };
+    }
     // The tile's block of pixels: its corner per axis `[W, H, N]`.
-    let corner = if taps { blocks::corner(t, r.m0 >> blocks::bits(t)) } else { [0; 3] };
+    let corner = blocks::corner(t, r.m0 >> blocks::bits(t));
     // Reduction index -> (tap along Y, tap along X, channel).
     let tap = |k: u32| {
-        if taps {
-            let (tap, kc) = (k / t.k_pad, k % t.k_pad);
-            (tap / a.filter[2], tap % a.filter[2], kc)
-        } else {
-            (0, 0, k)
-        }
+        let (tap, kc) = (k / t.k_pad, k % t.k_pad);
+        (tap / a.filter[2], tap % a.filter[2], kc)
     };
     let (pad, dil) = (&a.lpad, &a.dilation);
-    let dy_at = |row: u32, k: u32| {
+    let dy_at = |_row: u32, k: u32| {
         let (ty, tx, kc) = tap(k);
-        if taps {
-            let w = (corner[0] + pad[2]) as i32 - (tx * dil[2]) as i32;
-            let h = (corner[1] + pad[1]) as i32 - (ty * dil[1]) as i32;
-            [kc as i32, g, w, h, corner[2] as i32]
-        } else {
-            [kc as i32, g, row as i32, 0, 0]
-        }
+        let w = (corner[0] + pad[2]) as i32 - (tx * dil[2]) as i32;
+        let h = (corner[1] + pad[1]) as i32 - (ty * dil[1]) as i32;
+        [kc as i32, g, w, h, corner[2] as i32]
     };
     let w_at = |row: u32, k: u32| {
         let (ty, tx, kc) = tap(k);
-        if taps { [row as i32, tx as i32, ty as i32, kc as i32, g] } else { [row as i32, kc as i32, g, 0, 0] }
+        [row as i32, tx as i32, ty as i32, kc as i32, g]
     };
-    let dy = TmaOperand { map: &a.tma[0], mn_major: false, rank5: taps, at: dy_at };
-    let w = TmaOperand { map: &a.tma[1], mn_major: true, rank5: taps, at: w_at };
-    let k_end = if taps { a.filter[1] * a.filter[2] * t.k_pad } else { r.k_end };
+    // W's two boxes of a slab lie in one tap: the second is 64 channels on.
+    let dy = TmaOperand { map: &a.tma[0], mn_major: false, rank5: true, row_dim: None, at: dy_at };
+    let w = TmaOperand { map: &a.tma[1], mn_major: true, rank5: true, row_dim: Some(0), at: w_at };
+    let k_end = a.filter[1] * a.filter[2] * t.k_pad;
     unsafe { tma::run::<Tl, FR, FC>(&dy, &w, BlockRange { k_end, ..r }) }
 }
 

@@ -76,7 +76,7 @@ pub(super) unsafe fn mainloop<Tl: Tile, const FR: usize, const FC: usize>(
             [col as i32, g, k as i32, 0, 0]
         }
     };
-    let dy = TmaOperand { map: &a.tma[0], mn_major: true, rank5: blocked, at: dy_at };
-    let x = TmaOperand { map: &a.tma[1], mn_major: true, rank5: blocked, at: x_at };
+    let dy = TmaOperand { map: &a.tma[0], mn_major: true, rank5: blocked, row_dim: None, at: dy_at };
+    let x = TmaOperand { map: &a.tma[1], mn_major: true, rank5: blocked, row_dim: None, at: x_at };
     unsafe { tma::run::<Tl, FR, FC>(&dy, &x, r) }
 }
