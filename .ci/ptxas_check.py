@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import venv
+import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 VERSION = "13.5.37"
@@ -40,7 +41,6 @@ def tools():
         wheels = TOOLS / "wheels"
         subprocess.run([env / "bin" / "python", "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
                         f"nvidia-cuda-nvcc=={VERSION}", f"nvidia-cuda-nvdisasm=={VERSION}", "-d", wheels], check=True)
-        import zipfile
         for w in sorted(wheels.glob("*.whl")):
             zipfile.ZipFile(w).extractall(TOOLS)
         for b in (ptxas, nvdisasm):
