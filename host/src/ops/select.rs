@@ -460,11 +460,10 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
 /// one 1.09x).
 fn taps_tma_tile(r: &Request<'_>) -> Option<Choice> {
     let p = r.p;
-    let tiles = p.g as u64 * (p.n as u64 * p.input_pixels()).div_ceil(128) * (p.c as u64).div_ceil(128);
-    if p.c < 256 || p.k < 64 || tiles <= r.compute_units as u64 {
+    if p.c < 256 || p.k < 64 {
         return None;
     }
-    tma_ring(Op::BwdDataTma, r, |_| u64::MAX)
+    tma_ring(Op::BwdDataTma, r, |_| u64::MAX).filter(|c| data_workgroups(p, c.instance) > r.compute_units as u64)
 }
 
 /// The TMA tile for `r`: the deepest ring where the grid holds at most one
