@@ -415,37 +415,60 @@ fn bwd_data_tma_taps() {
         let d = plan(&prob(&v), &forced, Family::Hopper, 132).unwrap().describe();
         assert!(d.contains(&format!("TMA pixel blocks {blocks}")), "{v:?}: {d}");
     }
-    // The hand rules take it on Hopper, 3-stage ring, where C spans two
-    // column tiles, K fills a box per tap and the grid exceeds one round
-    // (132 SMs here): ResNet-50 layer3 3x3 (N = 64, 14x14: 98 x 2 tiles),
-    // DeepLabV3's dilated layer4, Stable Diffusion's 320-channel layer. Not
-    // C = 128, K = 32, a grid of one round (layer4 3x3 at 7x7: 25 x 4), or sm_80.
+    // The hand rules take it on Hopper where C fills the 128-wide column
+    // tile and K a box per tap, its ring as on 1x1 layers (6 stages where
+    // the grid is one round of 132 SMs, else 3): ResNet-50 layer3 3x3
+    // (N = 64, 14x14: 98 x 2 tiles), layer2 3x3 (C = 128), DeepLabV3's
+    // dilated layer4, Stable Diffusion's 320-channel layer, U-Net's dec1
+    // (K = 64, in place of the row segments), and layer4 3x3 at 7x7 (25 x 4
+    // tiles, one round: 6 stages). Not C = 64, K = 32, or sm_80.
     let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
     let chosen = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance;
-    for v in [
-        [2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1],
-        [2, 1, 16, 512, 512, 3, 3, 64, 64, 1, 1, 4, 4, 4, 4, 4, 4],
-        [2, 1, 8, 320, 320, 3, 3, 64, 64, 1, 1, 1, 1, 1, 1, 1, 1],
+    for (v, ring) in [
+        ([2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1], 3),
+        ([2, 1, 64, 128, 128, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1], 3),
+        ([2, 1, 16, 512, 512, 3, 3, 64, 64, 1, 1, 4, 4, 4, 4, 4, 4], 3),
+        ([2, 1, 8, 320, 320, 3, 3, 64, 64, 1, 1, 1, 1, 1, 1, 1, 1], 3),
+        ([2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1], 3),
+        ([2, 1, 64, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 6),
     ] {
         let i = chosen(&v, Family::Hopper);
-        assert_eq!((i.op, i.tile.stages(i.atom)), (Op::BwdDataTma, 3), "{v:?}");
+        assert_eq!((i.op, i.tile.stages(i.atom)), (Op::BwdDataTma, ring), "{v:?}");
         assert_ne!(chosen(&v, Family::Nvidia).op, Op::BwdDataTma, "{v:?}");
     }
     for v in [
-        [2, 1, 64, 128, 128, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1],
+        [2, 1, 64, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1],
+        [2, 1, 16, 128, 64, 3, 3, 128, 128, 1, 1, 1, 1, 1, 1, 1, 1],
         [2, 1, 64, 32, 128, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1],
-        [2, 1, 64, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1],
     ] {
         assert_ne!(chosen(&v, Family::Hopper).op, Op::BwdDataTma, "{v:?}");
     }
 }
 
+/// The hand rules' TMA tile on a problem the plan folds into a plain 1x1
+/// GEMM (`1 x 2` filter at stride `(1, 2)`: x's taps become channels): the
+/// tensor maps describe the folded problem the kernel runs, the result the
+/// problem as given.
+#[test]
+fn bwd_data_tma_folded() {
+    let problems = [("1x2 s(1,2) to 1x1", prob(&[2, 1, 2, 128, 64, 1, 2, 6, 8, 1, 2, 1, 1, 0, 0, 0, 0]))];
+    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
+        let types = [TypeConfig::F16, TypeConfig::Bf16][at.j];
+        let cfg = BwdDataConfig { types, ..Default::default() };
+        let o = case(*p, cfg, at.seed(9600, 43), at.pick(&INITS, 1, 1), false).check(dev, module, name);
+        let tma = convgrad::types::instance::INSTANCES.iter().any(|i| i.name == o.instance && i.op == Op::BwdDataTma);
+        let folded = o.describe.contains(" folded");
+        (format!("{} -> {} (TMA {tma}, folded {folded}): {}", types.name(), o.describe, o.report.summary()), o.passed() && tma && folded)
+    });
+}
+
 /// The hand rules take row segments on Hopper for 48-64 output channels,
 /// at most 128 input channels and wide rows: U-Net's 64-channel layers at
-/// 256x256 (enc1 64->64, dec1 128->64: the slice GEMM ran them at under
-/// half cuDNN's speed, and the RGB-output enc1 3->64), ResNet-50's layer1
-/// at 56x56 (rows of one 64-pixel segment); not 16 output channels, 256
-/// input channels, 14-pixel rows or sm_80.
+/// 256x256 (enc1 64->64: the slice GEMM ran it at under half cuDNN's
+/// speed, and the RGB-output enc1 3->64), ResNet-50's layer1 at 56x56
+/// (rows of one 64-pixel segment); not 16 output channels, 256 input
+/// channels, 14-pixel rows or sm_80. U-Net's dec1 (128->64) takes the TMA
+/// tile in their place (`bwd_data_tma_taps`).
 #[test]
 fn bwd_data_row_segment_choice() {
     let cfg = BwdDataConfig { types: TypeConfig::F16, ..Default::default() };
@@ -453,7 +476,7 @@ fn bwd_data_row_segment_choice() {
     let enc1 = [2, 1, 16, 64, 64, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1];
     for (v, rows) in [
         (enc1.to_vec(), true),
-        (vec![2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1], true),
+        (vec![2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1], false),
         (vec![2, 1, 16, 64, 3, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1], true),
         (vec![2, 1, 32, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], true),
         (vec![2, 1, 32, 64, 64, 1, 1, 56, 56, 1, 1, 1, 1, 0, 0, 0, 0], true),

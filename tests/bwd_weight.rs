@@ -514,6 +514,31 @@ fn bwd_weight_tma_taps() {
     }
 }
 
+/// The hand rules' TMA tile on problems the plan folds (stride == filter
+/// along x: x's taps become channels): ConvNeXt's 2x2 stride-2
+/// downsampling, a `1 x 2` stride-`(1, 2)` filter that folds to 1x1, a
+/// 4x4 patch of 16 channels. The tensor maps must describe the folded
+/// problem the kernel runs (a training step once failed here with "the TMA
+/// plan's argument block does not match its problem"), and the result the
+/// problem as given.
+#[test]
+fn bwd_weight_tma_folded() {
+    use convgrad::types::instance::Op;
+    let problems = [
+        ("ConvNeXt down 2x2 s2", prob(&[2, 1, 2, 128, 64, 2, 2, 8, 12, 2, 2, 1, 1, 0, 0, 0, 0])),
+        ("1x2 s(1,2) to 1x1", prob(&[2, 1, 2, 128, 64, 1, 2, 6, 8, 1, 2, 1, 1, 0, 0, 0, 0])),
+        ("patch 4x4 s4 C=16", prob(&[2, 1, 2, 128, 16, 4, 4, 8, 8, 4, 4, 1, 1, 0, 0, 0, 0])),
+    ];
+    sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
+        let types = [TypeConfig::F16, TypeConfig::Bf16][at.j];
+        let cfg = BwdWeightConfig { types, ..Default::default() };
+        let o = case(*p, cfg, at.seed(9500, 41), at.pick(&INITS, 1, 1)).check(dev, module, name);
+        let tma = convgrad::types::instance::INSTANCES.iter().any(|i| i.name == o.instance && i.op == Op::BwdWeightTma);
+        let folded = o.describe.contains(" folded");
+        (format!("{} -> {} (TMA {tma}, folded {folded}): {}", types.name(), o.describe, o.report.summary()), o.passed() && tma && folded)
+    });
+}
+
 /// The tile heuristic's measured decisions, per family: the 16-row tile only
 /// where K fits it (K = 16), 64 rows for K = 32 (faster than 16 or 32 rows on
 /// the H200), the direct kernel below 8 output channels per group; smaller

@@ -437,33 +437,35 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
     }
     // The TMA GEMM in place of the slice GEMM on the plain 1x1 layers it
     // takes: 1.17-1.60x faster than the cp.async warpgroup tile on all nine
-    // ResNet-50 1x1 shapes (H100, 100 to 3136 workgroups; tuning-log 2026-11-28c).
-    if choice.instance.op == Op::BwdData {
-        let tma = if family::tma::plain_gemm(p) { tma_tile(r) } else { taps_tma_tile(r) };
-        if let Some(c) = tma {
-            choice = c;
-        }
+    // ResNet-50 1x1 shapes (H100, 100 to 3136 workgroups; tuning-log
+    // 2026-11-28c). On filters with taps in place of the row segments too.
+    let tma = match choice.instance.op {
+        Op::BwdData if family::tma::plain_gemm(p) => tma_tile(r),
+        Op::BwdData | Op::BwdDataRows if !family::tma::plain_gemm(p) => taps_tma_tile(r),
+        _ => None,
+    };
+    if let Some(c) = tma {
+        choice = c;
     }
     choice
 }
 
-/// The TMA tile on a filter with taps (stride 1; `fits` checks the rest),
-/// 3-stage ring, where `C` spans at least two 128-wide column tiles, `K`
-/// fills a 64-channel box per tap and the 128x128 tiles outnumber the
-/// compute units. H200, f16, the networks suite's 28 stride-1 layers with
-/// taps (tuning-log 2026-11-29b, float64 checks and sanitizers passed in
-/// the same session): the 13 this takes ran 1.09-1.67x faster than the
-/// rules' cp.async tile on 12 (Stable Diffusion's U-Net 1.1-1.7x, DeepLabV3
-/// and U-Net 1.1x), 0.95x on one. Mostly slower elsewhere: one column
-/// tile (C = 64 to 128: 0.46-0.98x, U-Net's enc3 1.14x), K = 32 (DenseNet,
-/// 0.68-0.74x: a tap's box is half zeros), grids of one round (0.80-0.86x,
-/// one 1.09x).
+/// The TMA tile on a filter with taps (stride 1; `fits` checks the rest)
+/// where `C` fills the 128-wide column tile and `K` a 64-channel box per
+/// tap; its ring as on 1x1 layers ([`tma_tile`]). H200, f16, the networks
+/// suite's stride-1 layers with taps, after the producer's one coordinate
+/// computation per slab (tuning-log 2026-11-29c): 1.2-1.9x faster than the
+/// `cp.async` 128x128 tile on all 17 with C >= 128 and K >= 64 (ResNet-50
+/// layer2 3x3 1.32x, layer4 3x3 1.37x, U-Net enc3 1.58x, Stable Diffusion's
+/// 8x8 layers 1.3-1.9x), and than the row segments on U-Net's dec1 (128->64,
+/// 1.25x). Slower where C = 64 (half the tile idle: 0.46-0.93x against the
+/// row segments) and K = 32 (DenseNet, 0.78-0.92x: a tap's box half zeros).
 fn taps_tma_tile(r: &Request<'_>) -> Option<Choice> {
     let p = r.p;
-    if p.c < 256 || p.k < 64 {
+    if p.c < 128 || p.k < 64 {
         return None;
     }
-    tma_ring(Op::BwdDataTma, r, |_| u64::MAX).filter(|c| data_workgroups(p, c.instance) > r.compute_units as u64)
+    tma_tile(r)
 }
 
 /// The TMA tile for `r`: the deepest ring where the grid holds at most one

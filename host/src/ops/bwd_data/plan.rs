@@ -132,6 +132,12 @@ pub struct BwdDataPlan {
     pub args_template: ConvArgs,
     /// Whether the tuning table chose the kernel (else the hand rules or a forced instance).
     pub from_table: bool,
+    /// Where the plan folds the problem (stride == filter along x, and y
+    /// where it tiles the same way): the problem the kernel runs and its `w`
+    /// descriptor, which the TMA kernel's tensor maps describe (`dy` folds
+    /// to itself); `None` where the kernel runs [`problem`](Self::problem)
+    /// as given.
+    pub folded: Option<Box<(ConvProblem, TensorDesc)>>,
     /// Where a tensor spans 2^31 elements or more: the independent launches
     /// the problem is split into (along N, and along G where one image of
     /// every group is too big), run in order; empty otherwise. `main`,
@@ -294,11 +300,11 @@ fn plan_descs(
         {
             plan.args_template.slices.div_channel_row = FastDiv::new(f.c as u32);
             plan.args_template.slices.channel_row_stride = fdx.strides[4] as u32;
-            return Ok(BwdDataPlan { problem: *p, w, dx, ds, ..plan });
+            return Ok(BwdDataPlan { problem: *p, w, dx, ds, folded: Some(Box::new((f2, f2w))), ..plan });
         }
         match plan_on(&f, cfg, family, compute_units, chain, dy, fw, fdx, fds) {
             Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
-            folded => return folded.map(|plan| BwdDataPlan { problem: *p, w, dx, ds, ..plan }),
+            folded => return folded.map(|plan| BwdDataPlan { problem: *p, w, dx, ds, folded: Some(Box::new((f, fw))), ..plan }),
         }
     }
     plan_on(p, cfg, family, compute_units, chain, dy, w, dx, ds)
@@ -354,7 +360,7 @@ fn plan_on(
     let slices = if is_direct(inst) { 0 } else { slices as u32 };
     let (dy, w, dx) = (*dy, *w, *dx);
     let from_table = choice.from_table;
-    Ok(BwdDataPlan { problem: *p, dy, w, dx, ds, chain, main, slices, args_template: args, from_table, parts: Vec::new() })
+    Ok(BwdDataPlan { problem: *p, dy, w, dx, ds, chain, main, slices, args_template: args, from_table, folded: None, parts: Vec::new() })
 }
 
 /// Whether `inst` is one of the direct kernels (no slice GEMMs).
@@ -579,13 +585,19 @@ pub(crate) unsafe fn launch(
 }
 
 /// `args` with the tensor maps of `plan`'s TMA kernel filled in (other
-/// kernels: unchanged).
+/// kernels: unchanged). The maps describe the problem the kernel runs (the
+/// folded one where the plan folds): a plan whose argument block says
+/// otherwise is refused.
 fn with_maps(dev: &crate::runtime::Device, plan: &BwdDataPlan, mut args: ConvArgs) -> Result<ConvArgs, OpError> {
     if plan.main.instance.op != Op::BwdDataTma {
         return Ok(args);
     }
+    let (p, w) = plan.folded.as_deref().map_or((&plan.problem, &plan.w), |(p, w)| (p, w));
+    if (args.k, args.c) != (p.k as u32, p.c as u32) {
+        return Err(OpError::Usage(format!("bwd-data: the TMA plan's argument block does not match its problem {p:?}")));
+    }
     let t = &plan.main.instance.tile;
-    let maps = tma::maps(&plan.problem, &plan.dy, &plan.w, t, &args.tma_rows, args.dy, args.w).map_err(OpError::Usage)?;
+    let maps = tma::maps(p, &plan.dy, w, t, &args.tma_rows, args.dy, args.w).map_err(OpError::Usage)?;
     for (slot, m) in args.tma.iter_mut().zip(&maps) {
         *slot = dev.encode_tma(m)?;
     }

@@ -184,19 +184,20 @@ unsafe fn launch_parts(
 }
 
 /// `args` with the tensor maps of `plan`'s TMA kernel filled in (other
-/// kernels: unchanged). The maps describe the plan's own problem, which
-/// the TMA family never folds or unfolds (1x1 filters, 64 channels or
-/// more): a plan whose argument block says otherwise is refused.
+/// kernels: unchanged). The maps describe the problem the kernel runs (the
+/// folded one where the plan folds; the TMA family never unfolds): a plan
+/// whose argument block says otherwise is refused.
 fn with_maps(dev: &Device, plan: &BwdWeightPlan, mut args: ConvArgs) -> Result<ConvArgs, OpError> {
     if plan.main.instance.op != Op::BwdWeightTma {
         return Ok(args);
     }
-    let (p, t) = (&plan.problem, &plan.main.instance.tile);
+    let (p, x) = plan.folded.as_deref().map_or((&plan.problem, &plan.x), |(p, x)| (p, x));
+    let t = &plan.main.instance.tile;
     use crate::ops::family::bwd_weight::tma;
     if (args.k, args.c, args.gemm.k as u64) != (p.k as u32, p.c as u32, tma::reduction(p, t)) {
         return Err(OpError::Usage(format!("bwd-weight: the TMA plan's argument block does not match its problem {p:?}")));
     }
-    let maps = tma::maps(p, &plan.dy, &plan.x, t, &args.tma_rows, args.dy, args.x).map_err(OpError::Usage)?;
+    let maps = tma::maps(p, &plan.dy, x, t, &args.tma_rows, args.dy, args.x).map_err(OpError::Usage)?;
     for (slot, m) in args.tma.iter_mut().zip(&maps) {
         *slot = dev.encode_tma(m)?;
     }

@@ -79,6 +79,11 @@ pub struct BwdWeightPlan {
     /// The pre-pass that unfolds a small-C `x` into channels, where the
     /// plan runs the unfolded problem (see [`UnfoldPlan`]).
     pub unfold: Option<Box<UnfoldPlan>>,
+    /// Where the plan folds the problem (stride == filter along x): the
+    /// problem the kernel runs and its `x` descriptor, which the TMA
+    /// kernel's tensor maps describe (`dy` folds to itself); `None` where
+    /// the kernel runs [`problem`](Self::problem) as given.
+    pub folded: Option<Box<(ConvProblem, TensorDesc)>>,
     /// Where `x` or `dy` spans 2^31 elements or more: the launches the
     /// problem is split into (along N, and along G where one image of every
     /// group is too big), run in order; empty otherwise. `main`,
@@ -225,7 +230,9 @@ fn plan_whole(
         let (fx, fdw) = (fold::desc(&x, &f, by, true), fold::desc(&dw, &f, by, false));
         match plan_on(&f, cfg, family, compute_units, chain, fx, fdw, dy) {
             Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
-            folded => return folded.map(|plan| BwdWeightPlan { problem: *p, x, dw, ds, ..plan }),
+            folded => {
+                return folded.map(|plan| BwdWeightPlan { problem: *p, x, dw, ds, folded: Some(Box::new((f, fx))), ..plan });
+            }
         }
     }
     let given = plan_on(p, cfg, family, compute_units, chain, x, dw, dy)?;
@@ -481,6 +488,7 @@ fn finish(c: &WeightCtx<'_>, l: WeightLaunch, mut args: ConvArgs) -> Result<BwdW
         args_template: args,
         from_table: false,
         unfold: None,
+        folded: None,
         parts: Vec::new(),
     })
 }
