@@ -436,12 +436,15 @@ fn bwd_data_tma_taps() {
         assert_eq!((i.op, i.tile.stages(i.atom)), (Op::BwdDataTma, ring), "{v:?}");
         assert_ne!(chosen(&v, Family::Nvidia).op, Op::BwdDataTma, "{v:?}");
     }
-    for v in [
-        [2, 1, 64, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1],
-        [2, 1, 16, 128, 64, 3, 3, 128, 128, 1, 1, 1, 1, 1, 1, 1, 1],
-        [2, 1, 64, 32, 128, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1],
-    ] {
+    for v in [[2, 1, 64, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], [2, 1, 64, 32, 128, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1]] {
         assert_ne!(chosen(&v, Family::Hopper).op, Op::BwdDataTma, "{v:?}");
+    }
+    // C = 48-64 with K >= 128, 1x1 or with taps: the 128x64 TMA tile
+    // (U-Net's enc2 64->128, ResNet-50's 1x1 64->256; tuning-log 2026-11-29c).
+    for v in [[2, 1, 16, 128, 64, 3, 3, 128, 128, 1, 1, 1, 1, 1, 1, 1, 1], [2, 1, 64, 256, 64, 1, 1, 56, 56, 1, 1, 1, 1, 0, 0, 0, 0]] {
+        let i = chosen(&v, Family::Hopper);
+        assert_eq!((i.op, i.tile.bn), (Op::BwdDataTma, 64), "{v:?}");
+        assert_ne!(chosen(&v, Family::Nvidia).op, Op::BwdDataTma, "{v:?}");
     }
 }
 

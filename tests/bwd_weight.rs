@@ -292,11 +292,15 @@ fn bwd_weight_auto_split_k() {
         let got = plan(&prob(v), &cfg, Family::Nvidia, 132).unwrap().k_batch;
         assert_eq!(got, want, "{name}");
     }
-    // Hopper's one-warpgroup 64x128 tile: rounds of three per SM (nine
-    // column tiles: 3 * 132 / 9 = 44 splits, not 2 * 132 / 9 = 29).
+    // Hopper's one-warpgroup 64x128 tiles, nine column tiles: the
+    // `cp.async` one in rounds of three per SM (3 * 132 / 9 = 44 splits, not
+    // 2 * 132 / 9 = 29); the TMA one, which the rules take at K = 64, in
+    // rounds of two (`min_blocks`; its 72 KiB ring would let three fit).
     let dec1 = prob(&[2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1]);
     let pl = plan(&dec1, &cfg, Family::Hopper, 132).unwrap();
-    assert_eq!((pl.main.instance.name, pl.k_batch), ("bwdw_f16_64x128x32_wgmma", 44));
+    assert_eq!((pl.main.instance.name, pl.k_batch), ("bwdw_f16_64x128x64_tma", 29));
+    let cp_async = BwdWeightConfig { instance: Some("bwdw_f16_64x128x32_wgmma".into()), ..cfg.clone() };
+    assert_eq!(plan(&dec1, &cp_async, Family::Hopper, 132).unwrap().k_batch, 44);
     // ResNeXt 16->16: on the 64-thread 16x48 tile (forced), and by tap
     // shifts (automatic): one round of three workgroups per SM over 8 group
     // sets and 74 row tiles, two tiles each.
@@ -495,23 +499,30 @@ fn bwd_weight_tma_taps() {
         ("3x3 stride (3,2) dilation 2", prob(&[2, 1, 2, 64, 64, 3, 3, 17, 16, 3, 2, 2, 2, 2, 1, 2, 1])),
     ];
     tma_sweep(&problems, (9400, 47));
-    // The hand rules take it on Hopper for taps and strides where K fills
-    // the tile's 128 rows, with the 3-stage ring (tuning-log 2026-11-29b);
-    // not for K = 64 (half the tile idle), nor off Hopper.
+    // The hand rules take it on Hopper for taps and strides with the
+    // 3-stage ring: the 128x128 tile where K fills its 128 rows
+    // (tuning-log 2026-11-29b); the 64x128 one where K is 64 (ResNet-50
+    // layer1 3x3, U-Net's dec1) or where its tiles fill the 132 SMs unsplit
+    // while the 128x128 ones fall short of two rounds (ResNet-50 layer4
+    // 3x3: 288 / 144 tiles; a ConvNeXt-like 2x2 stride-2 downsampling
+    // 384->768, folded: 144 / 72); not off Hopper (tuning-log 2026-11-29c).
     let cfg = BwdWeightConfig { types: TypeConfig::F16, ..Default::default() };
     let chosen = |v: &[usize], family| plan(&prob(v), &cfg, family, 132).unwrap().main.instance;
-    for v in [
-        [2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1],
-        [2, 1, 64, 512, 256, 1, 1, 56, 56, 2, 2, 1, 1, 0, 0, 0, 0],
-        [2, 1, 16, 512, 512, 3, 3, 64, 64, 1, 1, 4, 4, 4, 4, 4, 4],
+    for (v, bm) in [
+        (&[2, 1, 64, 256, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1][..], 128),
+        (&[2, 1, 64, 512, 256, 1, 1, 56, 56, 2, 2, 1, 1, 0, 0, 0, 0], 128),
+        (&[2, 1, 16, 512, 512, 3, 3, 64, 64, 1, 1, 4, 4, 4, 4, 4, 4], 128),
+        (&[2, 1, 64, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], 64),
+        (&[2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1], 64),
+        (&[2, 1, 64, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 64),
+        (&[2, 1, 64, 768, 384, 2, 2, 14, 14, 2, 2, 1, 1, 0, 0, 0, 0], 64),
     ] {
-        let i = chosen(&v, Family::Hopper);
-        assert_eq!((i.op, i.tile.stages(i.atom)), (Op::BwdWeightTma, 3), "{v:?}");
-        assert_ne!(chosen(&v, Family::Nvidia).op, Op::BwdWeightTma, "{v:?}");
+        let i = chosen(v, Family::Hopper);
+        assert_eq!((i.op, i.tile.bm, i.tile.stages(i.atom)), (Op::BwdWeightTma, bm, 3), "{v:?}");
+        assert_ne!(chosen(v, Family::Nvidia).op, Op::BwdWeightTma, "{v:?}");
     }
-    for v in [[2, 1, 64, 64, 64, 3, 3, 56, 56, 1, 1, 1, 1, 1, 1, 1, 1], [2, 1, 16, 64, 128, 3, 3, 256, 256, 1, 1, 1, 1, 1, 1, 1, 1]] {
-        assert_ne!(chosen(&v, Family::Hopper).op, Op::BwdWeightTma, "{v:?}");
-    }
+    // K = 32: neither TMA tile.
+    assert_ne!(chosen(&[2, 1, 64, 32, 128, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1, 1], Family::Hopper).op, Op::BwdWeightTma);
 }
 
 /// The hand rules' TMA tile on problems the plan folds (stride == filter

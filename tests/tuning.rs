@@ -161,8 +161,9 @@ fn hand_rules_short_reductions() {
     let _s = Scope::hand_rules();
     let prob = |v: &[usize]| ConvProblem::from_ck_args(v).unwrap();
     for (name, v, hopper, cdna) in [
-        // On Hopper the TMA tile (3-stage ring) takes 2-D filters with taps where K >= 128 (tuning-log 2026-11-29b).
-        ("ResNet-50 layer4 3x3 512, 7x7 x 64", &[2, 1, 64, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1][..], "128x128x64_tma", "64x64"),
+        // On Hopper the TMA tile (3-stage ring) takes 2-D filters with taps where K >= 128 (tuning-log 2026-11-29b),
+        // its 64x128 form where those tiles fill the SMs unsplit and the 128x128 ones fall short of two rounds (2026-11-29c).
+        ("ResNet-50 layer4 3x3 512, 7x7 x 64", &[2, 1, 64, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1][..], "64x128x64_tma", "64x64"),
         ("3-D U-Net 128->256 at 8^3 x 2", &[3, 1, 2, 256, 128, 3, 3, 3, 8, 8, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "64x64", "64x64"),
         // On Hopper the TMA tile takes 1x1 layers (tuning-log 2026-11-28h), its split filling the round.
         ("ResNet-50 layer4 1x1 512->2048", &[2, 1, 64, 2048, 512, 1, 1, 7, 7, 1, 1, 1, 1, 0, 0, 0, 0], "128x128x64_tma_ring6", "64x64"),

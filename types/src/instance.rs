@@ -675,6 +675,11 @@ macro_rules! for_each_instance {
         // more (tuning-log 2026-11-28g).
         $m!($($extra,)* bwdd_f16_128x128x64_tma_ring6, [Hopper], BwdDataTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
         $m!($($extra,)* bwdd_bf16_128x128x64_tma_ring6, [Hopper], BwdDataTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
+        // 64 channels wide (one warpgroup of 128x64 on m64n64), for C = 64
+        // where the 128-wide tile is half idle; 3 stages (72 KiB) keep three
+        // workgroups on an SM.
+        $m!($($extra,)* bwdd_f16_128x64x64_tma, [Hopper], BwdDataTma, F16, 128, 64, 64, 2, 1, Wgmma64x64x16);
+        $m!($($extra,)* bwdd_bf16_128x64x64_tma, [Hopper], BwdDataTma, Bf16, 128, 64, 64, 2, 1, Wgmma64x64x16);
         // Backward-weight of 1x1 stride-1 layers as one GEMM on TMA loads
         // (both operands MN-major boxes), split-K over the pixels.
         $m!($($extra,)* bwdw_f16_128x128x64_tma, [Hopper], BwdWeightTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16);
@@ -683,6 +688,12 @@ macro_rules! for_each_instance {
         // alone fit one workgroup per SM (split-K then fills one round).
         $m!($($extra,)* bwdw_f16_128x128x64_tma_ring6, [Hopper], BwdWeightTma, F16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
         $m!($($extra,)* bwdw_bf16_128x128x64_tma_ring6, [Hopper], BwdWeightTma, Bf16, 128, 128, 64, 2, 1, Wgmma64x128x16, 6);
+        // 64 rows (one consumer warpgroup, 24 KiB a stage): twice the tiles
+        // of the 128x128 one, for short reductions that split-K would
+        // otherwise fill (cuDNN's wgrad kernel on ResNet-50's 512->2048 runs
+        // 128 tiles of 64x128 unsplit).
+        $m!($($extra,)* bwdw_f16_64x128x64_tma, [Hopper], BwdWeightTma, F16, 64, 128, 64, 1, 1, Wgmma64x128x16);
+        $m!($($extra,)* bwdw_bf16_64x128x64_tma, [Hopper], BwdWeightTma, Bf16, 64, 128, 64, 1, 1, Wgmma64x128x16);
         // Smoke kernels: one atom through LDS and a barrier (runtime checks).
         $m!($($extra,)* smoke_mfma, [Cdna], Smoke, F16, 32, 32, 8, 1, 1, Mfma32x32x8);
         $m!($($extra,)* smoke_wmma, [Rdna3], Smoke, F16, 16, 16, 16, 1, 1, Wmma16x16x16);

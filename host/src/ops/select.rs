@@ -206,6 +206,8 @@ pub fn bwd_weight(r: &Request<'_>) -> Result<Choice, OpError> {
 /// way) and on 3 of 6 strided ones (up to 1.5x slower; up to 9% faster).
 /// With K = 64 half the tile idles and it was 0.68-0.89x (ResNet-50 layer1
 /// 3x3, U-Net's 64-wide ends).
+///
+/// There the 64x128 tile ([`narrow_weight_pays`]) in its place.
 fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
     if !(inst.op == Op::BwdWeight && inst.atom.warpgroup()) {
         return None;
@@ -213,16 +215,41 @@ fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
     let p = r.p;
     if !weight::tma::in_order(p) {
         // No grid is small enough for the deeper ring: the shallowest.
-        return if p.k >= 128 { tma_ring(Op::BwdWeightTma, r, |_| u64::MAX) } else { None };
+        let narrow = narrow_weight_pays(p, r.compute_units).then(|| tma_ring(Op::BwdWeightTma, r, (64, 128), |_| u64::MAX));
+        return narrow.flatten().or_else(|| (p.k >= 128).then(|| tma_ring(Op::BwdWeightTma, r, (128, 128), |_| u64::MAX)).flatten());
     }
-    let tiles = |i: &Instance| p.g as u64 * (p.k as u64).div_ceil(i.tile.bm as u64) * (p.c as u64).div_ceil(i.tile.bn as u64);
-    tma_ring(Op::BwdWeightTma, r, tiles)
+    tma_ring(Op::BwdWeightTma, r, (128, 128), |i| weight_tiles_of(p, i.tile.bm, i.tile.bn))
 }
 
-/// The fitting instance of TMA family `op` with the deepest ring where its
-/// `workgroups` fit one per compute unit, else with the shallowest.
-fn tma_ring(op: Op, r: &Request<'_>, workgroups: impl Fn(&Instance) -> u64) -> Option<Choice> {
-    family_of(op, r).filter_map(|i| fits(i, r).ok().map(|fit| Choice::rule(i, fit))).max_by_key(|c| {
+/// Backward-weight's output tiles of `bm x bn` (before split-K).
+fn weight_tiles_of(p: &ConvProblem, bm: u32, bn: u32) -> u64 {
+    p.g as u64 * (p.k as u64).div_ceil(bm as u64) * (p.c as u64 * p.filter_taps()).div_ceil(bn as u64)
+}
+
+/// Whether backward-weight on a filter with taps or strides takes the
+/// 64x128 TMA tile: where K is 48 to 64 (the 128-row tile half idle), or,
+/// on a short reduction ([`SHORT_REDUCTION`], as for the `cp.async` tiles),
+/// where its tiles fill the compute units unsplit while the 128x128 tiles
+/// fall short of two rounds (so split-K or a second, partial round would
+/// pay for them). H200, f16 (tuning-log 2026-11-29c, float64 checks
+/// passed in the same run), against the rules' tile before: ResNet-50
+/// layer1 3x3 (K = 64) 67.2 -> 52.8 us, layer4 3x3 43.4 -> 40.4 and with
+/// stride 2 43.4 -> 38.7 (288 tiles against 144), ConvNeXt-T's 384->768
+/// 2x2 stride-2 downsampling 39.5 -> 22.9 (144 tiles unsplit against 72 at
+/// split-K 3). Slower where its tiles need split-K as well (ResNet-50
+/// layer2 and layer3 3x3, 1.09-1.19x), not taken there.
+fn narrow_weight_pays(p: &ConvProblem, compute_units: u32) -> bool {
+    let cus = compute_units as u64;
+    let short = p.n as u64 * p.output_pixels() <= SHORT_REDUCTION;
+    (48..=64).contains(&p.k) || (short && weight_tiles_of(p, 64, 128) >= cus && weight_tiles_of(p, 128, 128) < 2 * cus)
+}
+
+/// The fitting `bm x bn` instance of TMA family `op` with the deepest ring
+/// where its `workgroups` fit one per compute unit, else with the
+/// shallowest.
+fn tma_ring(op: Op, r: &Request<'_>, (bm, bn): (u32, u32), workgroups: impl Fn(&Instance) -> u64) -> Option<Choice> {
+    let shaped = |i: &&'static Instance| (i.tile.bm, i.tile.bn) == (bm, bn);
+    family_of(op, r).filter(shaped).filter_map(|i| fits(i, r).ok().map(|fit| Choice::rule(i, fit))).max_by_key(|c| {
         let ring = c.instance.tile.stages(c.instance.atom);
         if workgroups(c.instance) <= r.compute_units as u64 { ring } else { u32::MAX - ring }
     })
@@ -440,6 +467,7 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
     // ResNet-50 1x1 shapes (H100, 100 to 3136 workgroups; tuning-log
     // 2026-11-28c). On filters with taps in place of the row segments too.
     let tma = match choice.instance.op {
+        Op::BwdData | Op::BwdDataRows if (48..=64).contains(&p.c) && p.k >= 128 => narrow_data_tma_tile(r),
         Op::BwdData if family::tma::plain_gemm(p) => tma_tile(r),
         Op::BwdData | Op::BwdDataRows if !family::tma::plain_gemm(p) => taps_tma_tile(r),
         _ => None,
@@ -468,6 +496,17 @@ fn taps_tma_tile(r: &Request<'_>) -> Option<Choice> {
     tma_tile(r)
 }
 
+/// The 128x64 TMA tile (3-stage ring) where C is 48 to 64 (one column
+/// tile, most of it used) and K at least 128, 1x1 or with taps. H200, f16
+/// (tuning-log 2026-11-29c, float64 checks passed in the same run): U-Net's
+/// enc2 3x3 64->128 184.4 -> 123.0 us (against the `cp.async` 128x64
+/// tile), ResNet-50's 1x1 64->256 58.7 -> 51.8 (against the 128x128 TMA
+/// tile). With K = 64 the row segments stay ahead (ResNet-50 layer1 3x3
+/// 56.4 against 61.9, U-Net enc1 225.0 against 284.7).
+fn narrow_data_tma_tile(r: &Request<'_>) -> Option<Choice> {
+    tma_ring(Op::BwdDataTma, r, (128, 64), |_| u64::MAX)
+}
+
 /// The TMA tile for `r`: the deepest ring where the grid holds at most one
 /// workgroup per compute unit (nothing shares the SM, so the deeper ring
 /// hides more latency), else the shallowest, which keeps two workgroups
@@ -475,7 +514,7 @@ fn taps_tma_tile(r: &Request<'_>) -> Option<Choice> {
 /// layers of 50 to 1568 x 2 workgroups: each on the side of the rule
 /// (tuning-log 2026-11-28g).
 fn tma_tile(r: &Request<'_>) -> Option<Choice> {
-    tma_ring(Op::BwdDataTma, r, |i| data_workgroups(r.p, i))
+    tma_ring(Op::BwdDataTma, r, (128, 128), |i| data_workgroups(r.p, i))
 }
 
 /// Workgroups of backward-data's slice GEMM on tile `i`: per group and
