@@ -2,7 +2,8 @@
 # Float64 checks and compute-sanitizer runs of every Hopper TMA kernel mode on
 # a real GPU (the device machine): backward-data and backward-weight, 1x1
 # plain GEMMs and filters with taps (padding, dilation, tails, groups, both
-# rings, split-K, an epilogue), backward-weight with strides (element strides). Every line of output goes to files under
+# rings, split-K, an epilogue), backward-weight with strides (element strides), the narrow
+# tiles (128x64 backward-data, 64x128 backward-weight). Every line of output goes to files under
 # $OUT (or ./tma-checks); the console gets the PASS/FAIL counts only, so a
 # long run cannot push the verdicts out of a truncated console.
 #
@@ -48,12 +49,32 @@ for t in f16 bf16; do
   done
 done
 
+# The narrow tiles (session 39): 128x64 backward-data, 64x128 backward-weight.
+for t in f16 bf16; do
+  D=bwdd_${t}_128x64x64_tma
+  for p in "2 1 8 64 64 3 3 56 56 1 1 1 1 1 1 1 1" "2 1 16 128 64 3 3 32 32 1 1 1 1 1 1 1 1" \
+           "2 1 3 72 136 3 3 13 11 1 1 1 1 1 1 1 1" "2 2 4 40 64 1 1 9 10 1 1 1 1 0 0 0 0" \
+           "2 1 64 256 64 1 1 56 56 1 1 1 1 0 0 0 0" "2 1 2 128 64 1 2 6 8 1 2 1 1 0 0 0 0"; do
+    verify --op bwd-data --dtype $t --instance $D --problem "$p"
+  done
+  W=bwdw_${t}_64x128x64_tma
+  for p in "2 1 64 64 64 3 3 56 56 1 1 1 1 1 1 1 1" "2 1 64 512 512 3 3 7 7 1 1 1 1 1 1 1 1" \
+           "2 1 64 512 512 3 3 14 14 2 2 1 1 1 1 1 1" "2 1 64 768 384 2 2 14 14 2 2 1 1 0 0 0 0" \
+           "2 1 3 72 128 3 3 13 11 1 1 1 1 1 1 1 1" "2 1 64 2048 512 1 1 7 7 1 1 1 1 0 0 0 0"; do
+    verify --op bwd-weight --dtype $t --instance $W --problem "$p"
+  done
+  verify --op bwd-weight --dtype $t --instance $W --split-k 5 --deterministic --problem "2 1 8 128 192 3 3 16 16 1 1 1 1 1 1 1 1"
+  verify --op bwd-weight --dtype $t --instance $W --split-k 5 --epilogue bilinear=0.5,-1 --problem "2 2 8 72 128 1 1 20 20 1 1 1 1 0 0 0 0"
+done
+
 for tool in memcheck racecheck synccheck; do
   for args in "--op bwd-data --instance bwdd_f16_128x128x64_tma --problem '2 1 3 72 136 3 3 13 11 1 1 1 1 1 1 1 1'" \
               "--op bwd-data --instance bwdd_f16_128x128x64_tma_ring6 --problem '2 1 2 64 96 5 3 8 11 1 1 1 1 2 0 1 2'" \
               "--op bwd-weight --instance bwdw_f16_128x128x64_tma --split-k 3 --problem '2 1 3 72 128 3 3 13 11 1 1 1 1 1 1 1 1'" \
               "--op bwd-weight --instance bwdw_f16_128x128x64_tma_ring6 --problem '2 1 2 64 64 5 3 8 11 1 1 1 1 2 0 1 2'" \
-              "--op bwd-weight --instance bwdw_f16_128x128x64_tma --problem '2 1 2 64 64 3 3 9 70 2 2 1 1 1 1 1 1'"; do
+              "--op bwd-weight --instance bwdw_f16_128x128x64_tma --problem '2 1 2 64 64 3 3 9 70 2 2 1 1 1 1 1 1'" \
+              "--op bwd-data --instance bwdd_f16_128x64x64_tma --problem '2 1 3 72 136 3 3 13 11 1 1 1 1 1 1 1 1'" \
+              "--op bwd-weight --instance bwdw_f16_64x128x64_tma --split-k 3 --problem '2 1 3 72 128 3 3 13 11 1 1 1 1 1 1 1 1'"; do
     echo "=== $tool $args" >> "$san"
     eval timeout "${SAN_TIMEOUT:-120}" compute-sanitizer --tool $tool "$xt" verify --backend cuda "$args" >> "$san" 2>&1
     echo "exit $?" >> "$san"

@@ -9,7 +9,7 @@
 #
 # Usage (device machine, repository root): benches/hopper_tma_eval.sh XTASK_BINARY [FILTER]
 # FILTER defaults to the networks with dense stride-1 filters with taps.
-# OPS (default "bwd-data bwd-weight"), MODES (default "rules tma3 tma6 cpasync"),
+# OPS (default "bwd-data bwd-weight"), MODES (default "rules tma3 tma6 narrow cpasync"),
 # BENCH_TIMEOUT (seconds per bench run, default 400) and SKIP_CHECKS=1 split a long
 # evaluation over several device calls.
 set -u
@@ -28,11 +28,13 @@ echo "JIT warm-up: exit $?"
 
 for op in ${OPS:-bwd-data bwd-weight}; do
   p=bwdd; [[ $op == bwd-weight ]] && p=bwdw
-  for mode in ${MODES:-rules tma3 tma6 cpasync}; do
+  for mode in ${MODES:-rules tma3 tma6 narrow cpasync}; do
     case $mode in
       rules) extra=();;
       tma3) extra=(--instance "${p}_f16_128x128x64_tma" --no-peer);;
       tma6) extra=(--instance "${p}_f16_128x128x64_tma_ring6" --no-peer);;
+      narrow) n=128x64x64; [[ $op == bwd-weight ]] && n=64x128x64
+              extra=(--instance "${p}_f16_${n}_tma" --no-peer);;
       cpasync) extra=(--instance "${p}_f16_128x128x32_wgmma" --no-peer);;
     esac
     f=$out/tma-eval-$op-$mode
