@@ -528,7 +528,7 @@ fn bwd_weight_tma_taps() {
 /// The hand rules' TMA tile on problems the plan folds (stride == filter
 /// along x: x's taps become channels): ConvNeXt's 2x2 stride-2
 /// downsampling, a `1 x 2` stride-`(1, 2)` filter that folds to 1x1, a
-/// 4x4 patch of 16 channels. The tensor maps must describe the folded
+/// 4x4 patch of 16 channels, the 64x128 tile at K = 64. The tensor maps must describe the folded
 /// problem the kernel runs (a training step once failed here with "the TMA
 /// plan's argument block does not match its problem"), and the result the
 /// problem as given.
@@ -539,6 +539,8 @@ fn bwd_weight_tma_folded() {
         ("ConvNeXt down 2x2 s2", prob(&[2, 1, 2, 128, 64, 2, 2, 8, 12, 2, 2, 1, 1, 0, 0, 0, 0])),
         ("1x2 s(1,2) to 1x1", prob(&[2, 1, 2, 128, 64, 1, 2, 6, 8, 1, 2, 1, 1, 0, 0, 0, 0])),
         ("patch 4x4 s4 C=16", prob(&[2, 1, 2, 128, 16, 4, 4, 8, 8, 4, 4, 1, 1, 0, 0, 0, 0])),
+        // K = 64: the 64x128 tile.
+        ("2x2 s2 K=64", prob(&[2, 1, 2, 64, 64, 2, 2, 8, 12, 2, 2, 1, 1, 0, 0, 0, 0])),
     ];
     sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
         let types = [TypeConfig::F16, TypeConfig::Bf16][at.j];
