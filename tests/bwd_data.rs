@@ -456,6 +456,10 @@ fn bwd_data_tma_taps() {
 fn bwd_data_tma_folded() {
     let problems = [("1x2 s(1,2) to 1x1", prob(&[2, 1, 2, 128, 64, 1, 2, 6, 8, 1, 2, 1, 1, 0, 0, 0, 0]))];
     sweep(&[EmuArch::Sm90], &problems, 2, |dev, module, at, name, p| {
+        // On another GPU (`CONVGRAD_TEST_BACKEND`, e.g. the isa executor's gfx942) there is no TMA tile.
+        if !dev.family().runs(Family::Hopper) {
+            return (format!("{name}: no TMA kernels on {:?}", dev.family()), true);
+        }
         let types = [TypeConfig::F16, TypeConfig::Bf16][at.j];
         let cfg = BwdDataConfig { types, ..Default::default() };
         let o = case(*p, cfg, at.seed(9600, 43), at.pick(&INITS, 1, 1), false).check(dev, module, name);
