@@ -215,8 +215,12 @@ fn weight_tma(inst: &'static Instance, r: &Request<'_>) -> Option<Choice> {
     let p = r.p;
     if !weight::tma::in_order(p) {
         // No grid is small enough for the deeper ring: the shallowest.
-        let narrow = narrow_weight_pays(p, r.compute_units).then(|| tma_ring(Op::BwdWeightTma, r, (64, 128), |_| u64::MAX));
-        return narrow.flatten().or_else(|| (p.k >= 128).then(|| tma_ring(Op::BwdWeightTma, r, (128, 128), |_| u64::MAX)).flatten());
+        if narrow_weight_pays(p, r.compute_units)
+            && let Some(c) = tma_ring(Op::BwdWeightTma, r, (64, 128), |_| u64::MAX)
+        {
+            return Some(c);
+        }
+        return if p.k >= 128 { tma_ring(Op::BwdWeightTma, r, (128, 128), |_| u64::MAX) } else { None };
     }
     tma_ring(Op::BwdWeightTma, r, (128, 128), |i| weight_tiles_of(p, i.tile.bm, i.tile.bn))
 }
@@ -241,7 +245,13 @@ fn weight_tiles_of(p: &ConvProblem, bm: u32, bn: u32) -> u64 {
 fn narrow_weight_pays(p: &ConvProblem, compute_units: u32) -> bool {
     let cus = compute_units as u64;
     let short = p.n as u64 * p.output_pixels() <= SHORT_REDUCTION;
-    (48..=64).contains(&p.k) || (short && weight_tiles_of(p, 64, 128) >= cus && weight_tiles_of(p, 128, 128) < 2 * cus)
+    fills_64(p.k) || (short && weight_tiles_of(p, 64, 128) >= cus && weight_tiles_of(p, 128, 128) < 2 * cus)
+}
+
+/// Whether `len` channels fill most of a narrow TMA tile's 64 (48 to 64):
+/// where the 128-wide tile would idle half its rows or columns.
+fn fills_64(len: usize) -> bool {
+    (48..=64).contains(&len)
 }
 
 /// The fitting `bm x bn` instance of TMA family `op` with the deepest ring
@@ -467,7 +477,7 @@ fn data_replacement(mut choice: Choice, r: &Request<'_>) -> Choice {
     // ResNet-50 1x1 shapes (H100, 100 to 3136 workgroups; tuning-log
     // 2026-11-28c). On filters with taps in place of the row segments too.
     let tma = match choice.instance.op {
-        Op::BwdData | Op::BwdDataRows if (48..=64).contains(&p.c) && p.k >= 128 => narrow_data_tma_tile(r),
+        Op::BwdData | Op::BwdDataRows if fills_64(p.c) && p.k >= 128 => narrow_data_tma_tile(r),
         Op::BwdData if family::tma::plain_gemm(p) => tma_tile(r),
         Op::BwdData | Op::BwdDataRows if !family::tma::plain_gemm(p) => taps_tma_tile(r),
         _ => None,
