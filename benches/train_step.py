@@ -87,11 +87,13 @@ def make_model(name):
         "mobilenet_v2": tvm.mobilenet_v2,
         "efficientnet_b0": tvm.efficientnet_b0,
         "convnext_t": tvm.convnext_tiny,
+        # Odd channel counts (branches of 58, 116, 232): the channel pack's network.
+        "shufflenet_v2": tvm.shufflenet_v2_x1_0,
     }[name]
     return ctor(weights=None), (3, 224, 224), "cls"
 
 
-MODELS = ["resnet50", "resnext50", "mobilenet_v2", "efficientnet_b0", "convnext_t", "unet2d"]
+MODELS = ["resnet50", "resnext50", "mobilenet_v2", "efficientnet_b0", "convnext_t", "unet2d", "shufflenet_v2"]
 
 
 class Setup:

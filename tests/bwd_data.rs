@@ -116,7 +116,7 @@ fn bwd_data_bad_requests() {
     let pl = plan(&p, &cfg, dev.family(), dev.compute_units()).unwrap();
     let [dy, w, buf] = [pl.dy.span(), pl.w.span(), pl.dx.span()].map(|n| dev.alloc::<u16>(n as usize).unwrap());
     let ds = [buf.device_addr()];
-    let bufs = convgrad::ops::bwd_data::BwdDataBuffers { dy: dy.device_addr(), w: w.device_addr(), dx: buf.device_addr(), ds: &ds };
+    let bufs = convgrad::ops::bwd_data::BwdDataBuffers { dy: dy.device_addr(), w: w.device_addr(), dx: buf.device_addr(), ds: &ds, workspace: 0 };
     // SAFETY: buffers of `dev` spanning the plan's tensors; D0 at dx's address, which `execute` refuses.
     let e = unsafe { convgrad::ops::bwd_data::execute(&dev, &module, &pl, bufs) }.unwrap_err();
     assert!(matches!(e, OpError::Usage(_)) && e.to_string().contains("aliases dx"), "{e}");
@@ -294,7 +294,8 @@ fn bwd_data_row_segments() {
     for (v, why) in [
         (vec![2, 1, 2, 64, 64, 3, 3, 9, 70, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
         (vec![2, 1, 2, 72, 64, 3, 3, 9, 70, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8 up to 64"),
-        (vec![2, 1, 2, 20, 64, 3, 3, 9, 70, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8 up to 64"),
+        // Grouped: no channel pack (with G = 1 it runs on the packed copies).
+        (vec![2, 2, 2, 20, 64, 3, 3, 9, 70, 1, 1, 1, 1, 1, 1, 1, 1], "K a multiple of 8 up to 64"),
         (vec![2, 1, 2, 64, 64, 5, 5, 9, 70, 1, 1, 1, 1, 2, 2, 2, 2], "at most 9 filter taps"),
         (vec![2, 1, 2, 64, 64, 3, 3, 9, 70, 1, 1, 2, 2, 2, 2, 2, 2], "288 pixels"),
         (vec![3, 1, 2, 16, 16, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "z filter"),
@@ -362,11 +363,14 @@ fn bwd_data_tma() {
         (vec![2, 1, 2, 64, 128, 1, 1, 9, 9, 2, 2, 1, 1, 0, 0, 0, 0], "stride 1"),
         (vec![2, 1, 2, 64, 128, 3, 3, 9, 9, 2, 2, 1, 1, 1, 1, 1, 1], "stride 1"),
         (vec![2, 1, 2, 64, 32, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "half the tile"),
-        (vec![2, 1, 2, 60, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "16-byte"),
+        (vec![2, 2, 2, 60, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "16-byte"),
     ] {
         let e = plan(&prob(&v), &forced, Family::Hopper, 132).unwrap_err().to_string();
         assert!(e.contains("bwdd_f16_128x128x64_tma does not apply") && e.contains(why), "{v:?}: {e}");
     }
+    // With G = 1 the odd K runs on channel-packed copies, which the tile takes.
+    let packed = plan(&prob(&[2, 1, 2, 60, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0]), &forced, Family::Hopper, 132).unwrap();
+    assert!(packed.pack.is_some() && packed.main.instance.op == Op::BwdDataTma, "{}", packed.describe());
     let one = [2, 1, 8, 64, 128, 1, 1, 14, 14, 1, 1, 1, 1, 0, 0, 0, 0];
     let e = plan(&prob(&one), &BwdDataConfig { layout: ConvLayout::NgchwGkcyxNgkhw, ..forced }, Family::Hopper, 132).unwrap_err().to_string();
     assert!(e.contains("K contiguous in dy"), "{e}");
@@ -585,5 +589,37 @@ fn bwd_data_stride_equals_filter() {
             o.report.summary()
         );
         (line, o.passed() && folded == want && folded_y == want_y)
+    });
+}
+
+/// Odd channel counts (`K` or `C` not a multiple of 8, 2-byte types, `G` =
+/// 1): the plan copies `dy` (odd `K`) and `w` with those channels zero
+/// padded to whole vectors into a NaN-poisoned workspace first, and the
+/// GEMM runs on the copies (YOLOv5's 255-channel heads, ShuffleNet's 58,
+/// a 3x3 layer of 100 input channels); every layout family (the copies are
+/// channels-last whatever the caller's layout), epilogues, strides. f32 and
+/// grouped problems run unpacked.
+#[test]
+fn bwd_data_channel_pack() {
+    let named = [
+        ("YOLO head 1x1 K=255", prob(&[2, 1, 2, 255, 64, 1, 1, 6, 7, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("ShuffleNet 3x3 K=58 C=24", prob(&[2, 1, 2, 58, 24, 3, 3, 7, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3x3 s2 K=13 C=40", prob(&[2, 1, 2, 13, 40, 3, 3, 9, 8, 2, 2, 1, 1, 1, 1, 1, 1])),
+        ("1x1 K=100 C=58", prob(&[2, 1, 2, 100, 58, 1, 1, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("grouped K=13 per group", prob(&[2, 2, 2, 13, 16, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3x3 C=100 K=64", prob(&[2, 1, 2, 64, 100, 3, 3, 6, 7, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("1x1 s2 C=58 K=24", prob(&[2, 1, 2, 24, 58, 1, 1, 9, 8, 2, 2, 1, 1, 0, 0, 0, 0])),
+    ];
+    sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &named, 3, |dev, module, at, name, p| {
+        let types = at.pick(&TYPES, 1, 1);
+        let layout = at.pick(&ConvLayout::ALL, 1, 2);
+        let base = BwdDataConfig { types, layout, ..Default::default() };
+        let (cfg, alias, label) = with_epilogue(base, at.pick(&epilogues(), 2, 1));
+        let o = case(*p, cfg, at.seed(12000, 13), at.pick(&INITS, 1, 1), alias).check(dev, module, name);
+        let eligible = types.act().bytes() == 2 && p.g == 1 && (p.k % 8 != 0 || p.c % 8 != 0);
+        let packed = o.describe.contains("channel-packed");
+        // Never a GEMM gathering dy element by element where it could be packed.
+        let ok = if eligible { packed || o.instance.starts_with("bwdd_direct") } else { !packed };
+        (format!("{label} -> {} (packed {packed}): {}", o.describe, o.report.summary()), o.passed() && ok)
     });
 }

@@ -281,7 +281,7 @@ fn bwd_weight_auto_split_k() {
         ("512ch 3x3 7, 128 images", &[2, 1, 128, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 3),
         ("512ch 3x3 7, 16 images", &[2, 1, 16, 512, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1, 1], 1),
         ("RGB stem, unfolded", &[2, 1, 256, 64, 3, 7, 7, 224, 224, 2, 2, 1, 1, 3, 3, 3, 3], 88),
-        ("20 channels, element copies", &[2, 1, 256, 64, 20, 3, 3, 112, 112, 2, 2, 1, 1, 1, 1, 1, 1], 176),
+        ("20 channels, packed to 24", &[2, 1, 256, 64, 20, 3, 3, 112, 112, 2, 2, 1, 1, 1, 1, 1, 1], 66),
         ("CK example 20", &[3, 4, 1, 128, 256, 3, 3, 3, 14, 14, 14, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1),
         // 288 tiles over 264 slots: four splits fill 5 rounds (1.25 per
         // split) instead of a second round of 24 tiles; the same tiles over
@@ -447,7 +447,8 @@ fn bwd_weight_tma() {
         (vec![3, 1, 2, 64, 128, 3, 3, 3, 5, 5, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], "2-D problem"),
         (vec![2, 1, 2, 64, 128, 1, 1, 99, 9, 9, 2, 1, 1, 0, 0, 0, 0], "at most 8"),
         (vec![2, 1, 2, 64, 96, 3, 3, 9, 9, 1, 1, 1, 1, 1, 1, 1, 1], "a multiple of 64"),
-        (vec![2, 1, 2, 64, 60, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "16-byte"),
+        // Grouped: no channel pack (with G = 1 it runs on the packed copies).
+        (vec![2, 2, 2, 64, 60, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "16-byte"),
         (vec![2, 1, 2, 32, 128, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "half the tile's rows"),
         (vec![2, 1, 2, 64, 32, 1, 1, 9, 9, 1, 1, 1, 1, 0, 0, 0, 0], "half the tile's columns"),
     ] {
@@ -645,6 +646,36 @@ fn bwd_weight_small_c_unfolded() {
         let gathers = !unfolded && !o.instance.starts_with("bwdw_direct");
         let ok = if eligible { !gathers } else { !unfolded };
         let line = format!("{} -> {} (unfolded {unfolded}, eligible {eligible}): {}", label(&cfg), o.describe, o.report.summary());
+        (line, o.passed() && ok)
+    });
+}
+
+/// Odd channel counts (`C` or `K` not a multiple of 8, 2-byte types, `G` =
+/// 1): the plan copies `x` (where `C` is `dW`'s innermost axis) and/or `dy`
+/// with those channels zero padded to whole vectors into the workspace, the
+/// GEMM runs on the copies and its stores skip `dW`'s padding rows and
+/// columns (YOLOv5's 255-channel heads, ShuffleNet's 58 and 116); split-K
+/// modes and epilogues rotate. f32 and grouped problems run unpacked.
+#[test]
+fn bwd_weight_channel_pack() {
+    let named = [
+        ("YOLO head 1x1 K=255", prob(&[2, 1, 2, 255, 64, 1, 1, 6, 7, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("ShuffleNet 1x1 C=K=58", prob(&[2, 1, 2, 58, 58, 1, 1, 7, 6, 1, 1, 1, 1, 0, 0, 0, 0])),
+        ("3x3 C=116 K=24", prob(&[2, 1, 2, 24, 116, 3, 3, 5, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
+        ("3x3 s2 C=13 K=100", prob(&[2, 1, 2, 100, 13, 3, 3, 9, 8, 2, 2, 1, 1, 1, 1, 1, 1])),
+        ("grouped C=K=12 per group", prob(&[2, 2, 2, 12, 12, 3, 3, 6, 6, 1, 1, 1, 1, 1, 1, 1, 1])),
+    ];
+    sweep(&[EmuArch::Gfx942, EmuArch::Gfx1100, EmuArch::Sm90], &named, 3, |dev, module, at, name, p| {
+        let layout = at.pick(&ConvLayout::ALL, 1, 2);
+        let cfg = rotated(at, layout, at.pick(&TypeConfig::ALL, 1, 1), [(1, 1), (1, 2), (0, 1)]);
+        let o = case(*p, cfg.clone(), at.seed(12500, 7), at.pick(&INITS, 1, 1)).check(dev, module, name);
+        let two = cfg.types.act().bytes() == 2 && cfg.types.act() == cfg.types.wei() && p.g == 1;
+        let c_inner = layout != ConvLayout::NgchwGkcyxNgkhw;
+        let eligible = two && (!p.k.is_multiple_of(8) || (!p.c.is_multiple_of(8) && c_inner));
+        let packed = o.describe.contains("channel-packed");
+        let gathers = !packed && !o.instance.starts_with("bwdw_direct");
+        let ok = if eligible { !gathers } else { !packed };
+        let line = format!("{} -> {} (packed {packed}, eligible {eligible}): {}", label(&cfg), o.describe, o.report.summary());
         (line, o.passed() && ok)
     });
 }

@@ -180,7 +180,7 @@ fn bwd_data_execute_on_caller_stream() {
     // SAFETY: `dxb` outlives the wrapper.
     let dx = unsafe { dev.wrap_foreign::<u8>(dxb.device_addr(), dxb.len()) }.unwrap();
     let stream = dev.create_stream().unwrap();
-    op.execute_on(&stream, BwdDataTensors { dy: (&dyb).into(), w: (&wb).into(), dx: (&dx).into(), ds: &[] }).unwrap();
+    op.execute_on(&stream, BwdDataTensors { dy: (&dyb).into(), w: (&wb).into(), dx: (&dx).into(), ds: &[] }, Workspace::None).unwrap();
     stream.synchronize().unwrap();
     let dx_vals = check::from_bytes(DType::F16, &dxb.download().unwrap());
     let r = convgrad::verify::bwd_data::judge(plan, &BwdDataConfig::default(), &dy, &w, &[], &dx_vals).report;
@@ -223,7 +223,7 @@ fn unaligned_tensor_bases_are_refused_by_name() {
                 // SAFETY: the allocations outlive the views; each view lies inside its allocation.
                 let view = |b: &convgrad::runtime::DeviceBuffer<u8>, off: usize, len: usize| unsafe { dev.wrap_foreign::<u8>(b.device_addr() + off as u64, len * 2) }.unwrap();
                 let (dyv, wv, dxv) = (view(&dyb, dy_off, dy_len), view(&wb, w_off, w_len), view(&dxb, dx_off, dx_len));
-                let r = op.execute_on(&stream, BwdDataTensors { dy: (&dyv).into(), w: (&wv).into(), dx: (&dxv).into(), ds: &[] });
+                let r = op.execute_on(&stream, BwdDataTensors { dy: (&dyv).into(), w: (&wv).into(), dx: (&dxv).into(), ds: &[] }, Workspace::None);
                 stream.synchronize().unwrap();
                 let what = format!("{arch:?} {}: dy +{dy_off} B, w +{w_off} B, dx +{dx_off} B", op.describe());
                 match [(dy_off, "dy"), (w_off, "w"), (dx_off, "dx")].iter().find(|(o, _)| *o != 0) {

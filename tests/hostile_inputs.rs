@@ -242,14 +242,14 @@ fn overlapping_buffers_and_foreign_workspaces_are_refused() {
     let dx = unsafe { dev.wrap_foreign::<u8>(combo.device_addr(), dx_bytes) }.unwrap();
     let dy_on_dx = unsafe { dev.wrap_foreign::<u8>(combo.device_addr() + dx_bytes as u64 - 2, dy_bytes) }.unwrap();
     let t = BwdDataTensors { dy: (&dy_on_dx).into(), w: (&w).into(), dx: (&dx).into(), ds: &[] };
-    let e = dop.execute_on(&stream, t).unwrap_err();
+    let e = dop.execute_on(&stream, t, Workspace::None).unwrap_err();
     assert!(matches!(e, OpError::Desc(DescError::Overlap { written: "dx", other: "dy" })), "{e}");
     // One byte further they are apart: the call runs.
     let dy_apart = unsafe { dev.wrap_foreign::<u8>(combo.device_addr() + dx_bytes as u64, dy_bytes) }.unwrap();
     assert!(dev.last_emulator_report().is_none(), "nothing may have launched");
     dx.fill_bytes(0xff).unwrap();
     let t = BwdDataTensors { dy: (&dy_apart).into(), w: (&w).into(), dx: (&dx).into(), ds: &[] };
-    dop.execute_on(&stream, t).unwrap();
+    dop.execute_on(&stream, t, Workspace::None).unwrap();
     stream.synchronize().unwrap();
     assert!(dev.last_emulator_report().is_some(), "it launched");
     assert!(dx.download().unwrap().iter().all(|&b| b == 0), "dx = conv(0, 0) written whole");

@@ -221,7 +221,10 @@ fn random_bwd_data_descriptors_refuse_or_match_the_reference() {
         let dxbuf = dev.alloc::<u8>(plan.dx.span() as usize * 2).unwrap();
         dxbuf.fill_bytes(0xff).unwrap();
         let t = BwdDataTensors { dy: (&dybuf).into(), w: (&wbuf).into(), dx: (&dxbuf).into(), ds: &[] };
-        op.execute_on(&dev.default_stream(), t).unwrap();
+        // Odd K packs dy and w into a workspace first (poisoned: the copies write all of it).
+        let wsbuf = dev.alloc::<u8>(op.workspace_bytes().max(16)).unwrap();
+        wsbuf.fill_bytes(0xff).unwrap();
+        op.execute_on(&dev.default_stream(), t, Workspace::raw(&wsbuf, WorkspaceContents::Unknown)).unwrap();
         dev.synchronize().unwrap();
         let dxv = check::from_bytes(DType::F16, &dxbuf.download().unwrap());
         let rep = convgrad::verify::bwd_data::judge(plan, &cfg, &dyv, &wv, &[], &dxv).report;

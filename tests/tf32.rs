@@ -127,7 +127,7 @@ fn run_data(dev: &Device, p: &ConvProblem, types: TypeConfig, instance: Option<&
     let (dyb, wb) = (dev.upload(&bytes(dy)).unwrap(), dev.upload(&bytes(w)).unwrap());
     let dx = dev.upload(&check::poisoned_bytes(DType::F32, plan.dx.span() as usize)).unwrap();
     let stream = dev.default_stream();
-    op.execute_on(&stream, BwdDataTensors { dy: (&dyb).into(), w: (&wb).into(), dx: (&dx).into(), ds: &[] }).unwrap();
+    op.execute_on(&stream, BwdDataTensors { dy: (&dyb).into(), w: (&wb).into(), dx: (&dx).into(), ds: &[] }, Workspace::None).unwrap();
     stream.synchronize().unwrap();
     dx.download().unwrap()
 }

@@ -45,7 +45,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let module = dev.load_module()?;
     let mut ds = Vec::new();
-    let bufs = BwdDataBuffers::checked(&plan, cfg.types, &dy_buf, &w_buf, &dx_buf, &[&bias_buf], &mut ds)?;
+    // Odd K would pack dy and w into a workspace first; this problem needs none.
+    let ws = (plan.workspace_bytes() > 0).then(|| dev.alloc::<u8>(plan.workspace_bytes())).transpose()?;
+    let bufs = BwdDataBuffers::checked(&plan, cfg.types, &dy_buf, &w_buf, &dx_buf, &[&bias_buf], &mut ds, ws.as_ref())?;
     // SAFETY: lengths checked by `BwdDataBuffers::checked`; separate buffers of `dev`, alive past the sync.
     unsafe { bwd_data::execute(&dev, &module, &plan, bufs)? };
     dev.synchronize()?;

@@ -79,17 +79,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 [&dy, &dx, &dw, &ws].map(|b| dev.wrap_foreign::<u8>(b.device_addr(), b.len()))
             };
             let (dyf, dxf, dwf, wsf) = (dyf?, dxf?, dwf?, wsf?);
-            dop.execute_on(&stream, BwdDataTensors { dy: (&dyf).into(), w: (&l.w).into(), dx: (&dxf).into(), ds: &[] })?;
+            // bwd-data's own workspace (odd K: its channel-packed copies), apart
+            // from bwd-weight's, whose zeros the copies would overwrite.
+            let dws = dev.alloc::<u8>(dop.workspace_bytes().max(16))?;
+            let t = BwdDataTensors { dy: (&dyf).into(), w: (&l.w).into(), dx: (&dxf).into(), ds: &[] };
+            dop.execute_on(&stream, t, Workspace::raw(&dws, WorkspaceContents::Unknown))?;
             let t = BwdWeightTensors { x: (&l.x).into(), dy: (&dyf).into(), dw: (&dwf).into(), ds: &[] };
             wop.execute_on(&stream, t, Workspace::raw(&wsf, WorkspaceContents::Zeroed))?;
             if step == 0 {
                 println!("layer {i}: {p}\n  bwd-data:   {}\n  bwd-weight: {}", dop.describe(), wop.describe());
             }
-            keep.push((dy, dx, dw, ws));
+            keep.push((dy, dx, dw, ws, dws));
         }
         // One host wait per step, where the framework needs the gradients.
         stream.synchronize()?;
-        let finite = keep.iter().all(|(_, dx, dw, _)| {
+        let finite = keep.iter().all(|(_, dx, dw, _, _)| {
             [dx, dw].iter().all(|b| check::from_bytes(DType::F16, &b.download().unwrap_or_default()).iter().all(|v| v.is_finite()))
         });
         println!("step {step}: {} layers, all gradients finite: {finite}; {} prepared ops cached", layers.len(), cache.len());

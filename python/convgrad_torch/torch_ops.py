@@ -18,8 +18,9 @@ Memory formats (convgrad layout families):
 Activation tensors in neither format (transposed or sliced views, expanded
 gradients) raise ``ValueError`` naming the argument; the autograd function
 makes them dense first. CUDA tensors run on PyTorch's current stream of their
-device; outputs and the split-K workspace come from PyTorch's caching
-allocator. CPU tensors run on convgrad's emulator (slow: small problems only).
+device; outputs and workspaces (backward-weight's split-K workspace,
+backward-data's channel-packed copies where K is not a multiple of 8) come
+from PyTorch's caching allocator. CPU tensors run on convgrad's emulator (slow: small problems only).
 ``Unsupported`` (a ``RuntimeError``) means convgrad has no kernel for the
 request; the autograd function then falls back to
 ``torch.ops.aten.convolution_backward``.
@@ -181,7 +182,10 @@ def conv_backward_data(
 
     ``epilogue`` / ``d_tensors``: a fused element-wise chain on the result, see
     :func:`conv_backward_data_fused`. ``out``: the result tensor (else allocated
-    in ``grad_output``'s memory format). Returns the result.
+    in ``grad_output``'s memory format). Where convgrad needs a workspace (e.g. 16-bit
+    dtypes, ungrouped, whose grad_output channel count is not a multiple of 8:
+    copies of grad_output and weight with those channels zero-padded), it
+    comes from PyTorch's caching allocator on the current stream. Returns the result.
     """
     nd, input_shape = _check_operands(grad_output, "grad_output", weight, "weight", input_shape, "input_shape")
     _per_dims(nd, stride, padding, dilation)
@@ -219,8 +223,17 @@ def _call_backward_data(grad_output, weight, out, nd, stride, padding, dilation,
         groups,
         epilogue=epilogue,
         d_tensors=[d if d.data_ptr() == out.data_ptr() else _aligned(d) for d in ds],
+        workspace=_workspace_alloc(grad_output.device) if grad_output.is_cuda else None,
         stream=_stream(grad_output),
     )
+
+
+def _workspace_alloc(device):
+    """An allocator of workspace bytes on ``device`` for one native call: from
+    PyTorch's caching allocator on the current stream (the call's), so the
+    memory is reused only by work queued after the call; contents not
+    initialised (the backward-data workspace is overwritten by the call)."""
+    return lambda nbytes: torch.empty(nbytes, dtype=torch.uint8, device=device)
 
 
 def conv_backward_data_fused(
@@ -251,7 +264,7 @@ def conv_backward_data_fused(
 
 
 class _Workspaces:
-    """One split-K workspace per (device, stream), its contents tracked.
+    """One workspace per (device, stream), its contents tracked.
 
     convgrad says after each call from which byte on the workspace holds
     zeros (non-deterministic calls leave all they used zero; deterministic
@@ -260,6 +273,11 @@ class _Workspaces:
     needs zeros that are not there. One buffer per stream: calls on one
     stream run in order, so reusing it needs no synchronization. The buffer
     grows to the largest call's need and is kept (a few MB for a network).
+
+    A layer's backward (``PreparedBackward.run``) puts backward-data's
+    channel-packed copies at the start of the buffer and backward-weight's
+    split-K workspace after them; the offset it returns is past the copies
+    (their bytes are not zero afterwards), so it stays a true claim.
     """
 
     def __init__(self):
@@ -475,12 +493,15 @@ class _Layer:
         dx = torch.empty_strided(x.shape, self.dx_strides, dtype=x.dtype, device=dev) if cg_x else None
         dw = torch.empty_strided(w.shape, self.dw_strides, dtype=w.dtype, device=dev) if cg_w else None
         stream = _raw_stream(dev)
-        need = self.prepared.workspace_bytes if cg_w else 0
+        # Backward-data's channel-packed copies (where K is not a multiple of
+        # 8), then backward-weight's split-K workspace: the prepared ops' need.
+        need = self.prepared.workspace_bytes
         if need == 0:
             ws, nbytes, zero_from, done = 0, 0, None, None
         elif torch.cuda.is_current_stream_capturing():
             # Graph capture: a workspace of the graph's own pool, zeroed by
-            # convgrad inside the graph (so every replay starts from zeros).
+            # convgrad inside the graph where backward-weight needs zeros (so
+            # every replay starts from zeros; the copies need none).
             buf = torch.empty(need, dtype=torch.uint8, device=dev)
             ws, nbytes, zero_from, done = buf.data_ptr(), need, None, None
         else:

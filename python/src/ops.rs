@@ -54,7 +54,7 @@ fn reads_d(op: &EpilogueOp) -> bool {
     matches!(op, EpilogueOp::Add | EpilogueOp::AddRelu | EpilogueOp::ReluMask | EpilogueOp::Bilinear(..))
 }
 
-/// conv_backward_data(dy, w, dx, stride, padding, dilation, groups, *, epilogue=None, d_tensors=None, stream=0)
+/// conv_backward_data(dy, w, dx, stride, padding, dilation, groups, *, epilogue=None, d_tensors=None, workspace=None, stream=0)
 /// --
 ///
 /// Writes the input gradient of a grouped N-d convolution into `dx`:
@@ -63,11 +63,16 @@ fn reads_d(op: &EpilogueOp) -> bool {
 /// Shapes as PyTorch's: `dy` [N, G*K, *out], `w` [G*K, C, *filter], `dx`
 /// [N, G*C, *in]; contiguous or channels_last (the weight contiguous or
 /// channels_last; channels_last activations need a channels_last weight).
+/// `workspace`: where the plan needs one (e.g. 16-bit types, G = 1, K not a
+/// multiple of 8: copies of `dy` and `w` with K zero-padded), a byte tensor on the
+/// tensors' device or a callable `f(nbytes) -> tensor` (called only when one
+/// is needed); its contents do not matter and are overwritten. CPU tensors
+/// use emulator scratch memory.
 /// `stream`: the CUDA stream (integer handle) to launch on; ignored for CPU
 /// tensors, which run on convgrad's emulator. Returns a description of the
 /// kernel that ran.
 #[pyfunction]
-#[pyo3(signature = (dy, w, dx, stride, padding, dilation, groups, *, epilogue=None, d_tensors=None, stream=0))]
+#[pyo3(signature = (dy, w, dx, stride, padding, dilation, groups, *, epilogue=None, d_tensors=None, workspace=None, stream=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn conv_backward_data(
     dy: &Bound<'_, PyAny>,
@@ -79,6 +84,7 @@ pub fn conv_backward_data(
     groups: i64,
     epilogue: Option<&Bound<'_, PyAny>>,
     d_tensors: Option<&Bound<'_, PyAny>>,
+    workspace: Option<&Bound<'_, PyAny>>,
     stream: i128,
 ) -> PyResult<String> {
     let stream = errors::stream_arg(stream)?;
@@ -126,6 +132,10 @@ pub fn conv_backward_data(
     for ((d, m), want) in ds.iter().zip(&maps).zip(&op.plan().ds) {
         epilogue::check_strides(d, m, want)?;
     }
+    // The channel-pack workspace: the caller's memory on a GPU, scratch on the emulator.
+    let mut touched: Vec<&Tensor> = vec![&dy, &w, &dx];
+    touched.extend(ds.iter());
+    let ws = CallWorkspace::new(&ctx, workspace, op.workspace_bytes(), PACK_WORKSPACE, stream, &touched)?;
 
     let dy_m = ctx.bind(&dy, true, false)?;
     let w_m = ctx.bind(&w, true, false)?;
@@ -140,7 +150,8 @@ pub fn conv_backward_data(
         .collect::<PyResult<_>>()?;
     let d_refs: Vec<BufRef<'_>> = d_ms.iter().map(|m| m.as_ref().unwrap_or(&dx_m).as_ref()).collect();
     let t = BwdDataTensors { dy: dy_m.as_ref(), w: w_m.as_ref(), dx: dx_m.as_ref(), ds: &d_refs };
-    op.execute_on(&ctx.stream, t).map_err(|e| errors::op("conv_backward_data", e))?;
+    op.execute_on(&ctx.stream, t, ws.get(WorkspaceContents::Unknown))
+        .map_err(|e| errors::op("conv_backward_data", e))?;
     ctx.finish(&[("dx", &dx_m)])?;
     Ok(op.describe())
 }
@@ -186,64 +197,104 @@ pub fn conv_backward_weight(
     let op = plan_weight(&ctx, &x, &dy, &dw, &args, split_k, deterministic)?;
 
     // The split-K workspace: the caller's memory on a GPU, scratch on the emulator.
-    let need = op.workspace_bytes();
-    let ws_tensor = match workspace.filter(|w| !w.is_none()) {
-        Some(w) if need > 0 && w.is_callable() => Some(dlpack::import_raw("workspace", &w.call1((need,))?, stream)?),
-        Some(w) if w.is_callable() => None,
-        Some(w) => Some(dlpack::import_raw("workspace", w, stream)?),
-        None => None,
-    };
-    if let Some(ws) = &ws_tensor {
-        problem::same_place(&[&x, ws])?;
-        if !layout::is_dense(ws, layout::Order::Contiguous) {
-            return Err(errors::value("workspace", "must be a contiguous tensor"));
-        }
-        let got = ws.numel() * ws.elem_bytes;
-        if got < need {
-            return Err(errors::value(
-                "workspace",
-                format!("{got} bytes is too small: this call needs {need} bytes of split-K workspace"),
-            ));
-        }
-        problem::no_overlap(ws, &[&x, &dy, &dw])?;
-    }
-    let ws_mem = match (&ws_tensor, need, x.place) {
-        (_, 0, _) => None,
-        (_, _, dlpack::Place::Cpu) => Some((ctx.scratch(need, "workspace")?, WorkspaceContents::Unknown)),
-        (Some(ws), _, _) => {
-            let contents = workspace_zero_from.map_or(WorkspaceContents::Unknown, WorkspaceContents::ZeroFrom);
-            Some((ctx.bind(ws, false, false)?, contents))
-        }
-        (None, _, _) => {
-            return Err(errors::value(
-                "workspace",
-                format!("this call needs {need} bytes of split-K workspace: pass a tensor or an allocator callable"),
-            ));
-        }
-    };
+    let ws = CallWorkspace::new(&ctx, workspace, op.workspace_bytes(), SPLIT_K_WORKSPACE, stream, &[&x, &dy, &dw])?;
+    let before = workspace_zero_from.map_or(WorkspaceContents::Unknown, WorkspaceContents::ZeroFrom);
 
     let x_m = ctx.bind(&x, true, false)?;
     let dy_m = ctx.bind(&dy, true, false)?;
     let dw_m = ctx.bind(&dw, true, true)?; // loaded: see backward_data
-    let ws = match &ws_mem {
-        None => Workspace::None,
-        Some((m, contents)) => Workspace::Raw { mem: m.as_ref(), contents: *contents },
-    };
     let t = BwdWeightTensors { x: x_m.as_ref(), dy: dy_m.as_ref(), dw: dw_m.as_ref(), ds: &[] };
-    op.execute_on(&ctx.stream, t, ws).map_err(|e| errors::op("conv_backward_weight", e))?;
+    op.execute_on(&ctx.stream, t, ws.get(before)).map_err(|e| errors::op("conv_backward_weight", e))?;
     ctx.finish(&[("dw", &dw_m)])?;
     // What the caller's workspace holds now (emulator scratch is not theirs).
-    let before = workspace_zero_from.map_or(WorkspaceContents::Unknown, WorkspaceContents::ZeroFrom);
-    let after = match (&ws_mem, x.place) {
-        (Some(_), dlpack::Place::Cuda(_)) => op.workspace_after(before),
-        _ => before,
-    };
+    let after = if ws.is_callers() { op.workspace_after(before) } else { before };
     let zero_from = match after {
         WorkspaceContents::Zeroed => Some(0),
         WorkspaceContents::ZeroFrom(n) => Some(n),
         WorkspaceContents::Unknown => None,
     };
     Ok((op.describe(), zero_from))
+}
+
+/// What the split-K workspace of backward-weight is, in errors.
+const SPLIT_K_WORKSPACE: &str = "split-K workspace";
+/// What backward-data's workspace is, in errors.
+const PACK_WORKSPACE: &str = "workspace (channel-packed copies of dy and w)";
+
+/// The workspace of one call, bound to its device: the caller's memory on a
+/// GPU, emulator scratch for CPU tensors.
+struct CallWorkspace {
+    /// The caller's tensor, kept alive (its DLPack export) until the launch is queued.
+    _tensor: Option<Tensor>,
+    /// The memory the op takes (None where it needs none).
+    mem: Option<Mem>,
+    /// `mem` is the caller's memory (CUDA), not emulator scratch (false without `mem`).
+    callers: bool,
+}
+
+impl CallWorkspace {
+    /// The workspace of a call that needs `need` bytes (`what` the op calls
+    /// it, in errors) from the argument `workspace`: None, a byte tensor, or
+    /// a callable `f(nbytes) -> tensor` (called only where `need > 0`). A
+    /// given tensor is checked to be contiguous, on `tensors[0]`'s device, at
+    /// least `need` bytes long and to overlap none of `tensors` (all the
+    /// call's tensors); a CUDA call that needs one and has none is refused.
+    /// CPU tensors run on emulator scratch whatever is given.
+    fn new(
+        ctx: &Ctx,
+        workspace: Option<&Bound<'_, PyAny>>,
+        need: usize,
+        what: &str,
+        stream: usize,
+        tensors: &[&Tensor],
+    ) -> PyResult<CallWorkspace> {
+        let tensor = match workspace.filter(|w| !w.is_none()) {
+            Some(w) if need > 0 && w.is_callable() => Some(dlpack::import_raw("workspace", &w.call1((need,))?, stream)?),
+            Some(w) if w.is_callable() => None,
+            Some(w) => Some(dlpack::import_raw("workspace", w, stream)?),
+            None => None,
+        };
+        if let Some(ws) = &tensor {
+            problem::same_place(&[tensors[0], ws])?;
+            if !layout::is_dense(ws, layout::Order::Contiguous) {
+                return Err(errors::value("workspace", "must be a contiguous tensor"));
+            }
+            let got = ws.numel() * ws.elem_bytes;
+            if got < need {
+                return Err(errors::value(
+                    "workspace",
+                    format!("{got} bytes is too small: this call needs {need} bytes of {what}"),
+                ));
+            }
+            problem::no_overlap(ws, tensors)?;
+        }
+        let (mem, callers) = match (&tensor, need, tensors[0].place) {
+            (_, 0, _) => (None, false),
+            (_, _, dlpack::Place::Cpu) => (Some(ctx.scratch(need, "workspace")?), false),
+            (Some(ws), _, _) => (Some(ctx.bind(ws, false, false)?), true),
+            (None, _, _) => {
+                return Err(errors::value(
+                    "workspace",
+                    format!("this call needs {need} bytes of {what}: pass a tensor or an allocator callable"),
+                ));
+            }
+        };
+        Ok(CallWorkspace { _tensor: tensor, mem, callers })
+    }
+
+    /// Whether the op writes the caller's memory (so what it holds afterwards is theirs to track).
+    fn is_callers(&self) -> bool {
+        self.callers
+    }
+
+    /// The op's workspace argument; `contents`: what the caller's memory
+    /// holds (emulator scratch: unknown).
+    fn get(&self, contents: WorkspaceContents) -> Workspace<'_> {
+        match &self.mem {
+            None => Workspace::None,
+            Some(m) => Workspace::raw(m.as_ref(), if self.callers { contents } else { WorkspaceContents::Unknown }),
+        }
+    }
 }
 
 /// Plans the weight gradient `dw` of `x` and `dy` (the checks of

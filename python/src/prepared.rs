@@ -106,10 +106,13 @@ impl PreparedBackward {
         Ok(PreparedBackward { dev: ctx.dev, data, weight, spans })
     }
 
-    /// Bytes of split-K workspace each `run` needs (0: none).
+    /// Bytes of workspace each `run` needs (0: none): backward-data's region
+    /// (its channel-packed copies of dy and w, rounded up to 16 bytes) first,
+    /// then backward-weight's split-K workspace.
     #[getter]
     fn workspace_bytes(&self) -> usize {
-        self.weight.as_ref().map_or(0, |op| op.workspace_bytes())
+        let (_, at, weight_need) = self.workspace_regions();
+        at + weight_need
     }
 
     /// describe()
@@ -129,11 +132,15 @@ impl PreparedBackward {
     /// device as an integer): the data addresses of tensors with the sample
     /// tensors' shapes, dtypes and strides (0 for an output that is not
     /// computed, and for `x` / `w` where only `dw` / `dx` is). `workspace`:
-    /// the address of `workspace_bytes` bytes (16-byte aligned) that hold
-    /// zeros from byte `workspace_zero_from` on (`None`: unknown). Every
+    /// the address of `workspace_bytes` bytes (16-byte aligned, at least the
+    /// `workspace_bytes` property) that hold zeros from byte
+    /// `workspace_zero_from` on (`None`: unknown). Backward-data uses its
+    /// first bytes (its channel-packed copies; any contents, overwritten),
+    /// backward-weight the rest from there (rounded up to 16 bytes) on. Every
     /// address is checked to lie, with its tensor's span, inside one
-    /// allocation of the device, outputs not to overlap inputs. Returns the
-    /// offset from which the workspace holds zeros afterwards.
+    /// allocation of the device, outputs and the workspace not to overlap
+    /// other tensors. Returns the offset from which the workspace holds
+    /// zeros afterwards (`None`: unknown), past backward-data's region.
     #[pyo3(signature = (x, w, dy, dx, dw, workspace, workspace_bytes, workspace_zero_from, stream))]
     #[allow(clippy::too_many_arguments)]
     fn run(
@@ -171,54 +178,81 @@ impl PreparedBackward {
                 }
             }
         }
+        // The workspace: backward-data's region [0, data_need), then
+        // backward-weight's from `at` (data_need rounded up to 16 bytes) to
+        // the end of the caller's bytes; checked before anything is queued.
+        let (data_need, at, weight_need) = self.workspace_regions();
+        let need = at + weight_need;
+        let end = workspace.saturating_add(workspace_bytes as u64);
+        if need > 0 {
+            if workspace_bytes < need {
+                return Err(errors::value(
+                    "workspace",
+                    format!(
+                        "{workspace_bytes} bytes is too small: this call needs {need} bytes of workspace \
+                         (PreparedBackward.workspace_bytes)"
+                    ),
+                ));
+            }
+            for (i, name) in NAMES.iter().enumerate().filter(|&(i, _)| used[i]) {
+                let (b0, b1) = range(i);
+                if workspace < b1 && b0 < end {
+                    return Err(errors::value("workspace", format!("overlaps {name} in memory")));
+                }
+            }
+        }
+        let data_ws = (data_need > 0).then(|| self.wrap("workspace", workspace, data_need)).transpose()?;
+        let weight_ws = (weight_need > 0)
+            .then(|| self.wrap("workspace", workspace.saturating_add(at as u64), workspace_bytes - at))
+            .transpose()?;
         // SAFETY: the Python layer passes PyTorch's current stream of the
         // tensors' device (a live CUstream of its primary context); it
         // outlives this call, the only use.
         let s = unsafe { self.dev.wrap_stream(stream as *mut std::ffi::c_void) }.map_err(|e| errors::runtime("stream", e))?;
         let m = |i: usize| mems[i].as_ref().map(|b| b.as_buf_ref());
         if let (Some(op), Some(dy), Some(w), Some(dx)) = (&self.data, m(2), m(1), m(3)) {
-            op.execute_on(&s, BwdDataTensors { dy, w, dx, ds: &[] })
+            let ws = match &data_ws {
+                Some(b) => Workspace::raw(b, WorkspaceContents::Unknown),
+                None => Workspace::None,
+            };
+            op.execute_on(&s, BwdDataTensors { dy, w, dx, ds: &[] }, ws)
                 .map_err(|e| errors::op("conv_backward_data", e))?;
         }
-        let mut after = workspace_zero_from;
+        // Backward-weight's region holds zeros from `workspace_zero_from - at`
+        // on (all of it where the caller's zeros start inside data's region).
+        let mut after =
+            workspace_zero_from.map_or(WorkspaceContents::Unknown, |z| WorkspaceContents::ZeroFrom(z.saturating_sub(at)));
         if let (Some(op), Some(x), Some(dy), Some(dw)) = (&self.weight, m(0), m(2), m(4)) {
-            let need = op.workspace_bytes();
-            let ws_mem = if need > 0 {
-                if workspace_bytes < need {
-                    return Err(errors::value(
-                        "workspace",
-                        format!("{workspace_bytes} bytes is too small: this call needs {need} bytes of split-K workspace"),
-                    ));
-                }
-                let ws = self.wrap("workspace", workspace, workspace_bytes)?;
-                for (i, name) in NAMES.iter().enumerate().filter(|&(i, _)| used[i]) {
-                    let (b0, b1) = range(i);
-                    if workspace < b1 && b0 < workspace + workspace_bytes as u64 {
-                        return Err(errors::value("workspace", format!("overlaps {name} in memory")));
-                    }
-                }
-                Some(ws)
-            } else {
-                None
-            };
-            let before = workspace_zero_from.map_or(WorkspaceContents::Unknown, WorkspaceContents::ZeroFrom);
-            let ws = match &ws_mem {
+            let before = after;
+            let ws = match &weight_ws {
                 Some(b) => Workspace::raw(b, before),
                 None => Workspace::None,
             };
             op.execute_on(&s, BwdWeightTensors { x, dy, dw, ds: &[] }, ws)
                 .map_err(|e| errors::op("conv_backward_weight", e))?;
-            after = match op.workspace_after(before) {
-                WorkspaceContents::Zeroed => Some(0),
-                WorkspaceContents::ZeroFrom(n) => Some(n),
-                WorkspaceContents::Unknown => None,
-            };
+            after = op.workspace_after(before);
         }
+        // Back to offsets in the caller's bytes: data's region holds its copies.
+        let after = match after {
+            WorkspaceContents::Zeroed => Some(at),
+            WorkspaceContents::ZeroFrom(n) => Some(at + n),
+            WorkspaceContents::Unknown => None,
+        };
         Ok(after)
     }
 }
 
 impl PreparedBackward {
+    /// The workspace layout of a `run`: the bytes backward-data needs at its
+    /// start, where backward-weight's region starts (that rounded up to 16
+    /// bytes; 0 where backward-data needs none) and the bytes
+    /// backward-weight needs there.
+    fn workspace_regions(&self) -> (usize, usize, usize) {
+        let data_need = self.data.as_ref().map_or(0, |op| op.workspace_bytes());
+        let weight_need = self.weight.as_ref().map_or(0, |op| op.workspace_bytes());
+        (data_need, data_need.next_multiple_of(16), weight_need)
+    }
+
     /// The caller's `bytes` at `addr` (argument `name`), checked to be 16-byte
     /// aligned and inside one allocation of the device.
     fn wrap(&self, name: &str, addr: u64, bytes: usize) -> PyResult<DeviceBuffer<u8>> {

@@ -100,8 +100,28 @@ def epilogue(v, av, steps, ds):
     return v, av
 
 
-UNIT_ROUNDOFF = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float16): 2.0**-11}
-SMALLEST = {np.dtype(np.float32): 2.0**-149, np.dtype(np.float16): 2.0**-24}
+# NumPy has no bfloat16: the tests keep its bits in uint16 arrays (``to_bf16``,
+# ``from_bf16``) and name the dtype by this string.
+BFLOAT16 = "bfloat16"
+
+UNIT_ROUNDOFF = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float16): 2.0**-11, BFLOAT16: 2.0**-8}
+SMALLEST = {np.dtype(np.float32): 2.0**-149, np.dtype(np.float16): 2.0**-24, BFLOAT16: 2.0**-133}
+
+
+def to_bf16(a):
+    """The bfloat16 bits (uint16, same shape and memory order) of ``a``
+    rounded to nearest even (finite values)."""
+    u = np.asarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16(bits):
+    """The values of bfloat16 ``bits`` (uint16) as float64."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def _dtype_key(dtype):
+    return BFLOAT16 if isinstance(dtype, str) and dtype == BFLOAT16 else np.dtype(dtype)
 
 
 def check(ours, ref, absref, terms, dtype, what):
@@ -111,11 +131,13 @@ def check(ours, ref, absref, terms, dtype, what):
 
     ``terms``: summands per output element; ``absref`` the same sum over
     absolute values (float64): f32 accumulation in any order errs by at most
-    (terms) 2^-24 absref, and the cast to ``dtype`` by u |ref|.
+    (terms) 2^-24 absref, and the cast to ``dtype`` by u |ref|. ``dtype``: a
+    NumPy float type or ``BFLOAT16`` (then ``ours`` holds the values, e.g.
+    ``from_bf16`` of the bits).
     """
     ours = np.asarray(ours, dtype=np.float64)
     assert np.isfinite(ours).all(), f"{what}: {np.count_nonzero(~np.isfinite(ours))} non-finite elements (unwritten NaN poison?)"
-    dt = np.dtype(dtype)
+    dt = _dtype_key(dtype)
     tol = 2 * UNIT_ROUNDOFF[dt] * np.abs(ref) + 4 * (terms + 2) * 2.0**-24 * absref + 2 * SMALLEST[dt]
     err = np.abs(ours - ref)
     bad = err > tol

@@ -7,9 +7,12 @@ within the bound of ``reference.check`` against a float64 reference:
 
     |ours - ref64| <= 2 u(dtype) |ref64| + 4 (terms + 2) 2^-24 sum|terms| + 2 smallest(dtype)
 
-(u = 2^-24 for float32, 2^-11 for float16; ``terms`` the summands per element).
+(u = 2^-24 for float32, 2^-11 for float16, 2^-8 for bfloat16; ``terms`` the
+summands per element). NumPy has no bfloat16: those tests keep the bits in
+uint16 arrays and pass them as DLPack capsules retyped (``bf16_capsule``).
 """
 
+import ctypes
 import json
 import os
 import subprocess
@@ -121,6 +124,180 @@ def test_backward_weight_split_k(split_k, deterministic):
         assert "k_batch 1 " not in desc, desc
     want, absw = ref.bwd_weight(x, dy, dw.shape, (1, 1), (1, 1), (1, 1), 1)
     ref.check(dw, want, absw, n * hw * hw, np.float16, f"dw (seed {seed}, {desc})")
+
+
+# ---------------------------------------------------------------- odd channel counts
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_DL_UINT, _DL_BFLOAT = 1, 4
+
+
+def bf16_capsule(bits):
+    """A DLPack capsule of the uint16 array ``bits`` (NumPy's export: its
+    memory, shape and strides, writable) with the dtype retyped to bfloat16.
+    A capsule is consumed by one import: make one per call."""
+    cap = bits.__dlpack__()  # unversioned: the DLManagedTensor starts with its DLTensor
+    t = _DLTensor.from_address(_capsule_pointer(cap, b"dltensor"))
+    assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (_DL_UINT, 16, 1), "expected NumPy's uint16 export"
+    t.dtype.code = _DL_BFLOAT
+    return cap
+
+
+def rand_typed(r, shape, dtype, channels_last):
+    """Random values in ``dtype`` (bfloat16: its bits) in one memory format."""
+    v = r.standard_normal(shape).astype(np.float32)
+    return in_format(ref.to_bf16(v) if dtype == ref.BFLOAT16 else v.astype(dtype), channels_last)
+
+
+def poisoned_typed(shape, dtype, channels_last):
+    if dtype == ref.BFLOAT16:
+        return in_format(np.full(shape, 0xFFFF, dtype=np.uint16), channels_last)  # a bfloat16 NaN
+    return poisoned(shape, dtype, channels_last)
+
+
+def arg(a, dtype):
+    """What the native call takes for array ``a`` of ``dtype``."""
+    return bf16_capsule(a) if dtype == ref.BFLOAT16 else a
+
+
+def values(a, dtype):
+    """The values of array ``a`` of ``dtype`` (float64 for bfloat16)."""
+    return ref.from_bf16(a) if dtype == ref.BFLOAT16 else a
+
+
+def test_bf16_capsule_round_trip():
+    """The bfloat16 test plumbing: the rounding, the decoding and the import
+    (a dtype the native module names in its errors)."""
+    v = np.array([1.0, -2.5, 3.14159, 1e-3, 65504.0, 1.00390625], np.float32)
+    bits = ref.to_bf16(v)
+    assert list(ref.from_bf16(bits)[:2]) == [1.0, -2.5]
+    assert np.all(np.abs(ref.from_bf16(bits) - v) <= 2.0**-8 * np.abs(v))
+    assert ref.from_bf16(ref.to_bf16(np.float32(1.00390625))) == 1.0  # a tie goes to even
+    x = rand_typed(np.random.default_rng(0), (2, 4, 5, 5), ref.BFLOAT16, False)
+    w = rand_typed(np.random.default_rng(1), (4, 4, 3, 3), np.float16, False)
+    with pytest.raises(TypeError, match=r"w: dtype float16 differs from dy's bfloat16"):
+        nat.conv_backward_data(bf16_capsule(x), w, bf16_capsule(np.empty_like(x)), 1, 1, 1, 1)
+
+
+# (name, N, G, C, K, input spatial, filter, stride, padding, dilation): K (the
+# output channels) not a multiple of 8, so where 16-bit backward-data runs a
+# GEMM kernel it runs on channel-packed copies of dy and w in its workspace.
+ODD_K = [
+    ("k13-3x3", 2, 1, 16, 13, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("k13-1x1", 2, 1, 16, 13, (6, 6), (1, 1), (1, 1), (0, 0), (1, 1)),
+    ("k29-3x3", 2, 1, 16, 29, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("k255-3x3", 2, 1, 16, 255, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ("k255-1x1", 2, 1, 16, 255, (6, 6), (1, 1), (1, 1), (0, 0), (1, 1)),
+]
+# Those the emulator's plans run channel-packed (K = 13 takes the direct
+# kernel, which reads dy as it is): the tests check that they do, so that
+# they keep covering the workspace.
+ODD_K_PACKED = {"k29-3x3", "k255-3x3", "k255-1x1"}
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ref.BFLOAT16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+@pytest.mark.parametrize("workspace", ["scratch", "callable"])
+@pytest.mark.parametrize("prob", ODD_K, ids=ids(ODD_K))
+def test_backward_data_odd_k(prob, workspace, channels_last, dtype):
+    """Backward-data where K fills no 16-byte vector: the workspace (emulator
+    scratch on CPU tensors, whether none or an allocator is given) holds the
+    channel-packed copies; an allocator is called once with the need, and
+    only where the plan packs."""
+    r, seed = rng()
+    xs, ws, ys, _ = shapes(prob)
+    g, s, p, d = prob[2], prob[7], prob[8], prob[9]
+    dy = rand_typed(r, ys, dtype, channels_last)
+    w = rand_typed(r, ws, dtype, channels_last)
+    dx = poisoned_typed(xs, dtype, channels_last)
+    calls = []
+
+    def alloc(nbytes):
+        calls.append(nbytes)
+        return np.empty(nbytes, dtype=np.uint8)
+
+    kw = {"workspace": alloc} if workspace == "callable" else {}
+    desc = nat.conv_backward_data(arg(dy, dtype), arg(w, dtype), arg(dx, dtype), list(s), list(p), list(d), g, **kw)
+    packed = "channel-packed" in desc
+    assert packed == (prob[0] in ODD_K_PACKED), f"the plan changed (update ODD_K_PACKED): {desc}"
+    if workspace == "callable":
+        assert calls == ([calls[0]] if packed else []) and (not packed or calls[0] > 0), calls
+    want, absx = ref.bwd_data(values(dy, dtype), values(w, dtype), xs, s, p, d, g)
+    terms = prob[4] * int(np.prod(prob[6]))
+    ref.check(values(dx, dtype), want, absx, terms, dtype, f"dx (seed {seed}, {desc})")
+
+
+def test_backward_data_odd_k_workspace_checked():
+    """A given workspace is checked as backward-weight's is: large enough,
+    overlapping no tensor; a plan that needs none calls no allocator."""
+    r, _ = rng()
+    prob = ODD_K[3]  # k255-3x3: packed
+    xs, ws, ys, _ = shapes(prob)
+    dy = r.standard_normal(ys).astype(np.float16)
+    w = r.standard_normal(ws).astype(np.float16)
+    dx = np.empty(xs, np.float16)
+    with pytest.raises(ValueError, match=r"workspace: 16 bytes is too small: this call needs \d+ bytes of workspace"):
+        nat.conv_backward_data(dy, w, dx, 1, 1, 1, 1, workspace=np.zeros(16, np.uint8))
+    big = np.zeros(1 << 18, np.uint8)  # a workspace that holds dy
+    dy_in = big[: dy.nbytes].view(np.float16).reshape(ys)
+    dy_in[...] = dy
+    with pytest.raises(ValueError, match=r"workspace: overlaps the input dy in memory"):
+        nat.conv_backward_data(dy_in, w, dx, 1, 1, 1, 1, workspace=big)
+    with pytest.raises(ValueError, match=r"workspace: must be a contiguous tensor"):
+        nat.conv_backward_data(dy, w, dx, 1, 1, 1, 1, workspace=lambda n: np.zeros(2 * n, np.uint8)[::2])
+    # f32 (or K a multiple of 8): no workspace, the allocator is not called.
+    calls = []
+    f32 = [a.astype(np.float32) for a in (dy, w, dx)]
+    desc = nat.conv_backward_data(*f32, 1, 1, 1, 1, workspace=lambda n: calls.append(n))
+    assert calls == [] and "channel-packed" not in desc, desc
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ref.BFLOAT16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_backward_weight_odd_c_odd_k(channels_last, dtype):
+    """Backward-weight with C and K filling no 16-byte vector (x and dy
+    channel-packed where the plan does so: dy always here, x channels-last),
+    split-K workspace from an allocator."""
+    r, seed = rng()
+    prob = ("c13-k29", 2, 1, 13, 29, (6, 6), (3, 3), (1, 1), (1, 1), (1, 1))
+    xs, ws, ys, out = shapes(prob)
+    g, s, p, d = prob[2], prob[7], prob[8], prob[9]
+    x = rand_typed(r, xs, dtype, channels_last)
+    dy = rand_typed(r, ys, dtype, channels_last)
+    dw = poisoned_typed(ws, dtype, channels_last)
+
+    def alloc(nbytes):
+        return np.empty(nbytes, dtype=np.uint8)
+
+    desc, _ = nat.conv_backward_weight(
+        arg(x, dtype), arg(dy, dtype), arg(dw, dtype), list(s), list(p), list(d), g, workspace=alloc
+    )
+    assert "channel-packed" in desc, desc
+    want, absw = ref.bwd_weight(values(x, dtype), values(dy, dtype), ws, s, p, d, g)
+    ref.check(values(dw, dtype), want, absw, prob[1] * int(np.prod(out)), dtype, f"dw (seed {seed}, {desc})")
 
 
 # ---------------------------------------------------------------- fused multi-D

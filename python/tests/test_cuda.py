@@ -422,6 +422,51 @@ def test_autocast_matches_pytorch(dtype, channels_last):
         check(f"{name}.grad (seed {seed})", go, gt, ge)
 
 
+@pytest.mark.parametrize("deterministic", [False, True], ids=["atomic", "deterministic"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["f16", "bf16"])
+def test_autograd_odd_k_shares_the_workspace(dtype, deterministic):
+    """Layers whose K is not a multiple of 8 (29; a detection head's 255, on
+    C = 29): backward-data runs on channel-packed copies of grad_output and
+    the weight where its plan runs a GEMM kernel. On CUDA the prepared
+    backward puts them at the start of the layer's workspace, backward-weight's
+    split-K workspace after them, and the cached workspace's tracked contents
+    stay true over several steps (atomic or deterministic split-K): gradients
+    right at every step."""
+    seed = int(torch.randint(0, 2**31, ()).item())
+
+    def model(t, conv):
+        torch.manual_seed(seed)
+        m = torch.nn.Sequential(torch.nn.Conv2d(16, 29, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(29, 255, 1))
+        if conv:
+            cg.convert_conv_modules(m, deterministic=deterministic)
+        return m.to(device=DEVICE, dtype=t).to(memory_format=torch.channels_last)
+
+    torch_ops._LAYERS.clear()
+    torch_ops._WORKSPACES.clear()
+    ours, theirs, exact = model(dtype, True), model(dtype, False), model(torch.float64, False)
+    gx = torch.Generator(device=DEVICE)
+    gx.manual_seed(seed)
+    for step in range(3):
+        x = torch.randn(2, 16, 12, 12, generator=gx, device=DEVICE).contiguous(memory_format=torch.channels_last)
+        grads = []
+        for m, t in ((ours, dtype), (theirs, dtype), (exact, torch.float64)):
+            m.zero_grad(set_to_none=True)
+            xi = x.to(t).requires_grad_(True)
+            (m(xi).double() ** 2).mean().backward()
+            grads.append([xi.grad] + [q.grad for q in m.parameters()])
+        names = ["input"] + [n for n, _ in ours.named_parameters()]
+        for name, go, gt, ge in zip(names, *grads):
+            check(f"step {step} {name}.grad (seed {seed})", go, gt, ge)
+    if DEVICE == "cuda":
+        layers = [v for v in torch_ops._LAYERS.values() if v.prepared is not None]
+        assert len(layers) == 2 and all(v.cg_x and v.cg_w for v in layers), torch_ops.layer_choices()
+        packed = [v for v in layers if "channel-packed" in v.prepared.describe().split("\n")[0]]
+        assert packed, [v.prepared.describe() for v in layers]
+        assert all(v.prepared.workspace_bytes > 0 for v in packed)
+    torch_ops._LAYERS.clear()
+    torch_ops._WORKSPACES.clear()
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="the prepared path is CUDA's")
 def test_prepared_layer_is_reused_and_checks_addresses():
     """The second backward of a layer reuses its prepared plan; the native

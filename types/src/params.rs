@@ -14,6 +14,10 @@ pub mod flags {
     pub const SPLITK_ATOMIC: u32 = 1;
     /// Partials are stored per k-batch into the f32 workspace (fixed-order reduction later).
     pub const SPLITK_STORE: u32 = 2;
+    /// Backward-data: `w` is a channel-packed copy (host `ops::pack`) whose
+    /// channel rows are readable, zeros, past `C` up to a whole 16-byte
+    /// vector: its vector loads may cover them where `C` fills no vectors.
+    pub const W_PADDED: u32 = 4;
 }
 
 /// Bits of [`DirectPart::vec_mode`]: the direct kernels' channel-vector fast path.
@@ -395,17 +399,22 @@ pub struct TapShiftPart {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 pub struct UnfoldPart {
-    /// Every backward-weight kernel: the real channels of an unfolded
-    /// problem (taps of the unfolded axes times `C`); filter columns of
-    /// channels at or past it pad `C'` to whole vectors and are not
-    /// stored. 0: all are stored (not unfolded, or no padding).
+    /// Every backward-weight kernel: the real channels of an unfolded or
+    /// packed problem (taps of the unfolded axes times `C`; `C`); filter
+    /// columns of channels at or past it pad `C'` to whole vectors and are
+    /// not stored. 0: all are stored (not unfolded, or no padding).
+    /// The pre-pass: the channels of the source that exist.
     pub valid: u32,
     /// The pre-pass: spatial axes unfolded, counted from x (1: x; 2: y, x; 3: all).
     pub dims: u32,
     /// The pre-pass: elements of `x'` (a multiple of 16 bytes' worth).
     pub elems: u32,
-    /// Padding to 16 bytes (zero).
-    pub _pad: u32,
+    /// Every backward-weight kernel: the rows of `dW` (its `K`) that exist
+    /// where the problem's `K'` pads them to whole vectors (a packed `dy`);
+    /// rows at or past it are not stored. 0: all are stored.
+    /// The pre-pass: the images (axis 1) of the source that exist; rows of
+    /// the copy past them are zeros.
+    pub rows: u32,
     /// The pre-pass: division by the 16-byte vectors per pixel of `x'`.
     pub div_vecs: FastDiv,
     /// The pre-pass: division by `x'`'s spatial sizes `[D', H', W']`.

@@ -75,8 +75,10 @@ pub(crate) struct ShapeArgs {
     /// Only shapes whose name contains this (or one of several, `a|b`).
     #[arg(long)]
     filter: Option<String>,
-    /// Which shapes: `bench` (the anchors and CK's ResNet-50 layers) or
-    /// `networks` (layers of real networks, with per-network geomeans).
+    /// Which shapes: `bench` (the anchors and CK's ResNet-50 layers),
+    /// `networks` (layers of real networks, with per-network geomeans) or
+    /// `channels` (layers with channel counts that are no multiple of 8,
+    /// each followed by its twin with them rounded up to one).
     #[arg(long, default_value = "bench")]
     suite: String,
 }
@@ -310,7 +312,12 @@ fn epilogue_pair(name: &str, problem: &str) -> Result<[Shape; 2]> {
 
 /// The layers of real networks (`--suite networks`).
 fn network_suite() -> Vec<Shape> {
-    crate::networks::layers()
+    layer_shapes(crate::networks::layers())
+}
+
+/// Network layers as bench shapes, named `net layer`.
+fn layer_shapes(layers: Vec<crate::networks::Layer>) -> Vec<Shape> {
+    layers
         .into_iter()
         .map(|l| Shape {
             name: format!("{} {}", l.net, l.name),
@@ -349,7 +356,9 @@ fn shapes(op: Op, emu: bool, suite_name: &str) -> Result<Vec<Shape>> {
         "bench" => {}
         "networks" if emu => bail!("--suite networks: full-size layers, meant for a GPU (the emulator runs `bench`'s small shapes)"),
         "networks" => return Ok(network_suite()),
-        other => bail!("--suite {other}: allowed bench, networks"),
+        "channels" if emu => bail!("--suite channels: full-size layers, meant for a GPU"),
+        "channels" => return Ok(layer_shapes(crate::networks::odd_channel_pairs())),
+        other => bail!("--suite {other}: allowed bench, networks, channels"),
     }
     let mut v = if emu { emu_suite() } else { suite() };
     if op == Op::BwdData {
@@ -544,11 +553,17 @@ pub(crate) fn time_data(dev: &Device, module: &Module, plan: &BwdDataPlan, t: Ty
 /// Median time of a backward-data plan (ms) on `inputs`.
 pub(crate) fn time_data_on(dev: &Device, module: &Module, plan: &BwdDataPlan, inputs: &Inputs, iters: usize) -> Result<f64> {
     let d_addrs: Vec<u64> = inputs.ds.iter().map(|b| b.device_addr()).collect();
+    // The channel-packed copies' workspace (timed with the kernel: the copies run every call).
+    let ws = match plan.workspace_bytes() {
+        0 => None,
+        n => Some(dev.alloc::<u8>(n)?),
+    };
     let bufs = BwdDataBuffers {
         dy: inputs.a.device_addr(),
         w: inputs.b.device_addr(),
         dx: inputs.out.device_addr(),
         ds: &d_addrs,
+        workspace: ws.as_ref().map_or(0, |b| b.device_addr()),
     };
     // SAFETY: `inputs` holds buffers of `dev` allocated for `plan`'s spans, apart, alive past the timing.
     median_ms(dev, iters, || unsafe { data_op::execute(dev, module, plan, bufs) })

@@ -37,6 +37,8 @@ struct Bufs {
     dx: DeviceBuffer<u8>,
     dw: DeviceBuffer<u8>,
     ws: DeviceBuffer<u8>,
+    /// bwd-data's workspace (its channel-packed copies).
+    dws: DeviceBuffer<u8>,
 }
 
 /// Most calls queued in one measurement: below the driver's launch queue
@@ -86,9 +88,11 @@ pub fn run(dev: &Device, calls: usize) -> Result<()> {
             dx: dev.alloc(bytes(&dx_d))?,
             dw: dev.alloc(bytes(&dw_d))?,
             ws: dev.alloc(wop.workspace_bytes().max(16))?,
+            dws: dev.alloc(dop.workspace_bytes().max(16))?,
         };
         b.ws.fill_bytes(0)?;
         let ws = || Workspace::raw(&b.ws, WorkspaceContents::Zeroed);
+        let dws = || Workspace::raw(&b.dws, WorkspaceContents::Unknown);
         let wt = |x: &DeviceBuffer<u8>, dy: &DeviceBuffer<u8>, dw: &DeviceBuffer<u8>| -> Result<()> {
             wop.execute_on(&stream, BwdWeightTensors { x: x.into(), dy: dy.into(), dw: dw.into(), ds: &[] }, ws())?;
             Ok(())
@@ -106,14 +110,14 @@ pub fn run(dev: &Device, calls: usize) -> Result<()> {
             })?,
         ];
         let dt = |dy: &DeviceBuffer<u8>, w: &DeviceBuffer<u8>, dx: &DeviceBuffer<u8>| -> Result<()> {
-            dop.execute_on(&stream, BwdDataTensors { dy: dy.into(), w: w.into(), dx: dx.into(), ds: &[] })?;
+            dop.execute_on(&stream, BwdDataTensors { dy: dy.into(), w: w.into(), dx: dx.into(), ds: &[] }, dws())?;
             Ok(())
         };
         let data = [
             per_call_us(&stream, calls, || dt(&b.dy, &b.w, &b.dx))?,
             per_call_us(&stream, calls, || {
                 let op = PlanCache::global().bwd_data(dev, &p, &dcfg, dy_d, dw_d, dx_d)?;
-                op.execute_on(&stream, BwdDataTensors { dy: (&b.dy).into(), w: (&b.w).into(), dx: (&b.dx).into(), ds: &[] })?;
+                op.execute_on(&stream, BwdDataTensors { dy: (&b.dy).into(), w: (&b.w).into(), dx: (&b.dx).into(), ds: &[] }, dws())?;
                 Ok(())
             })?,
             per_call_us(&stream, calls, || {

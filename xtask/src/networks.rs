@@ -54,6 +54,29 @@ fn ck(net: &'static str, name: &str, args: &[usize]) -> Layer {
     Layer { net, name: name.into(), p }
 }
 
+/// `--suite channels`: layers with channel counts that are no multiple of 8
+/// (issue #44: each within 20% of the next multiple of 8's time), each
+/// followed by its twin with those counts rounded up to one (`.. twin`).
+/// YOLOv5s's heads (batch 16), ShuffleNetV2's branches (batch 128), and the
+/// issue's 3x3 layer of 100 channels (batch 32, 56x56).
+pub fn odd_channel_pairs() -> Vec<Layer> {
+    let up = |v: usize| v.div_ceil(8) * 8;
+    let mut v = Vec::new();
+    let mut pair = |net: &'static str, name: String, (n, c, k): (usize, usize, usize), f: usize, hw: usize| {
+        v.push(l2(net, &name, (n, 1, c, k), f, hw, 1, f / 2));
+        v.push(l2(net, &format!("{name} twin {}->{}", up(c), up(k)), (n, 1, up(c), up(k)), f, hw, 1, f / 2));
+    };
+    for (c, hw) in [(128, 80), (256, 40), (512, 20)] {
+        pair("yolov5s", format!("head 1x1 {c}->255 {hw}x{hw}"), (16, c, 255), 1, hw);
+    }
+    for (name, c, k, hw) in [("stage2 1x1 24->58", 24, 58, 56), ("stage2 1x1 58", 58, 58, 28), ("stage3 1x1 116", 116, 116, 14)] {
+        pair("shufflenet_v2", name.into(), (128, c, k), 1, hw);
+    }
+    pair("issue44", "3x3 100 56x56".into(), (32, 100, 100), 3, 56);
+    pair("issue44", "3x3 100->128 56x56".into(), (32, 100, 128), 3, 56);
+    v
+}
+
 /// Every layer of the suite.
 pub fn layers() -> Vec<Layer> {
     let mut v = Vec::new();
@@ -220,6 +243,24 @@ mod tests {
                 let d = bwd_data::plan(&l.p, &Default::default(), fam, 132);
                 assert!(w.is_ok() && d.is_ok(), "{} {} on {fam:?}: {:?} {:?}", l.net, l.name, w.err(), d.err());
             }
+        }
+    }
+
+    /// `--suite channels`: odd layers and their twins alternate, the twins'
+    /// channels multiples of 8; on Hopper the odd ones run channel-packed
+    /// in both ops where their K (bwd-data) or C or K (bwd-weight) is odd.
+    #[test]
+    fn odd_channel_pairs_pack() {
+        let pairs = super::odd_channel_pairs();
+        assert_eq!(pairs.len() % 2, 0);
+        for two in pairs.chunks(2) {
+            let (odd, twin) = (&two[0].p, &two[1].p);
+            assert!(twin.c % 8 == 0 && twin.k % 8 == 0 && two[1].name.contains("twin"), "{}", two[1].name);
+            assert!(odd.c % 8 != 0 || odd.k % 8 != 0, "{}", two[0].name);
+            let w = bwd_weight::plan(odd, &Default::default(), Family::Hopper, 132).unwrap();
+            let d = bwd_data::plan(odd, &Default::default(), Family::Hopper, 132).unwrap();
+            assert!(w.pack.is_some(), "{}: {}", two[0].name, w.describe());
+            assert!(d.pack.is_some(), "{}: {}", two[0].name, d.describe());
         }
     }
 }

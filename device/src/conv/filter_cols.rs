@@ -30,12 +30,20 @@ pub fn split_filter_col(a: &ConvArgs, n: u32) -> (u32, [u32; 3]) {
     (c, [z, y, x])
 }
 
+/// Whether `dW` has row `m`: not one that pads a packed `dy`'s channels
+/// (`UnfoldPart::rows`).
+#[inline(always)]
+fn dw_row(a: &ConvArgs, m: u32) -> bool {
+    a.unfold.rows == 0 || m < a.unfold.rows
+}
+
 /// Writes `v` (the full reduction) through the epilogue into `dW`; not the
-/// columns that pad an unfolded problem's channels (`UnfoldPart::valid`).
+/// rows and columns that pad an unfolded or packed problem's channels
+/// (`UnfoldPart::{rows, valid}`).
 #[inline(always)]
 pub(crate) unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v: f32) {
     let (c, [z, y, x]) = split_filter_col(a, n);
-    if a.unfold.valid != 0 && c >= a.unfold.valid {
+    if (a.unfold.valid != 0 && c >= a.unfold.valid) || !dw_row(a, m) {
         return;
     }
     unsafe { store_result::<Out>(a, a.w, &a.w_strides, [g, m, c, z, y, x], v) }
@@ -47,6 +55,9 @@ pub(crate) unsafe fn write_dw<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n: u32, v
 /// channels of an unfolded problem a run of another length in `dW`).
 #[inline(always)]
 pub(crate) unsafe fn write_dw_run<Out: Elem>(a: &ConvArgs, g: u32, m: u32, n0: u32, len: u32, v: [f32; RUN]) {
+    if !dw_row(a, m) {
+        return;
+    }
     if c_fastest(a) && a.c.is_multiple_of(RUN as u32) && a.unfold.valid == 0 {
         let (c, [z, y, x]) = split_filter_col(a, n0);
         unsafe { store_run::<Out, 2>(a, a.w, &a.w_strides, [g, m, c, z, y, x], len, v, &mut BiasRun::new()) }

@@ -58,6 +58,14 @@ pub fn window_origin(a: &ConvArgs, o: [u32; 3]) -> [u32; 3] {
     [(o[0] * s[0]).wrapping_sub(p[0]), (o[1] * s[1]).wrapping_sub(p[1]), (o[2] * s[2]).wrapping_sub(p[2])]
 }
 
+/// The channels of `w` that backward-data's vector loads may read: `C`,
+/// or up to a whole vector past it where `w` is a channel-packed copy
+/// ([`flags::W_PADDED`](convgrad_types::params::flags::W_PADDED)).
+#[inline(always)]
+pub fn w_vec_channels(a: &ConvArgs, lanes: u32) -> u32 {
+    if a.flags & convgrad_types::params::flags::W_PADDED != 0 { a.c.next_multiple_of(lanes) } else { a.c }
+}
+
 /// Whether pixels `(n, d, h, w)` of `n` images of spatial size `dims` lie
 /// back to back under strides `s` (`n` at `s[1]`, `d, h, w` at `s[3..6]`):
 /// then the batch-major pixel index `i` sits at `i * s[5]`, with no
@@ -194,6 +202,9 @@ pub struct ChannelRows<'a, T, F> {
     pub strides: &'a [u32; 6],
     /// Number of channels (rows).
     pub rows: u32,
+    /// Rows its vector loads may read (`rows`, or more where the tensor is
+    /// a channel-packed copy padded with zeros).
+    pub vec_rows: u32,
     /// Offset of reduction index `k`.
     pub col: F,
 }
@@ -212,7 +223,7 @@ impl<T: Elem, F: ColMap> Operand for ChannelRows<'_, T, F> {
     }
     #[inline(always)]
     fn vec_ok(&self) -> bool {
-        vector_axis(self.strides, 2, self.rows, T::LANES as u32)
+        vector_axis(self.strides, 2, self.vec_rows, T::LANES as u32)
     }
     #[inline(always)]
     fn row(&self, row: u32) -> ChannelRow {

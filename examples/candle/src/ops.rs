@@ -284,7 +284,10 @@ impl CustomOp2 for BwdData {
             dx: (&dxb).into(),
             ds: &[],
         };
-        plan.execute_on(stream, t).map_err(|e| op_err(op, e))?;
+        // Odd output channel counts pack dy and w into a workspace first (any contents).
+        let ws = dev.alloc::<u8>(plan.workspace_bytes().max(1)).map_err(candle_core::Error::wrap)?;
+        plan.execute_on(stream, t, Workspace::raw(&ws, WorkspaceContents::Unknown))
+            .map_err(|e| op_err(op, e))?;
         stream.synchronize().map_err(candle_core::Error::wrap)?;
         let out = download(&dxb, types)?;
         Ok((out, Shape::from((n, h, w, g.groups * c))))

@@ -232,10 +232,12 @@ impl Findable for BwdDataOp {
     fn sizes(&self, t: TypeConfig) -> ([usize; 3], Vec<usize>, usize) {
         let p: &BwdDataPlan = self.plan();
         let ds = p.ds.iter().map(|d| bytes(d, t.act())).collect();
-        ([bytes(&p.dy, t.act()), bytes(&p.w, t.wei()), bytes(&p.dx, t.act())], ds, 0)
+        ([bytes(&p.dy, t.act()), bytes(&p.w, t.wei()), bytes(&p.dx, t.act())], ds, self.workspace_bytes())
     }
-    fn run(&self, s: &Stream, t: &[DeviceBuffer<u8>; 3], ds: &[BufRef<'_>], _: &DeviceBuffer<u8>) -> Result<(), OpError> {
-        self.execute_on(s, BwdDataTensors { dy: (&t[0]).into(), w: (&t[1]).into(), dx: (&t[2]).into(), ds })
+    fn run(&self, s: &Stream, t: &[DeviceBuffer<u8>; 3], ds: &[BufRef<'_>], ws: &DeviceBuffer<u8>) -> Result<(), OpError> {
+        let tensors = BwdDataTensors { dy: (&t[0]).into(), w: (&t[1]).into(), dx: (&t[2]).into(), ds };
+        let ws = if self.workspace_bytes() == 0 { Workspace::None } else { Workspace::raw(ws, WorkspaceContents::Unknown) };
+        self.execute_on(s, tensors, ws)
     }
 }
 

@@ -8,7 +8,7 @@
 //! the layers below it (`.ci/ops_import_cycles.py` checks there is no circle):
 //! 1. leaves: [`error`] (`OpError`, `Unsupported`, `Reason`), `launch`
 //!    (`LaunchSpec`), `checks`, `lanes`, `classes`, `split` (`SplitK`),
-//!    `request` (`select::Request`), `workspace`, `fold`, [`batch`] (the
+//!    `request` (`select::Request`), `workspace`, `fold`, `pack`, [`batch`] (the
 //!    split along N and G of tensors past 2^31 elements);
 //! 2. [`family`]: one module per kernel family (its fit, launch geometry and
 //!    argument part), as `device/src/conv/<op>/<family>.rs`;
@@ -30,6 +30,7 @@ pub mod find_file;
 mod fold;
 mod lanes;
 mod launch;
+mod pack;
 mod prepared;
 mod request;
 pub mod select;
@@ -38,6 +39,7 @@ pub mod tuned;
 mod workspace;
 
 pub use cache::PlanCache;
+pub use pack::{PackCopy, Packed};
 pub use find::{FindMode, FindOptions};
 pub use find_file::CacheFile;
 pub use checks::D_NAMES;

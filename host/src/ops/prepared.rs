@@ -234,8 +234,15 @@ prepared_op! {
 }
 
 impl BwdDataOp {
-    /// Queues the call on `stream`: no host wait, nothing allocated, no workspace.
-    pub fn execute_on(&self, stream: &Stream, t: BwdDataTensors<'_>) -> Result<(), OpError> {
+    /// Bytes of workspace each call needs (0: none): the copies of `dy` and
+    /// `w` with `K` zero padded to whole vectors, where `K` fills none
+    /// (`ops::pack`). Any contents will do; the call overwrites them.
+    pub fn workspace_bytes(&self) -> usize {
+        self.plan.workspace_bytes()
+    }
+    /// Queues the call on `stream`: no host wait, nothing allocated;
+    /// `ws` may be [`Workspace::None`] where [`workspace_bytes`](Self::workspace_bytes) is 0.
+    pub fn execute_on(&self, stream: &Stream, t: BwdDataTensors<'_>, ws: Workspace<'_>) -> Result<(), OpError> {
         let ty = self.cfg.types.act();
         let p = &self.plan;
         let e = checked(&self.dev, stream, [
@@ -253,11 +260,37 @@ impl BwdDataOp {
                 check_disjoint(&dx, std::slice::from_ref(d))?;
             }
         }
+        // The workspace (written) touches no tensor.
+        let need = self.workspace_bytes();
+        let workspace = if need == 0 { 0 } else { checked_workspace(&self.dev, &ws, need)? };
+        let mut all = [Extent::new("", 0, 0); 3 + MAX_D];
+        all[..3].copy_from_slice(&e);
+        all[3..3 + nd].copy_from_slice(&de[..nd]);
+        check_disjoint(&workspace_extent(&ws, need), &all[..3 + nd])?;
         let [dy, w, dx] = addrs(&e);
         let ds = addrs(&de);
         let resolve = |name: &str| Ok(self.dev.kernels()?.kernel(name)?);
+        let bufs = BwdDataBuffers { dy, w, dx, ds: &ds[..nd], workspace };
         // SAFETY: every address was checked above against its allocation,
         // the plan's spans and the others (no overlap), on this device.
-        unsafe { bwd_data::launch(&self.dev, stream, &self.kernel, &resolve, p, BwdDataBuffers { dy, w, dx, ds: &ds[..nd] }) }
+        unsafe { bwd_data::launch(&self.dev, stream, &self.kernel, &resolve, p, bufs) }
     }
+}
+
+/// The address of a workspace of at least `need` bytes on `dev`, 16-byte
+/// aligned (whatever it holds: the copies overwrite it).
+fn checked_workspace(dev: &Device, ws: &Workspace<'_>, need: usize) -> Result<u64, OpError> {
+    let mem = match ws {
+        Workspace::None => None,
+        Workspace::Tracked(w) => Some(BufRef::from(&w.buf)),
+        Workspace::Raw { mem, .. } => Some(*mem),
+    };
+    let got = mem.map_or(0, |m| m.bytes());
+    let short = || OpError::Usage(format!("workspace: bwd-data needs {need} bytes (BwdDataOp::workspace_bytes), got {got}"));
+    let mem = mem.filter(|m| m.bytes() >= need).ok_or_else(short)?;
+    mem.check_device(dev.inner(), "workspace")?;
+    if !mem.device_addr().is_multiple_of(16) {
+        return Err(OpError::Usage(format!("workspace: address {:#x} is not 16-byte aligned", mem.device_addr())));
+    }
+    Ok(mem.device_addr())
 }

@@ -50,8 +50,19 @@ pub fn run_planned(dev: &Device, module: &Module, case: &Case, plan: &op::BwdDat
     let planned = Planned { instance: plan.main.instance.name, describe: plan.describe(), k_batch: 1, split_mode: "none" };
     let inputs = [("dy", &plan.dy, act, TensorRole::Output), ("w", &plan.w, wei, TensorRole::Weight)];
     let tensors = Tensors::in_layout(l, p.ndim, inputs, ("dx", &plan.dx, act, TensorRole::Input), ds);
+    // The channel-packed copies' workspace, poisoned (0xff bytes: NaN) so
+    // that a padding element the copy does not write shows in dx.
+    let ws = match plan.workspace_bytes() {
+        0 => None,
+        n => {
+            let b = dev.alloc::<u8>(n)?;
+            b.fill_bytes(0xff)?;
+            Some(b)
+        }
+    };
     let execute = |a: Addrs<'_>| {
-        let bufs = BwdDataBuffers { dy: a.inputs[0], w: a.inputs[1], dx: a.output, ds: a.ds };
+        let workspace = ws.as_ref().map_or(0, |b| b.device_addr());
+        let bufs = BwdDataBuffers { dy: a.inputs[0], w: a.inputs[1], dx: a.output, ds: a.ds, workspace };
         // SAFETY: `check_run` passes buffers of this device allocated for
         // `plan`'s spans (dx apart from the inputs, D0 = dx only when aliased
         // in the output layout), alive until it synchronizes.

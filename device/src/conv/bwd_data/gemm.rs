@@ -215,6 +215,7 @@ pub(crate) unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, 
         g_off: g * ws[0],
         strides: ws,
         rows: a.c,
+        vec_rows: crate::conv::w_vec_channels(a, <Tl::In as Elem>::LANES as u32),
         col: WTaps { a, s: slice },
     };
     let r = BlockRange { m0: tm * Tl::BM as u32, n0: tn * Tl::BN as u32, k_begin: 0, k_end: slice.gemm_k };

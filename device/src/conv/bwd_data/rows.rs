@@ -117,7 +117,7 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
 unsafe fn stage_weights<Tl: Tile>(a: &ConvArgs, g: u32, c0: u32) {
     let ws = &a.w_strides;
     let lanes = <Tl::In as Elem>::LANES;
-    let vec = vector_axis(ws, 2, a.c, lanes as u32);
+    let vec = vector_axis(ws, 2, crate::conv::w_vec_channels(a, lanes as u32), lanes as u32);
     let step = if vec { lanes } else { 1 };
     let per_k = Tl::BN / step;
     let taps = (a.filter[1] * a.filter[2]) as usize;

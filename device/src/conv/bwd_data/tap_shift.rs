@@ -104,9 +104,10 @@ pub unsafe fn kernel<Tl: Tile, Out: Elem, const FR: usize, const FC: usize>(args
 unsafe fn stage_weights<Tl: Tile>(a: &ConvArgs, h: &Halo, g0: u32, threads: usize) {
     let cp = Tl::TN;
     let taps = (a.filter[1] * a.filter[2]) as usize;
-        let ws = &a.w_strides;
-    let vec = crate::conv::vector_axis(ws, 2, a.c, <Tl::In as Elem>::LANES as u32);
-    let lanes = if vec { <Tl::In as Elem>::LANES } else { 1 };
+    let ws = &a.w_strides;
+    let full = <Tl::In as Elem>::LANES;
+    let vec = crate::conv::vector_axis(ws, 2, crate::conv::w_vec_channels(a, full as u32), full as u32);
+    let lanes = if vec { full } else { 1 };
     let per_k = cp / lanes;
     let total = per_k * Tl::BK * Tl::WN * taps;
     let w = a.w as *const Tl::In;

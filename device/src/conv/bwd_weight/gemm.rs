@@ -133,6 +133,7 @@ pub(crate) unsafe fn run<Tl: Tile, Out: Elem, const FR: usize, const FC: usize, 
         g_off: g * s[0],
         strides: s,
         rows: a.k,
+        vec_rows: a.k,
         col: move |k| {
             if dy_flat {
                 return k * s[5];

@@ -12,6 +12,13 @@
 //! the unfolded axes on `x'`: 16-byte loads, the same sums. Its stores skip
 //! the padding columns (`UnfoldPart::valid`, `filter_cols`).
 //!
+//! With no axis unfolded (`dims` 0) it is a channel pack of any tensor of
+//! the canonical axes (`G` = 1): channels that fill no vector (`K` = 255 of
+//! a detection head) padded with zeros to whole vectors, images (or filter
+//! rows) past `UnfoldPart::rows` zeros, so that backward-data and
+//! backward-weight run their vector paths on the copies (host:
+//! `ops::pack`).
+//!
 //! One thread per 16-byte vector of `x'`, pixels in order: stores coalesce;
 //! the loads of neighbouring threads hit neighbouring input pixels.
 //!
@@ -48,10 +55,17 @@ pub unsafe fn kernel<In: Elem>(args: *const ConvArgs) {
     let o = [d, h, w];
     let first = 3 - u.dims as usize;
     let xs = &a.x_strides;
+    if u.dims == 0
+        && n < u.rows
+        && let Some(out) = unsafe { packed_run::<In>(a, pix, cv) }
+    {
+        unsafe { arch::st(a.w as *mut In::V16, v as usize, out) };
+        return;
+    }
     let mut out = In::V16::default();
     for (l, e) in out.as_mut().iter_mut().enumerate() {
         let j = cv * lanes + l as u32;
-        if j >= u.valid {
+        if j >= u.valid || n >= u.rows {
             continue;
         }
         // Channel j of x' -> (tap of the unfolded axes, c) -> input pixel.
@@ -77,4 +91,41 @@ pub unsafe fn kernel<In: Elem>(args: *const ConvArgs) {
         }
     }
     unsafe { arch::st(a.w as *mut In::V16, v as usize, out) };
+}
+
+/// The channel pack's vector `cv` of pixel `pix` read as whole vectors,
+/// where the source is channels-last with its pixels back to back (its
+/// element `pix * C + c`) and 16-byte aligned: the 8 channels are 8
+/// consecutive elements, inside at most two aligned 16-byte vectors (one
+/// load each, shifted into place), the channels past `C` zeroed. `None`
+/// where the source is laid out otherwise or the vectors would reach past
+/// it (the caller reads element by element).
+///
+/// # Safety
+/// As [`kernel`], for a pack (`dims` 0) and an image `n < rows`.
+#[inline(always)]
+unsafe fn packed_run<In: Elem>(a: &ConvArgs, pix: u32, cv: u32) -> Option<In::V16> {
+    let (u, xs, lanes) = (&a.unfold, &a.x_strides, In::LANES as u32);
+    let flat = xs[2] == 1 && xs[5] == u.valid && crate::conv::pixels_flat(xs, &a.input, u.rows);
+    if !flat || !(a.x as usize).is_multiple_of(16) || In::BYTES != 2 {
+        return None;
+    }
+    // Elements of the source; the run's first and how many are channels.
+    let total = u.rows * a.input[0] * a.input[1] * a.input[2] * u.valid;
+    let (e0, keep) = (pix * u.valid + cv * lanes, (u.valid - cv * lanes).min(lanes));
+    let (q, sh) = (e0 / lanes, e0 % lanes);
+    let two = sh + keep > lanes;
+    if (q + 1 + two as u32) * lanes > total {
+        return None;
+    }
+    let src = a.x as *const In::V16;
+    let lo: u128 = unsafe { core::mem::transmute_copy(&arch::ld(src, q as usize)) };
+    let hi: u128 = if two { unsafe { core::mem::transmute_copy(&arch::ld(src, q as usize + 1)) } } else { 0 };
+    // Little-endian lanes: element i at bits 16 i.
+    let bits = 16 * sh;
+    let mut run = if bits == 0 { lo } else { (lo >> bits) | (hi << (128 - bits)) };
+    if keep < lanes {
+        run &= (1u128 << (16 * keep)) - 1;
+    }
+    Some(unsafe { core::mem::transmute_copy(&run) })
 }

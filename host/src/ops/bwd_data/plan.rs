@@ -14,10 +14,11 @@ use crate::ops::classes::{class_taps, slice_count, tap_step, tilde};
 use crate::ops::error::{OpError, Unsupported};
 use crate::ops::family::bwd_data::{DataCtx, LIMIT, depthwise, direct, gemm, rows, tap_shift, tma};
 use crate::ops::launch::{LaunchSpec, problem_args};
+use crate::ops::pack::{self, Packed};
 use crate::ops::{fold, select};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{Family, Instance, Op};
-use convgrad_types::params::{ConvArgs, DirectPart, FastDiv, GemmPart, SlicePart};
+use convgrad_types::params::{ConvArgs, DirectPart, FastDiv, GemmPart, SlicePart, flags};
 use convgrad_types::{ConvLayout, ConvProblem, DescError, EpilogueOp, TensorDesc, TensorRole, TypeConfig};
 
 /// Layout of one `D` tensor of the epilogue. Every `D` is indexed like `dx`
@@ -133,11 +134,16 @@ pub struct BwdDataPlan {
     /// Whether the tuning table chose the kernel (else the hand rules or a forced instance).
     pub from_table: bool,
     /// Where the plan folds the problem (stride == filter along x, and y
-    /// where it tiles the same way): the problem the kernel runs and its `w`
-    /// descriptor, which the TMA kernel's tensor maps describe (`dy` folds
-    /// to itself); `None` where the kernel runs [`problem`](Self::problem)
-    /// as given.
+    /// where it tiles the same way) or packs its channels: the problem the
+    /// kernel runs and its `w` descriptor, which the TMA kernel's tensor
+    /// maps describe (`dy` folds to itself); `None` where the kernel runs
+    /// [`problem`](Self::problem) as given.
     pub folded: Option<Box<(ConvProblem, TensorDesc)>>,
+    /// Where `K` or `C` fills no 16-byte vectors (2-byte types, `G` = 1, a
+    /// GEMM kernel): the pre-pass copies, at the workspace's start, of `dy`
+    /// with `K` zero padded to whole vectors (odd `K`) and of `w` with both
+    /// padded, that the kernel reads (see `ops::pack`); `None` otherwise.
+    pub pack: Option<Box<Packed>>,
     /// Where a tensor spans 2^31 elements or more: the independent launches
     /// the problem is split into (along N, and along G where one image of
     /// every group is too big), run in order; empty otherwise. `main`,
@@ -267,8 +273,54 @@ fn plan_split(
 }
 
 /// [`plan_with`] for a problem that runs as one launch, its `D` tensors'
-/// descriptors given: validation, the fold, the plan.
+/// descriptors given: the plan as given, or on channel-packed copies where
+/// `K` fills no vectors and the GEMM would gather `dy` element by element
+/// (a forced instance that does not fit the packed problem runs it as given).
 fn plan_descs(
+    p: &ConvProblem,
+    cfg: &BwdDataConfig,
+    family: Family,
+    compute_units: u32,
+    chain: EpiChain,
+    [dy, w, dx]: [TensorDesc; 3],
+    ds: Vec<TensorDesc>,
+) -> Result<BwdDataPlan, OpError> {
+    let given = plan_unpacked(p, cfg, family, compute_units, chain, [dy, w, dx], ds.clone());
+    let (act, wei) = (cfg.types.act(), cfg.types.wei());
+    // A GEMM kernel as given, or a forced instance that only fits packed.
+    let gathers = match &given {
+        Ok(g) => matches!(g.main.instance.op, Op::BwdData | Op::BwdDataRows | Op::BwdDataTapShift),
+        Err(e) => matches!(e, OpError::Unsupported(Unsupported::Instance { .. })),
+    };
+    // C under a vector keeps its narrow tiles (and the fold along x).
+    let (pack_dy, pack_c) = (pack::needs(act, p.k), pack::needs(act, p.c) && p.c > pack::LANES);
+    if !(gathers && p.g == 1 && act == wei && (pack_dy || pack_c)) {
+        return given;
+    }
+    // dy with K padded where K is odd; w always (its K rows, or its C
+    // columns readable as whole vectors: `flags::W_PADDED`).
+    let mut q = *p;
+    q.k = pack::padded(p.k);
+    let mut copies = Vec::new();
+    if pack_dy {
+        copies.push(pack::copy("dy", &dy, p.n, false, 0, act, family)?);
+    }
+    let at = copies.first().map_or(0, |c| c.bytes);
+    copies.push(pack::copy("w", &w, q.k, true, at, wei, family)?);
+    let qdy = copies.first().filter(|_| pack_dy).map_or(dy, |c| c.desc);
+    let qw = copies[copies.len() - 1].desc;
+    let mut packed = match plan_unpacked(&q, cfg, family, compute_units, chain, [qdy, qw, dx], ds) {
+        Err(OpError::Unsupported(Unsupported::Instance { .. })) => return given,
+        r => r?,
+    };
+    packed.args_template.flags |= flags::W_PADDED;
+    let view = packed.folded.take().unwrap_or_else(|| Box::new((q, qw)));
+    let pack = Some(Box::new(Packed { problem: q, copies }));
+    Ok(BwdDataPlan { problem: *p, dy, w, folded: Some(view), pack, ..packed })
+}
+
+/// [`plan_descs`] without the channel pack: validation, the fold, the plan.
+fn plan_unpacked(
     p: &ConvProblem,
     cfg: &BwdDataConfig,
     family: Family,
@@ -360,7 +412,21 @@ fn plan_on(
     let slices = if is_direct(inst) { 0 } else { slices as u32 };
     let (dy, w, dx) = (*dy, *w, *dx);
     let from_table = choice.from_table;
-    Ok(BwdDataPlan { problem: *p, dy, w, dx, ds, chain, main, slices, args_template: args, from_table, folded: None, parts: Vec::new() })
+    Ok(BwdDataPlan {
+        problem: *p,
+        dy,
+        w,
+        dx,
+        ds,
+        chain,
+        main,
+        slices,
+        args_template: args,
+        from_table,
+        folded: None,
+        pack: None,
+        parts: Vec::new(),
+    })
 }
 
 /// Whether `inst` is one of the direct kernels (no slice GEMMs).
@@ -481,14 +547,27 @@ impl BwdDataPlan {
         };
         let table = if self.from_table { " ; tuning table" } else { "" };
         let split = batch::describe(&self.problem, &self.parts);
-        format!("{} ; {how}{}{table}{split}", self.main.instance.name, fold::describe(&self.problem, a))
+        let packed = self.pack.as_ref().map_or(String::new(), |k| {
+            let c = (self.problem.c, self.problem.c.div_ceil(pack::LANES) * pack::LANES);
+            pack::describe(&k.copies, &[("K", k.problem.k, self.problem.k), ("C", c.1, c.0)])
+        });
+        let runs = self.pack.as_ref().map_or(&self.problem, |k| &k.problem);
+        format!("{} ; {how}{}{packed}{table}{split}", self.main.instance.name, fold::describe(runs, a))
     }
-    /// The argument block with device addresses filled in.
+    /// Workspace bytes each call needs: the channel-packed copies (of a
+    /// split plan, the largest part's); 0 without them.
+    pub fn workspace_bytes(&self) -> usize {
+        let parts = self.parts.iter().map(|q| q.plan.workspace_bytes()).max().unwrap_or(0);
+        self.pack.as_ref().map_or(0, |k| k.bytes()).max(parts)
+    }
+    /// The argument block with device addresses filled in (packed: the
+    /// copies of `dy` and `w` in the workspace).
     pub fn args(&self, bufs: &BwdDataBuffers<'_>) -> ConvArgs {
         let mut a = self.args_template;
+        let pack = self.pack.as_deref();
         a.x = bufs.dx;
-        a.w = bufs.w;
-        a.dy = bufs.dy;
+        a.w = Packed::addr(pack, "w", bufs.w, bufs.workspace);
+        a.dy = Packed::addr(pack, "dy", bufs.dy, bufs.workspace);
         for (i, &d) in bufs.ds.iter().enumerate().take(MAX_D) {
             a.d[i] = d;
         }
@@ -508,11 +587,16 @@ pub struct BwdDataBuffers<'a> {
     pub dx: u64,
     /// `D` tensors of the epilogue.
     pub ds: &'a [u64],
+    /// Workspace of [`BwdDataPlan::workspace_bytes`] (16-byte aligned;
+    /// 0 where that is 0).
+    pub workspace: u64,
 }
 
 impl<'a> BwdDataBuffers<'a> {
     /// Takes typed device buffers, checking each one's length against the
-    /// plan (`ds` receives the `D` addresses; a `D` may be `dx` itself).
+    /// plan (`ds` receives the `D` addresses; a `D` may be `dx` itself;
+    /// `workspace` may be `None` where the plan needs none).
+    #[allow(clippy::too_many_arguments)]
     pub fn checked<T: bytemuck::Pod>(
         plan: &BwdDataPlan,
         types: TypeConfig,
@@ -521,13 +605,27 @@ impl<'a> BwdDataBuffers<'a> {
         dx: &crate::runtime::DeviceBuffer<T>,
         d: &[&crate::runtime::DeviceBuffer<T>],
         ds: &'a mut Vec<u64>,
+        workspace: Option<&crate::runtime::DeviceBuffer<u8>>,
     ) -> Result<Self, OpError> {
         check_buffer("dy", &plan.dy, types.act(), dy.bytes())?;
         check_buffer("w", &plan.w, types.wei(), w.bytes())?;
         check_buffer("dx", &plan.dx, types.act(), dx.bytes())?;
         collect_ds(&plan.ds, types.act(), d, ds)?;
-        Ok(BwdDataBuffers { dy: dy.device_addr(), w: w.device_addr(), dx: dx.device_addr(), ds })
+        check_workspace(plan, workspace.map_or(0, |b| b.bytes()))?;
+        let workspace = workspace.map_or(0, |b| b.device_addr());
+        Ok(BwdDataBuffers { dy: dy.device_addr(), w: w.device_addr(), dx: dx.device_addr(), ds, workspace })
     }
+}
+
+/// Refuses a workspace of `bytes` shorter than `plan` needs.
+pub(crate) fn check_workspace(plan: &BwdDataPlan, bytes: usize) -> Result<(), OpError> {
+    let need = plan.workspace_bytes();
+    if bytes < need {
+        return Err(OpError::Usage(format!(
+            "workspace: bwd-data needs {need} bytes for its channel-packed copies (BwdDataOp::workspace_bytes), got {bytes}"
+        )));
+    }
+    Ok(())
 }
 
 /// Queues `plan`'s launch of `kernel` on `stream`; of a split plan, each
@@ -558,7 +656,16 @@ pub(crate) unsafe fn launch(
             )));
         }
     }
+    if plan.workspace_bytes() > 0 && (bufs.workspace == 0 || !bufs.workspace.is_multiple_of(16)) {
+        return Err(OpError::Usage(format!(
+            "workspace: bwd-data needs {} bytes at a 16-byte aligned address (BwdDataOp::workspace_bytes), got {:#x}",
+            plan.workspace_bytes(),
+            bufs.workspace
+        )));
+    }
     if plan.parts.is_empty() {
+        // SAFETY: as the main launch's below.
+        unsafe { launch_packs(dev, stream, resolve, plan, &bufs)? };
         let args = with_maps(dev, plan, plan.args(&bufs))?;
         // SAFETY: `bufs` hold `plan`'s tensors (this fn's contract) and the
         // arguments are the plan's own.
@@ -573,21 +680,50 @@ pub(crate) unsafe fn launch(
             *d = at(b, off)?;
         }
         let [ody, ow, odx] = part.offsets;
-        let pb = BwdDataBuffers { dy: at(bufs.dy, ody)?, w: at(bufs.w, ow)?, dx: at(bufs.dx, odx)?, ds: &ds[..bufs.ds.len().min(MAX_D)] };
+        let pb = BwdDataBuffers {
+            dy: at(bufs.dy, ody)?,
+            w: at(bufs.w, ow)?,
+            dx: at(bufs.dx, odx)?,
+            ds: &ds[..bufs.ds.len().min(MAX_D)],
+            workspace: bufs.workspace,
+        };
         let m = &part.plan.main;
         let own = (m.instance.name != plan.main.instance.name).then(|| resolve(m.instance.name)).transpose()?;
         // SAFETY: a part's views lie inside `bufs`' tensors (its offsets and
         // sub-plan come from the plan that split them) and are disjoint as they are.
+        unsafe { launch_packs(dev, stream, resolve, &part.plan, &pb)? };
         let args = with_maps(dev, &part.plan, part.plan.args(&pb))?;
         unsafe { dev.launch_on(stream, own.as_ref().unwrap_or(kernel), m.grid, m.block, m.lds_bytes, &args)? };
     }
     Ok(())
 }
 
+/// Queues `plan`'s channel-pack copies (if it packs): each reads a caller's
+/// tensor and writes its copy into the workspace.
+///
+/// # Safety
+/// As [`launch`]: `bufs` hold the plan's tensors and its workspace.
+unsafe fn launch_packs(
+    dev: &crate::runtime::Device,
+    stream: &crate::runtime::Stream,
+    resolve: &dyn Fn(&str) -> Result<crate::runtime::Kernel, OpError>,
+    plan: &BwdDataPlan,
+    bufs: &BwdDataBuffers<'_>,
+) -> Result<(), OpError> {
+    for c in plan.pack.iter().flat_map(|k| &k.copies) {
+        let src = if c.tensor == "dy" { bufs.dy } else { bufs.w };
+        let k = resolve(c.launch.instance.name)?;
+        let l = &c.launch;
+        // SAFETY: the copy reads the caller's tensor and writes its bytes of the workspace.
+        unsafe { dev.launch_on(stream, &k, l.grid, l.block, 0, &c.args(src, bufs.workspace))? };
+    }
+    Ok(())
+}
+
 /// `args` with the tensor maps of `plan`'s TMA kernel filled in (other
 /// kernels: unchanged). The maps describe the problem the kernel runs (the
-/// folded one where the plan folds): a plan whose argument block says
-/// otherwise is refused.
+/// folded or packed one where the plan folds or packs): a plan whose
+/// argument block says otherwise is refused.
 fn with_maps(dev: &crate::runtime::Device, plan: &BwdDataPlan, mut args: ConvArgs) -> Result<ConvArgs, OpError> {
     if plan.main.instance.op != Op::BwdDataTma {
         return Ok(args);
@@ -597,7 +733,8 @@ fn with_maps(dev: &crate::runtime::Device, plan: &BwdDataPlan, mut args: ConvArg
         return Err(OpError::Usage(format!("bwd-data: the TMA plan's argument block does not match its problem {p:?}")));
     }
     let t = &plan.main.instance.tile;
-    let maps = tma::maps(p, &plan.dy, w, t, &args.tma_rows, args.dy, args.w).map_err(OpError::Usage)?;
+    let dy = plan.pack.as_ref().and_then(|k| k.copy("dy")).map_or(&plan.dy, |c| &c.desc);
+    let maps = tma::maps(p, dy, w, t, &args.tma_rows, args.dy, args.w).map_err(OpError::Usage)?;
     for (slot, m) in args.tma.iter_mut().zip(&maps) {
         *slot = dev.encode_tma(m)?;
     }

@@ -133,6 +133,12 @@ unsafe fn launch_one(
         }
         _ => {}
     }
+    for c in plan.pack.iter().flat_map(|k| &k.copies) {
+        let k = pre.ok_or_else(|| OpError::Usage(format!("bwd-weight: the plan's pre-pass {} was not given", c.launch.instance.name)))?;
+        let src = if c.tensor == "x" { bufs.x } else { bufs.dy };
+        // SAFETY: the copy reads x or dy and writes its bytes of the workspace, all held by the contract.
+        unsafe { dev.launch_on(stream, k, c.launch.grid, c.launch.block, 0, &c.args(src, ws))? };
+    }
     // SAFETY: the contract holds `bufs` and `ws`; the arguments are the plan's own.
     unsafe { dev.launch_on(stream, kernel, plan.main.grid, plan.main.block, plan.main.lds_bytes, &args)? };
     Ok(())
@@ -185,7 +191,8 @@ unsafe fn launch_parts(
 
 /// `args` with the tensor maps of `plan`'s TMA kernel filled in (other
 /// kernels: unchanged). The maps describe the problem the kernel runs (the
-/// folded one where the plan folds; the TMA family never unfolds): a plan
+/// folded or packed one where the plan folds or packs; the TMA family
+/// never unfolds): a plan
 /// whose argument block says otherwise is refused.
 fn with_maps(dev: &Device, plan: &BwdWeightPlan, mut args: ConvArgs) -> Result<ConvArgs, OpError> {
     if plan.main.instance.op != Op::BwdWeightTma {
@@ -197,7 +204,8 @@ fn with_maps(dev: &Device, plan: &BwdWeightPlan, mut args: ConvArgs) -> Result<C
     if (args.k, args.c, args.gemm.k as u64) != (p.k as u32, p.c as u32, tma::reduction(p, t)) {
         return Err(OpError::Usage(format!("bwd-weight: the TMA plan's argument block does not match its problem {p:?}")));
     }
-    let maps = tma::maps(p, &plan.dy, x, t, &args.tma_rows, args.dy, args.x).map_err(OpError::Usage)?;
+    let dy = plan.pack.as_ref().and_then(|k| k.copy("dy")).map_or(&plan.dy, |c| &c.desc);
+    let maps = tma::maps(p, dy, x, t, &args.tma_rows, args.dy, args.x).map_err(OpError::Usage)?;
     for (slot, m) in args.tma.iter_mut().zip(&maps) {
         *slot = dev.encode_tma(m)?;
     }

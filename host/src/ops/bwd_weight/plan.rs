@@ -10,6 +10,7 @@ use crate::ops::family::bwd_weight::{WeightCtx, WeightLaunch, check_partials, de
 use crate::ops::launch::{LaunchSpec, problem_args};
 use crate::ops::split::{SplitK, check_split};
 use crate::ops::workspace::SplitKWorkspace;
+use crate::ops::pack::{self, Packed};
 use crate::ops::{fold, select};
 use convgrad_types::epilogue::{EpiChain, MAX_D};
 use convgrad_types::instance::{Family, Op};
@@ -79,11 +80,17 @@ pub struct BwdWeightPlan {
     /// The pre-pass that unfolds a small-C `x` into channels, where the
     /// plan runs the unfolded problem (see [`UnfoldPlan`]).
     pub unfold: Option<Box<UnfoldPlan>>,
-    /// Where the plan folds the problem (stride == filter along x): the
-    /// problem the kernel runs and its `x` descriptor, which the TMA
-    /// kernel's tensor maps describe (`dy` folds to itself); `None` where
-    /// the kernel runs [`problem`](Self::problem) as given.
+    /// Where the plan folds the problem (stride == filter along x) or packs
+    /// its channels: the problem the kernel runs and its `x` descriptor,
+    /// which the TMA kernel's tensor maps describe (`dy` folds to itself);
+    /// `None` where the kernel runs [`problem`](Self::problem) as given.
     pub folded: Option<Box<(ConvProblem, TensorDesc)>>,
+    /// Where `C` or `K` fills no 16-byte vectors (2-byte types, `G` = 1,
+    /// the GEMM kernel): the pre-pass copies of `x` and/or `dy` with those
+    /// channels zero padded to whole vectors, at the workspace's start, that
+    /// the kernel reads; its stores skip `dW`'s padding rows and columns
+    /// (see `ops::pack`). `None` otherwise.
+    pub pack: Option<Box<Packed>>,
     /// Where `x` or `dy` spans 2^31 elements or more: the launches the
     /// problem is split into (along N, and along G where one image of every
     /// group is too big), run in order; empty otherwise. `main`,
@@ -235,12 +242,16 @@ fn plan_whole(
             }
         }
     }
-    let given = plan_on(p, cfg, family, compute_units, chain, x, dw, dy)?;
+    let given = plan_on(p, cfg, family, compute_units, chain, x, dw, dy);
     // Channels that fill no vector: where the GEMM would gather them one by
     // one, the kernels run the problem unfolded (the direct kernels' tiny
     // GEMMs stay; as for the fold, a forced instance that does not fit the
-    // unfolded problem runs the problem as given).
-    let gathers = given.main.instance.op == Op::BwdWeight;
+    // unfolded problem runs the problem as given; one that fits neither
+    // may fit it packed).
+    let gathers = match &given {
+        Ok(g) => g.main.instance.op == Op::BwdWeight,
+        Err(e) => matches!(e, OpError::Unsupported(Unsupported::Instance { .. })),
+    };
     if let Some(u) = unfold::choose(p, cfg.types, &dw).filter(|_| gathers) {
         match plan_on(&u.problem, cfg, family, compute_units, chain, u.x, u.dw, dy) {
             Err(OpError::Unsupported(Unsupported::Instance { .. })) => {}
@@ -257,7 +268,61 @@ fn plan_whole(
             }
         }
     }
-    Ok(given)
+    // Channel counts that fill no vector: where the GEMM would gather them
+    // one by one, the kernels run on channel-packed copies of x and/or dy.
+    if gathers && let Some(plan) = plan_packed(p, cfg, family, compute_units, chain, [x, dw, dy], &ds)? {
+        return Ok(plan);
+    }
+    given
+}
+
+/// [`plan_whole`] on channel-packed copies of `x` (where `C` fills no
+/// vectors and is `dW`'s innermost axis) and/or `dy` (where `K` fills
+/// none), for 2-byte types and `G` = 1; `None` where nothing is packed or
+/// a forced instance does not fit the packed problem (it runs as given).
+#[allow(clippy::too_many_arguments)]
+fn plan_packed(
+    p: &ConvProblem,
+    cfg: &BwdWeightConfig,
+    family: Family,
+    compute_units: u32,
+    chain: EpiChain,
+    [x, dw, dy]: [TensorDesc; 3],
+    ds: &[TensorDesc],
+) -> Result<Option<BwdWeightPlan>, OpError> {
+    // x's channels load as vectors only where C is dW's innermost axis.
+    let (act, wei) = (cfg.types.act(), cfg.types.wei());
+    let (pack_x, pack_dy) = (pack::needs(act, p.c) && dw.strides[2] == 1, pack::needs(act, p.k));
+    if p.g != 1 || act != wei || !(pack_x || pack_dy) {
+        return Ok(None);
+    }
+    let mut q = *p;
+    (q.c, q.k) = (if pack_x { pack::padded(p.c) } else { p.c }, if pack_dy { pack::padded(p.k) } else { p.k });
+    let mut copies = Vec::new();
+    let (mut qx, mut qdy) = (x, dy);
+    if pack_x {
+        copies.push(pack::copy("x", &x, p.n, false, 0, act, family)?);
+        qx = copies[0].desc;
+    }
+    if pack_dy {
+        let at = copies.first().map_or(0, |c| c.bytes);
+        copies.push(pack::copy("dy", &dy, p.n, false, at, act, family)?);
+        qdy = copies[copies.len() - 1].desc;
+    }
+    // dW keeps its strides; the stores skip rows and columns past K and C.
+    let mut qdw = dw;
+    (qdw.lengths[1], qdw.lengths[2]) = (q.k, q.c);
+    let mut plan = match plan_on(&q, cfg, family, compute_units, chain, qx, qdw, qdy) {
+        Err(OpError::Unsupported(Unsupported::Instance { .. })) => return Ok(None),
+        r => r?,
+    };
+    let u = &mut plan.args_template.unfold;
+    u.valid = if pack_x { p.c as u32 } else { 0 };
+    u.rows = if pack_dy { p.k as u32 } else { 0 };
+    let packed = Packed { problem: q, copies };
+    plan.workspace_elems += packed.bytes() / 4;
+    let (folded, pack) = (Some(Box::new((q, qx))), Some(Box::new(packed)));
+    Ok(Some(BwdWeightPlan { problem: *p, x, dw, dy, ds: ds.to_vec(), folded, pack, ..plan }))
 }
 
 /// [`plan_with`] for a problem split into `chunks` (see there): each part
@@ -309,6 +374,7 @@ fn plan_split(
         partial_elems,
         atomic_partials: !cfg.deterministic && partial_elems > 0,
         unfold: None,
+        pack: None,
         parts,
         ..first
     })
@@ -488,6 +554,7 @@ fn finish(c: &WeightCtx<'_>, l: WeightLaunch, mut args: ConvArgs) -> Result<BwdW
         args_template: args,
         from_table: false,
         unfold: None,
+        pack: None,
         folded: None,
         parts: Vec::new(),
     })
@@ -514,7 +581,13 @@ impl BwdWeightPlan {
                 let (cols, valid) = u.channels();
                 format!(" ; {axes} unfolded into channels first (C' = {cols} for {valid}, {})", u.launch.instance.name)
             }
-            None => fold::describe(&self.problem, a),
+            None => match &self.pack {
+                Some(k) => {
+                    let dims = [("C", k.problem.c, self.problem.c), ("K", k.problem.k, self.problem.k)];
+                    pack::describe(&k.copies, &dims)
+                }
+                None => fold::describe(&self.problem, a),
+            },
         };
         let table = if self.from_table { " ; tuning table" } else { "" };
         let split = batch::describe(&self.problem, &self.parts);
@@ -532,6 +605,11 @@ impl BwdWeightPlan {
             a.x = workspace;
             a.ws = if self.workspace_elems > u.ws_elems { workspace + 4 * u.ws_elems as u64 } else { 0 };
         }
+        if let Some(k) = self.pack.as_deref() {
+            a.x = Packed::addr(Some(k), "x", x, workspace);
+            a.dy = Packed::addr(Some(k), "dy", dy, workspace);
+            a.ws = if self.workspace_elems * 4 > k.bytes() { workspace + k.bytes() as u64 } else { 0 };
+        }
         for (i, &d) in ds.iter().enumerate().take(MAX_D) {
             a.d[i] = d;
         }
@@ -545,11 +623,13 @@ impl BwdWeightPlan {
     /// a split plan, the largest part's).
     pub fn scratch_bytes(&self) -> usize {
         let parts = self.parts.iter().map(|q| q.plan.scratch_bytes()).max().unwrap_or(0);
-        self.unfold.as_ref().map_or(0, |u| 4 * u.ws_elems).max(parts)
+        let pack = self.pack.as_ref().map_or(0, |k| k.bytes());
+        self.unfold.as_ref().map_or(0, |u| 4 * u.ws_elems).max(pack).max(parts)
     }
     /// The pre-pass kernel the plan (or a part of it) launches, if any.
     pub fn pre_pass(&self) -> Option<&'static str> {
-        let own = self.unfold.as_ref().map(|u| u.launch.instance.name);
+        let packs = self.pack.as_ref().and_then(|k| k.copies.first()).map(|c| c.launch.instance.name);
+        let own = self.unfold.as_ref().map(|u| u.launch.instance.name).or(packs);
         own.or_else(|| self.parts.iter().find_map(|q| q.plan.pre_pass()))
     }
     /// The f32 partials each output element sums: `k_batch`, or of a plan

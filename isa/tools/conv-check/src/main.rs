@@ -344,7 +344,7 @@ impl Check {
             ],
             ("dx", act, plan.dx.span() as usize),
             |_, [dy, w], dx| {
-                let buffers = BwdDataBuffers { dy, w, dx, ds: &[] };
+                let buffers = BwdDataBuffers { dy, w, dx, ds: &[], workspace: 0 };
                 bytemuck::bytes_of(&plan.args(&buffers)).to_vec()
             },
         );

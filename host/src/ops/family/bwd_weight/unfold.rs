@@ -130,7 +130,7 @@ impl Unfolded {
                 valid: self.valid as u32,
                 dims: self.dims as u32,
                 elems: self.elems as u32,
-                _pad: 0,
+                rows: p.n as u32,
                 div_vecs: FastDiv::new((self.cols / LANES) as u32),
                 div_pix: f.input.map(|d| FastDiv::new(d as u32)),
             },
