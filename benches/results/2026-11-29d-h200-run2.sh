@@ -19,9 +19,9 @@ b() { # name timeout op suite dtype args...
 }
 b chan-bwdd-f16 80 bwd-data channels f16
 b chan-bwdw-f16 80 bwd-weight channels f16
-OUT=$OUT SAN_TIMEOUT=30 SAN_TOOLS=memcheck timeout 200 bash benches/channel_pack_checks.sh /tmp/xt; echo "checks exit $? at $((SECONDS-start)) s"
-timeout 130 python benches/train_step.py --models shufflenet_v2 --batches 128 --dtypes f16 --modes cast --formats cl \
-  --profile --steps 8 --rounds 2 --warmup 4 --json $OUT/train.json --budget-s 100 > $OUT/train.txt 2>&1
+OUT=$OUT SAN_TIMEOUT=25 SAN_TOOLS=memcheck timeout 150 bash benches/channel_pack_checks.sh /tmp/xt; echo "checks exit $? at $((SECONDS-start)) s"
+timeout 110 python benches/train_step.py --models shufflenet_v2 --batches 128 --dtypes f16 --modes cast --formats cl \
+  --profile --steps 8 --rounds 2 --warmup 4 --json $OUT/train.json --budget-s 80 > $OUT/train.txt 2>&1
 echo "train exit $? at $((SECONDS-start)) s"; grep -v "^\s*$" $OUT/train.txt | grep -v Warn | tail -6 | cut -c1-230
 # Everything back as one archive (the device tool returns a limited number of files).
 (cd $OUT && tar czf /tmp/all.tgz . && rm -rf ./* && mv /tmp/all.tgz .)
